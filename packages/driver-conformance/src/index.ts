@@ -1,0 +1,13 @@
+export {
+  type ConformanceCase,
+  type ConformanceContext,
+  conformanceCases,
+  POSIX_PLATFORMS,
+} from './cases.js';
+export {
+  type ConformanceHarness,
+  conformanceSkipReason,
+  createConformanceHarness,
+  type DriverFactory,
+  runConformanceCase,
+} from './context.js';

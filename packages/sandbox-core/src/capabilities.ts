@@ -1,0 +1,246 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * What network a command may reach.
+ * - `none`: nothing (loopback inside its own namespace at most).
+ * - `allowHosts`: only the listed hosts, through the managed proxy. Entries are `name`, `*.suffix`
+ *   (strict subdomains), IP literals, each with an optional `:port`.
+ * - `allowAll`: the host's network, unfiltered.
+ */
+export type NetworkPolicy =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'allowAll' }
+  | { readonly kind: 'allowHosts'; readonly hosts: readonly string[] };
+
+/**
+ * What a command may do. The workspace baseline is {@link strictCapabilities}: no filesystem access
+ * outside the session's cwd (which drivers grant read-write automatically), no network, no subprocesses.
+ */
+export interface SandboxCapabilities {
+  /** Absolute paths the command may read (and execute from). */
+  readonly fsRead: readonly string[];
+  /** Absolute paths the command may read and write. */
+  readonly fsWrite: readonly string[];
+  readonly network: NetworkPolicy;
+  /** Whether the command may create processes (fork/vfork/clone without CLONE_THREAD). */
+  readonly spawnSubprocess: boolean;
+  /** Memory ceiling in MiB (cgroup `memory.max`, or `RLIMIT_AS` as fallback). */
+  readonly maxMemoryMb?: number;
+  /** Wall-clock timeout in seconds, below the configured default. */
+  readonly timeoutSecs?: number;
+}
+
+const NUL = '\u0000';
+
+const AbsolutePathSchema = z
+  .string()
+  .min(1, { message: 'is empty; use an absolute path such as /data/project' })
+  .refine((p) => !p.includes(NUL), { message: 'contains a NUL byte; remove it' })
+  .refine((p) => path.isAbsolute(p), {
+    message: 'is not absolute; use an absolute path such as /data/project',
+  });
+
+/** `name`, `*.suffix`, an IPv4 literal or a bracketed IPv6 literal, each with an optional `:port`. */
+const HostEntrySchema = z
+  .string()
+  .min(1, { message: 'is empty; use a host name such as api.example.com' })
+  .refine((h) => /^(\*\.)?(\[[0-9a-fA-F:.]+\]|[^\s/@*[\]:]+)(:\d{1,5})?$/u.test(h), {
+    message: 'is not a host pattern; use name, *.suffix or an IP literal, optionally with :port',
+  });
+
+/** Zod schema of {@link NetworkPolicy}. */
+export const NetworkPolicySchema = z.discriminatedUnion(
+  'kind',
+  [
+    z.object({ kind: z.literal('none') }).strict(),
+    z.object({ kind: z.literal('allowAll') }).strict(),
+    z.object({ kind: z.literal('allowHosts'), hosts: z.array(HostEntrySchema) }).strict(),
+  ],
+  { error: 'has an unknown kind; use one of "none", "allowHosts" or "allowAll"' },
+);
+
+/** Zod schema of {@link SandboxCapabilities}; missing fields default to the strict baseline. */
+export const SandboxCapabilitiesSchema = z
+  .object({
+    fsRead: z.array(AbsolutePathSchema).default([]),
+    fsWrite: z.array(AbsolutePathSchema).default([]),
+    network: NetworkPolicySchema.default({ kind: 'none' }),
+    spawnSubprocess: z.boolean().default(false),
+    maxMemoryMb: z
+      .number()
+      .int({ message: 'must be a whole number of MiB' })
+      .positive({ message: 'must be a positive number of MiB, e.g. 512' })
+      .optional(),
+    timeoutSecs: z.number().positive({ message: 'must be a positive number of seconds, e.g. 30' }).optional(),
+  })
+  .strict();
+
+/** The input shape accepted where capabilities are parsed: every field optional, strict defaults. */
+export interface SandboxCapabilitiesInput {
+  readonly fsRead?: readonly string[];
+  readonly fsWrite?: readonly string[];
+  readonly network?: NetworkPolicy;
+  readonly spawnSubprocess?: boolean;
+  readonly maxMemoryMb?: number;
+  readonly timeoutSecs?: number;
+}
+
+/**
+ * The workspace baseline: no filesystem access outside the cwd, no network, no subprocess spawn.
+ *
+ * @example
+ * ```ts
+ * const caps = { ...strictCapabilities(), spawnSubprocess: true }
+ * ```
+ */
+export function strictCapabilities(): SandboxCapabilities {
+  return { fsRead: [], fsWrite: [], network: { kind: 'none' }, spawnSubprocess: false };
+}
+
+/** The spec's `SandboxCapabilities::default()`, identical to {@link strictCapabilities}. */
+export const DEFAULT_CAPABILITIES: SandboxCapabilities = Object.freeze({
+  fsRead: Object.freeze([]) as readonly string[],
+  fsWrite: Object.freeze([]) as readonly string[],
+  network: Object.freeze({ kind: 'none' }) as NetworkPolicy,
+  spawnSubprocess: false,
+});
+
+/**
+ * True when `child` equals `parent` or lies beneath it, comparing normalised absolute paths on component
+ * boundaries: `/a/b` is within `/a`, `/a/bc` is not within `/a/b`.
+ */
+export function isPathWithin(child: string, parent: string): boolean {
+  const c = path.resolve(child);
+  const p = path.resolve(parent);
+  if (c === p) return true;
+  const prefix = p.endsWith(path.sep) ? p : p + path.sep;
+  return c.startsWith(prefix);
+}
+
+interface HostEntry {
+  readonly wildcard: boolean;
+  readonly name: string;
+  readonly port: number | null;
+}
+
+function parseHostEntry(entry: string): HostEntry {
+  let rest = entry.trim().toLowerCase();
+  const wildcard = rest.startsWith('*.');
+  if (wildcard) rest = rest.slice(2);
+  let port: number | null = null;
+  const bracket = /^\[([^\]]+)\](?::(\d+))?$/u.exec(rest);
+  if (bracket) {
+    rest = bracket[1] ?? '';
+    port = bracket[2] === undefined ? null : Number(bracket[2]);
+  } else {
+    const m = /^(.*):(\d+)$/u.exec(rest);
+    if (m && !(m[1] ?? '').includes(':')) {
+      rest = m[1] ?? '';
+      port = Number(m[2]);
+    }
+  }
+  if (rest.endsWith('.')) rest = rest.slice(0, -1);
+  return { wildcard, name: rest, port };
+}
+
+/** True when the host pattern `requested` allows nothing that `ceiling` does not. */
+export function isHostEntryWithin(requested: string, ceiling: string): boolean {
+  const r = parseHostEntry(requested);
+  const c = parseHostEntry(ceiling);
+  if (c.port !== null && r.port !== c.port) return false;
+  if (!c.wildcard) return !r.wildcard && r.name === c.name;
+  if (r.wildcard) return r.name === c.name || r.name.endsWith(`.${c.name}`);
+  return r.name.endsWith(`.${c.name}`);
+}
+
+const NETWORK_RANK = { none: 0, allowHosts: 1, allowAll: 2 } as const;
+
+/**
+ * Lists, in words, every way `requested` exceeds `ceiling`; empty when it is within. Used for approval
+ * prompts and denial messages.
+ */
+export function explainNotWithin(requested: SandboxCapabilities, ceiling: SandboxCapabilities): string[] {
+  const reasons: string[] = [];
+  const readable = [...ceiling.fsRead, ...ceiling.fsWrite];
+  for (const p of requested.fsRead) {
+    if (!readable.some((root) => isPathWithin(p, root))) reasons.push(`read access to ${p}`);
+  }
+  for (const p of requested.fsWrite) {
+    if (!ceiling.fsWrite.some((root) => isPathWithin(p, root))) reasons.push(`write access to ${p}`);
+  }
+  const rn = requested.network;
+  const cn = ceiling.network;
+  if (NETWORK_RANK[rn.kind] > NETWORK_RANK[cn.kind]) {
+    reasons.push(
+      rn.kind === 'allowHosts' ? `network access to ${rn.hosts.join(', ')}` : 'unrestricted network access',
+    );
+  } else if (rn.kind === 'allowHosts' && cn.kind === 'allowHosts') {
+    const extra = rn.hosts.filter((h) => !cn.hosts.some((c) => isHostEntryWithin(h, c)));
+    if (extra.length > 0) reasons.push(`network access to ${extra.join(', ')}`);
+  }
+  if (requested.spawnSubprocess && !ceiling.spawnSubprocess) reasons.push('permission to spawn subprocesses');
+  if (ceiling.maxMemoryMb !== undefined) {
+    if (requested.maxMemoryMb === undefined) {
+      reasons.push(`no memory limit (ceiling ${ceiling.maxMemoryMb} MiB)`);
+    } else if (requested.maxMemoryMb > ceiling.maxMemoryMb) {
+      reasons.push(`${requested.maxMemoryMb} MiB of memory (ceiling ${ceiling.maxMemoryMb} MiB)`);
+    }
+  }
+  if (ceiling.timeoutSecs !== undefined) {
+    if (requested.timeoutSecs === undefined) {
+      reasons.push(`the default timeout (ceiling ${ceiling.timeoutSecs} s)`);
+    } else if (requested.timeoutSecs > ceiling.timeoutSecs) {
+      reasons.push(`a ${requested.timeoutSecs} s timeout (ceiling ${ceiling.timeoutSecs} s)`);
+    }
+  }
+  return reasons;
+}
+
+/**
+ * The spec's `is_within`: true when `requested` asks for nothing beyond `ceiling`. Monotonic checks:
+ * fsRead ⊆ (fsRead ∪ fsWrite) by path prefix, fsWrite ⊆ fsWrite, network none ⊆ allowHosts ⊆ allowAll
+ * (host sets compared pattern by pattern), spawnSubprocess false ⊆ anything, and the numeric limits (a
+ * request may only ask for less memory and a shorter timeout than a ceiling that sets them).
+ *
+ * Paths are compared lexically; `WorkspaceSandbox` resolves symlinks before it calls this.
+ *
+ * @example
+ * ```ts
+ * isWithin({ ...strictCapabilities(), fsRead: ['/data/a'] }, { ...strictCapabilities(), fsRead: ['/data'] }) // true
+ * ```
+ */
+export function isWithin(requested: SandboxCapabilities, ceiling: SandboxCapabilities): boolean {
+  return explainNotWithin(requested, ceiling).length === 0;
+}
+
+/**
+ * Canonical form: paths resolved, deduplicated and sorted; host entries lowercased, deduplicated and
+ * sorted. Two capability sets that mean the same thing normalise to deep-equal values.
+ */
+export function normalizeCapabilities(caps: SandboxCapabilities): SandboxCapabilities {
+  const paths = (list: readonly string[]) => [...new Set(list.map((p) => path.resolve(p)))].sort();
+  const network: NetworkPolicy =
+    caps.network.kind === 'allowHosts'
+      ? {
+          kind: 'allowHosts',
+          hosts: [...new Set(caps.network.hosts.map((h) => h.trim().toLowerCase()))].sort(),
+        }
+      : { kind: caps.network.kind };
+  const out: {
+    fsRead: string[];
+    fsWrite: string[];
+    network: NetworkPolicy;
+    spawnSubprocess: boolean;
+    maxMemoryMb?: number;
+    timeoutSecs?: number;
+  } = {
+    fsRead: paths(caps.fsRead),
+    fsWrite: paths(caps.fsWrite),
+    network,
+    spawnSubprocess: caps.spawnSubprocess,
+  };
+  if (caps.maxMemoryMb !== undefined) out.maxMemoryMb = caps.maxMemoryMb;
+  if (caps.timeoutSecs !== undefined) out.timeoutSecs = caps.timeoutSecs;
+  return out;
+}

@@ -1,0 +1,142 @@
+import type { SandboxCapabilities } from './capabilities.js';
+import type { SandboxOutput } from './output.js';
+import type { SessionId } from './session.js';
+
+/**
+ * What a driver can enforce, as dotted ids. The pipeline derives the ids a command needs from its
+ * capabilities and refuses (fail closed) a command that needs one the driver did not declare.
+ */
+export const DRIVER_CAPABILITY_IDS = [
+  /** Runs real programs (conformance: process behaviour). */
+  'exec',
+  /** Nothing outside the granted paths is readable or writable. Needed by every command. */
+  'fs.confine',
+  /** Can grant extra read-only paths. */
+  'fs.read',
+  /** Can grant extra read-write paths. */
+  'fs.write',
+  /** Keeps protected sub-paths (.git/hooks, .aleph, …) read-only inside writable roots. */
+  'fs.protected-paths',
+  /** Can cut a command off from the network. */
+  'net.none',
+  /** Can restrict the network to a host allowlist (managed proxy). */
+  'net.allowlist',
+  /** Can give a command the host's network. */
+  'net.all',
+  /** Can stop a command from creating processes. */
+  'proc.deny-spawn',
+  /** Can cap a command's memory. */
+  'limit.memory',
+  /** Can cap the number of processes. */
+  'limit.pids',
+] as const;
+
+/** One entry of {@link DRIVER_CAPABILITY_IDS}. */
+export type DriverCapabilityId = (typeof DRIVER_CAPABILITY_IDS)[number];
+
+/**
+ * The driver capabilities a command needs: always `fs.confine`, plus one per thing it asks for or must be
+ * denied.
+ */
+export function requiredDriverCapabilities(caps: SandboxCapabilities): DriverCapabilityId[] {
+  const out: DriverCapabilityId[] = ['fs.confine'];
+  if (caps.fsRead.length > 0) out.push('fs.read');
+  if (caps.fsWrite.length > 0) out.push('fs.write');
+  if (caps.network.kind === 'none') out.push('net.none');
+  else if (caps.network.kind === 'allowHosts') out.push('net.allowlist');
+  else out.push('net.all');
+  if (!caps.spawnSubprocess) out.push('proc.deny-spawn');
+  if (caps.maxMemoryMb !== undefined) out.push('limit.memory');
+  return out;
+}
+
+/** One enforcement mechanism as a probe saw it. */
+export interface ProbeMechanism {
+  readonly available: boolean;
+  /** What was found (version, ABI, path) or why it is missing. */
+  readonly detail: string;
+  /** The exact command or setting that makes it available, when it is not. */
+  readonly fix?: string;
+}
+
+/** What a driver can do on this host. Nothing degrades silently: a missing mechanism is listed here. */
+export interface ProbeResult {
+  readonly driver: string;
+  /** True when the driver can run commands at all here. */
+  readonly available: boolean;
+  /** The enforcement tier that will actually apply, in words. */
+  readonly tier: string;
+  readonly mechanisms: Readonly<Record<string, ProbeMechanism>>;
+  /** Human-readable problems, each with its fix. */
+  readonly problems: readonly string[];
+}
+
+/**
+ * The inspectable, JSON-serialisable plan a driver will apply (bwrap argv + seccomp + Landlock on Linux,
+ * SBPL on macOS, tiers on Windows). `aleph-sandbox profile` prints it.
+ */
+export interface SandboxProfile {
+  readonly driver: string;
+  /** One line per rule, for people. */
+  readonly summary: readonly string[];
+  readonly [key: string]: unknown;
+}
+
+/** Context the pipeline gives `profileFor`. */
+export interface ProfileContext {
+  readonly sessionId: SessionId;
+  /** The session workspace directory (the cwd is inside it). */
+  readonly workspace: string;
+}
+
+/** Everything a driver needs to run one command. */
+export interface DriverRunRequest {
+  readonly sessionId: SessionId;
+  readonly workspace: string;
+  readonly program: string;
+  readonly args: readonly string[];
+  /** The command's own environment; drivers add their scrubbed allowlist and proxy variables. */
+  readonly env: Readonly<Record<string, string>>;
+  readonly stdin?: string | Uint8Array;
+  /** Absolute, realpath-resolved, inside `workspace`. */
+  readonly cwd: string;
+  readonly capabilities: SandboxCapabilities;
+  readonly profile: SandboxProfile;
+  readonly timeoutMs: number;
+  readonly maxOutputBytes: number;
+  readonly signal?: AbortSignal;
+  readonly onStdout?: (chunk: Uint8Array) => void;
+  readonly onStderr?: (chunk: Uint8Array) => void;
+}
+
+/**
+ * The OS seam (the spec's `OsSandboxDriverTrait`): a plain object, usually from a factory.
+ *
+ * @example
+ * ```ts
+ * export const createMyDriver = () => defineDriver({ name: 'my', capabilities: ['exec', 'fs.confine'], … })
+ * ```
+ */
+export interface OsSandboxDriver {
+  readonly name: string;
+  readonly capabilities: readonly DriverCapabilityId[];
+  probe(): Promise<ProbeResult>;
+  profileFor(
+    caps: SandboxCapabilities,
+    cwd: string,
+    context: ProfileContext,
+  ): SandboxProfile | Promise<SandboxProfile>;
+  /**
+   * Runs the command. A non-zero exit, a signal or a timeout is a value; reject only when the sandbox
+   * itself could not be set up (with a `DriverError`). Abort is reported by `details.killedBy: 'abort'`.
+   */
+  run(request: DriverRunRequest): Promise<SandboxOutput>;
+  /** Prepares a freshly created session workspace (for example, ownership for a sandbox uid). */
+  prepareWorkspace?(dir: string): Promise<void>;
+  dispose?(): Promise<void>;
+}
+
+/** Identity helper that types a driver object. */
+export function defineDriver<T extends OsSandboxDriver>(driver: T): T {
+  return driver;
+}

@@ -1,0 +1,96 @@
+export {
+  ApprovalGate,
+  type ApprovalGateOptions,
+  type ApprovalOutcome,
+  type ApprovalRequest,
+  type ApprovalRequester,
+} from './approval.js';
+export {
+  type AuditSink,
+  CAPABILITY_LEDGER_CHANNEL,
+  type CapabilityDecision,
+  type CapabilityLedgerRecord,
+  COMMAND_POLICY_CHANNEL,
+  createJsonlAuditSink,
+  type JsonlAuditSinkOptions,
+  PROXY_CHANNEL,
+  publishLedgerRecord,
+} from './audit.js';
+export {
+  DEFAULT_CAPABILITIES,
+  explainNotWithin,
+  isHostEntryWithin,
+  isPathWithin,
+  isWithin,
+  type NetworkPolicy,
+  NetworkPolicySchema,
+  normalizeCapabilities,
+  type SandboxCapabilities,
+  type SandboxCapabilitiesInput,
+  SandboxCapabilitiesSchema,
+  strictCapabilities,
+} from './capabilities.js';
+export {
+  parseCapabilities,
+  parseSandboxCommand,
+  type SandboxCommand,
+  type SandboxCommandInput,
+  SandboxCommandSchema,
+} from './command.js';
+export { expandHome, parseSandboxConfig, type SandboxConfig, SandboxConfigSchema } from './config.js';
+export { currentSession, withSession } from './context.js';
+export {
+  DRIVER_CAPABILITY_IDS,
+  type DriverCapabilityId,
+  type DriverRunRequest,
+  defineDriver,
+  type OsSandboxDriver,
+  type ProbeMechanism,
+  type ProbeResult,
+  type ProfileContext,
+  requiredDriverCapabilities,
+  type SandboxProfile,
+} from './driver.js';
+export {
+  ALEPH_ERROR_CODES,
+  AlephError,
+  type AlephErrorCode,
+  type AlephErrorOptions,
+  CapabilityDeniedError,
+  DriverError,
+  describeValue,
+  InvalidInputError,
+  isAlephError,
+  PolicyDeniedError,
+  type SandboxError,
+} from './errors.js';
+export {
+  HookChain,
+  type HookChainResult,
+  type HookVerdict,
+  RateLimitHook,
+  type RateLimitOptions,
+  type SandboxBeforeHook,
+} from './hooks.js';
+export { NoopSandbox } from './noop-sandbox.js';
+export {
+  createSandboxOutput,
+  type KillReason,
+  type SandboxOutput,
+  type SandboxOutputFields,
+  type SandboxOutputJson,
+} from './output.js';
+export { type BoundedRunOptions, type BoundedRunResult, runBoundedProcess } from './runner.js';
+export type { ExecuteOptions, Sandbox } from './sandbox.js';
+export {
+  assertSessionId,
+  canonicalJson,
+  type JsonValue,
+  type SessionId,
+  sessionKeyToFilename,
+} from './session.js';
+export {
+  type SessionWorkspace,
+  WorkspaceSandbox,
+  type WorkspaceSandboxOptions,
+} from './workspace-sandbox.js';

@@ -1,0 +1,43 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createJsonlAuditSink, isAlephError, NoopSandbox, WorkspaceSandbox } from '../src/index.js';
+import { createFakeDriver } from '../src/testing.js';
+import { recordLedger, tempDir } from './helpers.js';
+
+describe('createJsonlAuditSink', () => {
+  it('appends one JSON line per record and stops on close', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'nested', 'audit.jsonl');
+    const sink = createJsonlAuditSink({ path: file });
+    const sandbox = new WorkspaceSandbox({ driver: createFakeDriver(), workspaceRoot: path.join(dir, 'ws') });
+    await sandbox.execute({ sessionId: 'a', program: 'ls' });
+    await sandbox.execute({ sessionId: 'b', program: 'pwd' });
+    await sink.close();
+    await sandbox.execute({ sessionId: 'c', program: 'late' });
+    const lines = readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines.map((l) => [l.channel, l.program, l.sessionId])).toEqual([
+      ['aleph:capability_ledger', 'ls', 'a'],
+      ['aleph:capability_ledger', 'pwd', 'b'],
+    ]);
+  });
+});
+
+describe('NoopSandbox', () => {
+  it('fails fast with "sandbox disabled" and audits it', async () => {
+    const records = recordLedger();
+    let error: unknown;
+    try {
+      await new NoopSandbox().execute({ sessionId: 's', program: 'ls' });
+    } catch (e) {
+      error = e;
+    }
+    expect(isAlephError(error, 'ALEPH_SANDBOX_DISABLED')).toBe(true);
+    expect((error as Error).message).toMatch(/^sandbox disabled: /);
+    expect(records).toHaveLength(1);
+    expect(records[0]?.outcome).toBe('denied');
+  });
+});

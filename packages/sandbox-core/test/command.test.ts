@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { type AlephError, isAlephError, parseSandboxCommand } from '../src/index.js';
+
+function rejection(input: unknown): AlephError {
+  try {
+    parseSandboxCommand(input);
+  } catch (e) {
+    if (isAlephError(e)) return e;
+    throw e;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('parseSandboxCommand', () => {
+  it('fills defaults', () => {
+    const cmd = parseSandboxCommand({ sessionId: 's', program: 'ls' });
+    expect(cmd.args).toEqual([]);
+    expect(cmd.env).toEqual({});
+    expect(cmd.capabilities).toEqual({
+      fsRead: [],
+      fsWrite: [],
+      network: { kind: 'none' },
+      spawnSubprocess: false,
+    });
+  });
+
+  it.each([
+    ['an empty program', { sessionId: 's', program: '' }, 'command.program', /is empty.*pass the program/],
+    ['a NUL in program', { sessionId: 's', program: 'l\0s' }, 'command.program', /NUL/],
+    ['a NUL in an arg', { sessionId: 's', program: 'ls', args: ['a', 'b\0'] }, 'command.args[1]', /NUL/],
+    ['a NUL in an env value', { sessionId: 's', program: 'ls', env: { A: 'x\0' } }, 'command.env.A', /NUL/],
+    [
+      'an env name with =',
+      { sessionId: 's', program: 'ls', env: { 'A=B': 'x' } },
+      'command.env.A=B',
+      /variable name/,
+    ],
+    ['a relative cwd', { sessionId: 's', program: 'ls', cwd: 'sub' }, 'command.cwd', /not absolute/],
+    [
+      'an unknown network kind',
+      { sessionId: 's', program: 'ls', capabilities: { network: { kind: 'some' } } },
+      'command.capabilities.network.kind',
+      /unknown kind.*"none", "allowHosts" or "allowAll"/,
+    ],
+    [
+      'a negative memory limit',
+      { sessionId: 's', program: 'ls', capabilities: { maxMemoryMb: -1 } },
+      'command.capabilities.maxMemoryMb',
+      /positive/,
+    ],
+    [
+      'a negative timeout',
+      { sessionId: 's', program: 'ls', timeout: -5 },
+      'command.timeout',
+      /positive number of milliseconds/,
+    ],
+    [
+      'a relative fsRead path',
+      { sessionId: 's', program: 'ls', capabilities: { fsRead: ['data'] } },
+      'command.capabilities.fsRead[0]',
+      /absolute/,
+    ],
+    ['an unknown field', { sessionId: 's', program: 'ls', cmd: 'x' }, 'command.cmd', /not a known field/],
+    ['a missing session', { program: 'ls' }, 'command.sessionId', /withSession/],
+    ['an empty session', { sessionId: '', program: 'ls' }, 'command.sessionId', /empty/],
+    ['a bigint session', { sessionId: 10n, program: 'ls' }, 'command.sessionId', /bigint/],
+  ])('rejects %s naming the field and the fix', (_name, input, field, message) => {
+    const error = rejection(input);
+    expect(error.code).toBe('ALEPH_INVALID_COMMAND');
+    expect(error.details.field).toBe(field);
+    expect(error.message.startsWith(field)).toBe(true);
+    expect(error.message).toMatch(message);
+    expect(error.message).toMatch(/got /);
+  });
+
+  it('rejects a non-object', () => {
+    expect(rejection('ls').code).toBe('ALEPH_INVALID_COMMAND');
+  });
+});
