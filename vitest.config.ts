@@ -17,6 +17,6 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    projects: [project('sandbox-core'), project('driver-conformance')],
+    projects: [project('sandbox-core'), project('driver-conformance'), project('command-policy')],
   },
 });

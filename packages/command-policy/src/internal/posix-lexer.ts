@@ -1,0 +1,426 @@
+/**
+ * A small POSIX/bash lexer for policy scanning: quote removal as the shell does it, operators and
+ * redirections recognised only outside quotes, comments dropped, `${IFS}` read as a separator, and the
+ * code inside `$(…)`, backticks, `<(…)`/`>(…)` collected as nested segments to scan on their own.
+ *
+ * It never throws and runs in time linear in its input (every character is visited a bounded number of
+ * times; balanced-delimiter scans do not re-enter).
+ */
+
+export interface WordToken {
+  readonly kind: 'word';
+  readonly text: string;
+  /** True when any part of the word was quoted or escaped (so it is not a keyword). */
+  readonly quoted: boolean;
+}
+
+export interface OpToken {
+  readonly kind: 'op';
+  readonly op: string;
+}
+
+export interface RedirToken {
+  readonly kind: 'redir';
+  /** `>`, `>>`, `<`, `<<`, `<<<`, `<>`, `>&`, `<&`, `&>` (both streams). */
+  readonly op: string;
+  readonly fd: string;
+  target: string;
+  /** Here-document body (for `<<`), filled when the lexer reaches it. */
+  body?: string;
+}
+
+export type Token = WordToken | OpToken | RedirToken;
+
+export interface LexResult {
+  readonly tokens: Token[];
+  /** Code found inside substitutions, to be scanned as its own segment. */
+  readonly nested: string[];
+}
+
+const META = new Set([' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>']);
+
+/** Characters that are copied into a word as they are (not metacharacters, quotes, escapes or `$`). */
+const PLAIN = new Uint8Array(128).fill(1);
+for (const c of ' \t\n;&|()<>\\\'"$`') PLAIN[c.charCodeAt(0)] = 0;
+for (let c = 0; c < 0x20; c++) PLAIN[c] = 0;
+
+function isIdentChar(c: string | undefined): boolean {
+  return c !== undefined && /[A-Za-z0-9_]/.test(c);
+}
+
+/**
+ * Index just past the `close` that balances an opening already consumed at `start - 1`, skipping quoted
+ * text; `src.length` when unbalanced.
+ */
+export function scanBalanced(src: string, start: number, open: string, close: string): number {
+  let depth = 1;
+  let i = start;
+  const n = src.length;
+  while (i < n) {
+    const c = src[i];
+    if (c === '\\') {
+      i += 2;
+      continue;
+    }
+    if (c === "'" && open === '(') {
+      const end = src.indexOf("'", i + 1);
+      i = end < 0 ? n : end + 1;
+      continue;
+    }
+    if (c === '"') {
+      i++;
+      while (i < n && src[i] !== '"') i += src[i] === '\\' ? 2 : 1;
+      i++;
+      continue;
+    }
+    if (c === '`') {
+      i++;
+      while (i < n && src[i] !== '`') i += src[i] === '\\' ? 2 : 1;
+      i++;
+      continue;
+    }
+    if (c === open) depth++;
+    else if (c === close) {
+      depth--;
+      if (depth === 0) return i + 1;
+    }
+    i++;
+  }
+  return n;
+}
+
+function decodeAnsiC(body: string): string {
+  let out = '';
+  for (let i = 0; i < body.length; i++) {
+    const c = body[i];
+    if (c !== '\\' || i + 1 >= body.length) {
+      out += c;
+      continue;
+    }
+    const e = body[++i] as string;
+    const simple: Record<string, string> = {
+      n: '\n',
+      t: ' ',
+      r: '\n',
+      a: '',
+      b: '',
+      e: '',
+      E: '',
+      f: '',
+      v: '',
+    };
+    if (e in simple) out += simple[e];
+    else if (e === 'x') {
+      const m = /^[0-9a-fA-F]{1,2}/.exec(body.slice(i + 1, i + 3));
+      if (m) {
+        out += String.fromCharCode(Number.parseInt(m[0], 16));
+        i += m[0].length;
+      } else out += 'x';
+    } else if (e === 'u' || e === 'U') {
+      const m = /^[0-9a-fA-F]{1,8}/.exec(body.slice(i + 1, i + (e === 'u' ? 5 : 9)));
+      if (m) {
+        const cp = Number.parseInt(m[0], 16);
+        out += cp <= 0x10ffff ? String.fromCodePoint(cp) : '';
+        i += m[0].length;
+      } else out += e;
+    } else if (e >= '0' && e <= '7') {
+      const m = /^[0-7]{1,3}/.exec(body.slice(i, i + 3)) as RegExpExecArray;
+      out += String.fromCharCode(Number.parseInt(m[0], 8) & 0xff);
+      i += m[0].length - 1;
+    } else if (e === 'c') {
+      i++;
+    } else out += e;
+  }
+  // Control characters decoded from escapes must not reach the scanner as markers.
+  return out.replace(/[\u0000-\u0009\u000b-\u001f\u007f]/g, ' ');
+}
+
+/** Lexes `src` (already character-normalised). */
+export function lexPosix(src: string): LexResult {
+  const tokens: Token[] = [];
+  const nested: string[] = [];
+  const pendingHeredocs: { token: RedirToken; strip: boolean }[] = [];
+  const n = src.length;
+  let i = 0;
+
+  const readHeredocBodies = () => {
+    // `i` is just past a newline.
+    for (const { token, strip } of pendingHeredocs) {
+      const lines: string[] = [];
+      while (i < n) {
+        let end = src.indexOf('\n', i);
+        if (end < 0) end = n;
+        let line = src.slice(i, end);
+        i = Math.min(n, end + 1);
+        if (strip) line = line.replace(/^[\t ]+/, '');
+        if (line === token.target) break;
+        lines.push(line);
+      }
+      token.body = lines.join('\n');
+    }
+    pendingHeredocs.length = 0;
+  };
+
+  /** Reads one word starting at `i`; returns undefined at a separator produced by `${IFS}`. */
+  const readWord = (): WordToken => {
+    let text = '';
+    let quoted = false;
+    while (i < n) {
+      // Copy a run of plain characters in one slice.
+      const runStart = i;
+      let code = src.charCodeAt(i);
+      while (i < n && (code >= 128 || PLAIN[code] === 1)) code = src.charCodeAt(++i);
+      if (i > runStart) {
+        text += src.slice(runStart, i);
+        if (i >= n) break;
+      }
+      const c = src[i] as string;
+      if (META.has(c)) {
+        // `<(` / `>(` process substitution is part of a word.
+        if ((c === '<' || c === '>') && src[i + 1] === '(' && text === '') {
+          const end = scanBalanced(src, i + 2, '(', ')');
+          const inner = src.slice(i + 2, end - 1);
+          nested.push(inner);
+          text += `${c}(${inner})`;
+          i = end;
+          continue;
+        }
+        break;
+      }
+      if (c === '\\') {
+        if (src[i + 1] === '\n') {
+          i += 2;
+          continue;
+        }
+        if (i + 1 < n) text += src[i + 1];
+        quoted = true;
+        i += 2;
+        continue;
+      }
+      if (c === "'") {
+        const end = src.indexOf("'", i + 1);
+        const stop = end < 0 ? n : end;
+        text += src.slice(i + 1, stop);
+        quoted = true;
+        i = stop + 1;
+        continue;
+      }
+      if (c === '"') {
+        quoted = true;
+        i++;
+        while (i < n && src[i] !== '"') {
+          const d = src[i] as string;
+          if (d === '\\') {
+            const e = src[i + 1];
+            if (e === '\n') i += 2;
+            else if (e === '$' || e === '`' || e === '"' || e === '\\') {
+              text += e;
+              i += 2;
+            } else {
+              text += '\\';
+              i++;
+            }
+            continue;
+          }
+          if (d === '$' || d === '`') {
+            const consumed = readExpansion(true);
+            text += consumed;
+            continue;
+          }
+          text += d;
+          i++;
+        }
+        i++;
+        continue;
+      }
+      if (c === '$' || c === '`') {
+        if (c === '$' && src[i + 1] === "'") {
+          const end = src.indexOf("'", i + 2);
+          const stop = end < 0 ? n : end;
+          text += decodeAnsiC(src.slice(i + 2, stop));
+          quoted = true;
+          i = stop + 1;
+          continue;
+        }
+        if (c === '$' && src[i + 1] === '"') {
+          i++;
+          continue; // $"…" is a double-quoted string
+        }
+        if (isIfs()) {
+          skipIfs();
+          if (text !== '' || quoted) break;
+          continue;
+        }
+        text += readExpansion(false);
+        continue;
+      }
+      text += c;
+      i++;
+    }
+    return { kind: 'word', text, quoted };
+  };
+
+  const isIfs = (): boolean => {
+    if (src[i] !== '$') return false;
+    if (src.startsWith('IFS', i + 1) && !isIdentChar(src[i + 4])) return true;
+    return src.startsWith('{IFS', i + 1) && (src[i + 5] === '}' || !isIdentChar(src[i + 5]));
+  };
+  const skipIfs = () => {
+    if (src[i + 1] === '{') i = scanBalanced(src, i + 2, '{', '}');
+    else i += 4;
+  };
+
+  /** Reads `$…` or a backtick expansion at `i`, returning the text to keep in the word. */
+  const readExpansion = (inDoubleQuotes: boolean): string => {
+    const c = src[i];
+    if (c === '`') {
+      let j = i + 1;
+      while (j < n && src[j] !== '`') j += src[j] === '\\' ? 2 : 1;
+      const inner = src.slice(i + 1, Math.min(j, n)).replace(/\\([`$\\])/g, '$1');
+      nested.push(inner);
+      i = Math.min(n, j + 1);
+      return `$(${inner})`;
+    }
+    // c === '$'
+    const next = src[i + 1];
+    if (next === '(' && src[i + 2] === '(') {
+      const end = scanBalanced(src, i + 3, '(', ')');
+      const close = src[end] === ')' ? end + 1 : end;
+      const raw = src.slice(i, close);
+      i = close;
+      return raw;
+    }
+    if (next === '(') {
+      const end = scanBalanced(src, i + 2, '(', ')');
+      const inner = src.slice(i + 2, end - 1);
+      nested.push(inner);
+      i = end;
+      return `$(${inner})`;
+    }
+    if (next === '{') {
+      const end = scanBalanced(src, i + 2, '{', '}');
+      const body = src.slice(i + 2, end - 1);
+      i = end;
+      if (/^IFS\b/.test(body)) return inDoubleQuotes ? ' ' : ' ';
+      if (body === 'HOME') return '$HOME';
+      return `\${${body}}`;
+    }
+    if (inDoubleQuotes && src.startsWith('IFS', i + 1) && !isIdentChar(src[i + 4])) {
+      i += 4;
+      return ' ';
+    }
+    const m = /^(?:[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])/.exec(src.slice(i + 1, i + 65));
+    if (m) {
+      i += 1 + m[0].length;
+      return `$${m[0]}`;
+    }
+    i++;
+    return '$';
+  };
+
+  const pushOp = (op: string) => tokens.push({ kind: 'op', op });
+
+  const readRedirect = (fd: string) => {
+    let op: string;
+    if (src[i] === '&') {
+      op = src[i + 2] === '>' ? '&>>' : '&>';
+      i += op.length;
+      op = '&>';
+    } else if (src[i] === '>') {
+      if (src[i + 1] === '>') op = '>>';
+      else if (src[i + 1] === '|') op = '>|';
+      else if (src[i + 1] === '&') op = '>&';
+      else op = '>';
+      i += op.length;
+      if (op === '>|') op = '>';
+    } else {
+      if (src.startsWith('<<<', i)) op = '<<<';
+      else if (src.startsWith('<<-', i)) op = '<<-';
+      else if (src[i + 1] === '<') op = '<<';
+      else if (src[i + 1] === '>') op = '<>';
+      else if (src[i + 1] === '&') op = '<&';
+      else op = '<';
+      i += op.length;
+    }
+    while (i < n && (src[i] === ' ' || src[i] === '\t')) i++;
+    const target = i < n && !'\n;&|()'.includes(src[i] as string) ? readWord().text : '';
+    const token: RedirToken = { kind: 'redir', op: op === '<<-' ? '<<' : op, fd, target };
+    if (op === '<<' || op === '<<-') pendingHeredocs.push({ token, strip: op === '<<-' });
+    tokens.push(token);
+  };
+
+  while (i < n) {
+    const c = src[i] as string;
+    if (c === ' ' || c === '\t') {
+      i++;
+      continue;
+    }
+    if (c === '\n') {
+      pushOp('\n');
+      i++;
+      if (pendingHeredocs.length > 0) readHeredocBodies();
+      continue;
+    }
+    if (c === '#') {
+      // Only reached at a word boundary (`a#b` is read as one word): the rest of the line is a comment.
+      const end = src.indexOf('\n', i);
+      i = end < 0 ? n : end;
+      continue;
+    }
+    if (c === ';') {
+      const op = src[i + 1] === ';' ? (src[i + 2] === '&' ? ';;&' : ';;') : src[i + 1] === '&' ? ';&' : ';';
+      pushOp(';');
+      i += op.length;
+      continue;
+    }
+    if (c === '&') {
+      if (src[i + 1] === '&') {
+        pushOp('&&');
+        i += 2;
+      } else if (src[i + 1] === '>') {
+        readRedirect('');
+      } else {
+        pushOp('&');
+        i++;
+      }
+      continue;
+    }
+    if (c === '|') {
+      if (src[i + 1] === '|') {
+        pushOp('||');
+        i += 2;
+      } else {
+        pushOp('|');
+        i += src[i + 1] === '&' ? 2 : 1;
+      }
+      continue;
+    }
+    if (c === '(' || c === ')') {
+      pushOp(c);
+      i++;
+      continue;
+    }
+    if ((c === '<' || c === '>') && src[i + 1] !== '(') {
+      readRedirect('');
+      continue;
+    }
+    const start = i;
+    const word = readWord();
+    if (i === start) {
+      i++; // defensive: never stall
+      continue;
+    }
+    // `2>file`, `{fd}>file`: an unquoted all-digit word glued to a redirection is its fd.
+    if (
+      !word.quoted &&
+      (src[i] === '<' || src[i] === '>') &&
+      src[i + 1] !== '(' &&
+      /^(\d+|\{[A-Za-z_]\w*\})$/.test(word.text)
+    ) {
+      readRedirect(word.text);
+      continue;
+    }
+    tokens.push(word);
+  }
+  return { tokens, nested };
+}

@@ -1,0 +1,734 @@
+import {
+  BACKGROUND,
+  joinWordSpaces,
+  META,
+  normalizeAbsolutePath,
+  PIPE,
+  POSIX_LINE,
+  REDIRECT,
+  SELF,
+} from './markers.js';
+import { lexPosix, type RedirToken, type Token } from './posix-lexer.js';
+import type { ScanContext } from './scan-context.js';
+
+interface Command {
+  words: string[];
+  redirects: RedirToken[];
+}
+
+interface Pipeline {
+  commands: Command[];
+  background: boolean;
+}
+
+const START_KEYWORDS = new Set(['if', 'then', 'else', 'elif', 'do', 'while', 'until', '!', 'time', 'coproc']);
+const END_KEYWORDS = new Set(['fi', 'done', 'esac']);
+const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=/;
+
+/** Turns tokens into pipelines; function bodies that call their own function get {@link SELF}. */
+function parse(tokens: readonly Token[]): Pipeline[] {
+  const pipelines: Pipeline[] = [];
+  let pipeline: Pipeline = { commands: [], background: false };
+  let command: Command = { words: [], redirects: [] };
+  const functions: { name: string; brace: number; paren: number }[] = [];
+  let pendingFunction: string | undefined;
+  let braceDepth = 0;
+  let parenDepth = 0;
+
+  const endCommand = () => {
+    if (command.words.length > 0 || command.redirects.length > 0) pipeline.commands.push(command);
+    command = { words: [], redirects: [] };
+  };
+  const endPipeline = () => {
+    endCommand();
+    if (pipeline.commands.length > 0) pipelines.push(pipeline);
+    pipeline = { commands: [], background: false };
+  };
+  const openBody = (kind: 'brace' | 'paren') => {
+    if (pendingFunction !== undefined) {
+      functions.push({
+        name: pendingFunction,
+        brace: kind === 'brace' ? braceDepth : -1,
+        paren: kind === 'paren' ? parenDepth : -1,
+      });
+      pendingFunction = undefined;
+    }
+  };
+  const closeBodies = () => {
+    while (functions.length > 0) {
+      const top = functions[functions.length - 1] as { brace: number; paren: number };
+      if ((top.brace >= 0 && braceDepth < top.brace) || (top.paren >= 0 && parenDepth < top.paren))
+        functions.pop();
+      else break;
+    }
+  };
+
+  for (let k = 0; k < tokens.length; k++) {
+    const t = tokens[k] as Token;
+    if (t.kind === 'redir') {
+      command.redirects.push(t);
+      continue;
+    }
+    if (t.kind === 'op') {
+      switch (t.op) {
+        case '|':
+          endCommand();
+          break;
+        case '&':
+          endCommand();
+          pipeline.background = true;
+          endPipeline();
+          break;
+        case '(':
+          endPipeline();
+          parenDepth++;
+          openBody('paren');
+          break;
+        case ')':
+          endPipeline();
+          parenDepth--;
+          closeBodies();
+          break;
+        default:
+          endPipeline();
+      }
+      continue;
+    }
+    const atStart = command.words.length === 0;
+    if (atStart && !t.quoted) {
+      const next = tokens[k + 1];
+      const after = tokens[k + 2];
+      if (next?.kind === 'op' && next.op === '(' && after?.kind === 'op' && after.op === ')') {
+        pendingFunction = t.text;
+        k += 2;
+        continue;
+      }
+      if (t.text === 'function' && tokens[k + 1]?.kind === 'word') {
+        pendingFunction = (tokens[k + 1] as { text: string }).text;
+        k++;
+        const p = tokens[k + 1];
+        const q = tokens[k + 2];
+        if (p?.kind === 'op' && p.op === '(' && q?.kind === 'op' && q.op === ')') k += 2;
+        continue;
+      }
+      if (t.text === '{') {
+        braceDepth++;
+        openBody('brace');
+        continue;
+      }
+      if (t.text === '}') {
+        endPipeline();
+        braceDepth--;
+        closeBodies();
+        continue;
+      }
+      if (START_KEYWORDS.has(t.text)) continue;
+      if (END_KEYWORDS.has(t.text)) {
+        endPipeline();
+        continue;
+      }
+      if (t.text.includes('=') && ASSIGNMENT.test(t.text)) continue;
+    }
+    if (atStart && functions.length > 0 && functions.some((f) => f.name === t.text)) {
+      command.words.push(SELF);
+      continue;
+    }
+    // Brace expansion: `{rm,-rf,/}` runs `rm -rf /`; `/{,}` is `/ /`.
+    const brace =
+      t.quoted || !t.text.includes('{') ? null : /^([^{}$]*)\{([^{}\s]*,[^{}\s]*)\}([^{}]*)$/.exec(t.text);
+    if (brace !== null) {
+      const items = (brace[2] as string).split(',').slice(0, 16);
+      command.words.push(...items.map((item) => `${brace[1]}${item}${brace[3]}`).filter((w) => w !== ''));
+      continue;
+    }
+    command.words.push(t.text);
+  }
+  endPipeline();
+  return pipelines;
+}
+
+/** `/usr/bin/rm` → `rm`; program names are compared case-insensitively. */
+export function programName(word: string): string {
+  const slash = word.lastIndexOf('/');
+  return (slash >= 0 ? word.slice(slash + 1) : word).toLowerCase();
+}
+
+const HOME_STANDIN = '/home/\u0000';
+
+/** Absolute paths folded; `~/..` and `$HOME/..` resolved against a home two levels below `/`. */
+function renderWord(word: string): string {
+  if (word === SELF) return SELF;
+  let w = word;
+  const first = w.charCodeAt(0);
+  if (first === 0x2f /* / */) {
+    if ((w.includes('//') || w.includes('/.') || (w.length > 1 && w.endsWith('/'))) && !w.includes('$')) {
+      w = normalizeAbsolutePath(w);
+    }
+  } else if ((first === 0x7e /* ~ */ || first === 0x24) /* $ */ && /^(~|\$HOME)\/.*\.\./.test(w)) {
+    const resolved = normalizeAbsolutePath(w.replace(/^(~|\$HOME)/, HOME_STANDIN));
+    if (!resolved.startsWith(HOME_STANDIN)) w = resolved;
+  }
+  return HAS_BLANK.test(w) ? joinWordSpaces(w) : w;
+}
+
+const HAS_BLANK = /[ \n\t]/;
+
+interface WrapperSpec {
+  /** Single-letter options that take an argument. */
+  readonly arg?: string;
+  /** Long options that take a separate argument. */
+  readonly long?: readonly string[];
+  /** Positional operands before the wrapped command (timeout's DURATION). */
+  readonly positional?: number;
+  /** Accepts `-N` numeric flags (nice -10). */
+  readonly numeric?: boolean;
+}
+
+const WRAPPER_TABLE: Record<string, WrapperSpec> = {
+  sudo: {
+    arg: 'ugCDhprtTUR',
+    long: [
+      '--user',
+      '--group',
+      '--close-from',
+      '--chdir',
+      '--host',
+      '--prompt',
+      '--role',
+      '--type',
+      '--other-user',
+      '--chroot',
+      '--command-timeout',
+    ],
+  },
+  doas: { arg: 'uC' },
+  nice: { arg: 'n', long: ['--adjustment'], numeric: true },
+  nohup: {},
+  time: { arg: 'fo', long: ['--format', '--output'] },
+  timeout: { arg: 'sk', long: ['--signal', '--kill-after'], positional: 1 },
+  stdbuf: { arg: 'ioe', long: ['--input', '--output', '--error'] },
+  ionice: { arg: 'cnpPuW', long: ['--class', '--classdata'] },
+  setsid: {},
+  exec: { arg: 'a' },
+  builtin: {},
+  command: {},
+  chronic: {},
+  unbuffer: {},
+  caffeinate: { arg: 'tw' },
+  taskset: { positional: 1 },
+  chroot: { long: ['--userspec', '--groups'], positional: 1 },
+  runuser: {
+    arg: 'ugGlw',
+    long: ['--user', '--group', '--supp-group', '--shell', '--whitelist-environment'],
+  },
+  'systemd-run': {
+    arg: 'MpEpu',
+    long: [
+      '--unit',
+      '--property',
+      '--description',
+      '--slice',
+      '--uid',
+      '--gid',
+      '--setenv',
+      '--working-directory',
+    ],
+  },
+  nsenter: { arg: 'tSG', long: ['--target', '--setuid', '--setgid'] },
+  unshare: { arg: '', long: ['--map-user', '--map-group', '--propagation'] },
+  strace: { arg: 'eoOpPsSuUIbXa' },
+  ltrace: { arg: 'eoOpPsSuUn' },
+  proxychains: { arg: 'f' },
+  proxychains4: { arg: 'f' },
+  torsocks: {},
+  eatmydata: {},
+  fakeroot: {},
+  'sudo.ws': {},
+  pkexec: { long: ['--user'] },
+};
+// A Map, so program names such as `constructor` never reach Object.prototype.
+const WRAPPERS = new Map(Object.entries(WRAPPER_TABLE));
+
+const SHELLS = new Set([
+  'sh',
+  'bash',
+  'zsh',
+  'dash',
+  'ksh',
+  'ash',
+  'mksh',
+  'yash',
+  'fish',
+  'tcsh',
+  'csh',
+  'rbash',
+  'pdksh',
+  'oksh',
+  'loksh',
+]);
+const INTERPRETERS = new Map<string, RegExp>(
+  Object.entries({
+    python: /^-[A-Za-z]*c$/,
+    perl: /^-[A-Za-z]*[eE]$/,
+    ruby: /^-[A-Za-z]*e$/,
+    node: /^(-e|--eval|-p|--print|-pe)$/,
+    nodejs: /^(-e|--eval|-p|--print)$/,
+    deno: /^eval$/,
+    bun: /^(-e|--eval|-p|--print)$/,
+    php: /^-r$/,
+    lua: /^-e$/,
+    osascript: /^-e$/,
+    awk: /^$/,
+    gawk: /^$/,
+    mawk: /^$/,
+    nawk: /^$/,
+  }),
+);
+
+const interpreterCache = new Map<string, string | null>();
+
+function interpreterKind(prog: string): string | undefined {
+  let kind = interpreterCache.get(prog);
+  if (kind === undefined) {
+    if (/^python(\d+(\.\d+)?)?[mw]?$/.test(prog) || prog === 'pypy' || prog === 'pypy3') kind = 'python';
+    else if (/^perl(\d+(\.\d+)*)?$/.test(prog)) kind = 'perl';
+    else if (/^ruby(\d+(\.\d+)*)?$/.test(prog)) kind = 'ruby';
+    else kind = INTERPRETERS.has(prog) ? prog : null;
+    if (interpreterCache.size > 4096) interpreterCache.clear();
+    interpreterCache.set(prog, kind);
+  }
+  return kind ?? undefined;
+}
+
+/** Skips a wrapper's options; returns the index of the wrapped program and the options seen. */
+function skipOptions(words: readonly string[], spec: WrapperSpec): { next: number; options: string[] } {
+  const options: string[] = [];
+  let i = 1;
+  while (i < words.length) {
+    const w = words[i] as string;
+    if (w === '--') {
+      i++;
+      break;
+    }
+    if (w.startsWith('--')) {
+      options.push(w);
+      if (!w.includes('=') && spec.long?.includes(w)) {
+        options.push(words[i + 1] ?? '');
+        i += 2;
+      } else i++;
+      continue;
+    }
+    if (w.startsWith('-') && w.length > 1) {
+      options.push(w);
+      if (spec.numeric && /^-\d+$/.test(w)) {
+        i++;
+        continue;
+      }
+      let consumedArg = false;
+      for (let j = 1; j < w.length; j++) {
+        if (spec.arg?.includes(w[j] as string)) {
+          if (j === w.length - 1) {
+            options.push(words[i + 1] ?? '');
+            i += 2;
+          } else i++;
+          consumedArg = true;
+          break;
+        }
+      }
+      if (!consumedArg) i++;
+      continue;
+    }
+    break;
+  }
+  i = Math.min(words.length, i + (spec.positional ?? 0));
+  return { next: i, options };
+}
+
+const XARGS: WrapperSpec = {
+  arg: 'adEILnPs',
+  long: [
+    '--arg-file',
+    '--delimiter',
+    '--eof',
+    '--replace',
+    '--max-lines',
+    '--max-args',
+    '--max-procs',
+    '--max-chars',
+    '--process-slot-var',
+  ],
+};
+const ENV_ARG = new Set(['-u', '--unset', '-C', '--chdir']);
+
+/** Finds the code string of `sh -c CODE` (and clusters like `-lc`, `-ec`). */
+function shellCode(words: readonly string[]): { code?: string; readsStdin: boolean } {
+  let hasC = false;
+  let i = 1;
+  while (i < words.length) {
+    const w = words[i] as string;
+    if (w === '--' || w === '-') {
+      i++;
+      break;
+    }
+    if (w === '-o' || w === '+o' || w === '--rcfile' || w === '--init-file') {
+      i += 2;
+      continue;
+    }
+    if (/^[-+][A-Za-z]+$/.test(w)) {
+      if (w.startsWith('-') && w.includes('c')) hasC = true;
+      i++;
+      continue;
+    }
+    if (w.startsWith('--')) {
+      i++;
+      continue;
+    }
+    break;
+  }
+  if (hasC) return { code: words[i] ?? '', readsStdin: false };
+  return { readsStdin: i >= words.length || words.slice(1).includes('-s') };
+}
+
+const SHELL_CALL =
+  /(?:\b(?:system|popen|exec|execSync|execFileSync|spawnSync|check_output|check_call|call|run|Popen|getoutput|getstatusoutput|shell_exec|passthru|proc_open|execute)\s*\(\s*|\bsystem\s+(?=["'])|do shell script\s+|\bqx\s*(?=[({/'"])|%x\s*(?=[({])|`)/g;
+
+/** Shell command strings passed to system()-like calls in interpreter code. */
+export function extractShellStrings(code: string): string[] {
+  const found: string[] = [];
+  SHELL_CALL.lastIndex = 0;
+  let m: RegExpExecArray | null = SHELL_CALL.exec(code);
+  while (m !== null && found.length < 64) {
+    const start = m.index + m[0].length;
+    if (m[0] === '`') {
+      const end = code.indexOf('`', start);
+      if (end > start) found.push(code.slice(start, end));
+      SHELL_CALL.lastIndex = end < 0 ? code.length : end + 1;
+    } else {
+      const literal = readLiteral(code, start);
+      if (literal !== undefined) found.push(literal.text);
+      SHELL_CALL.lastIndex = Math.max(start, literal?.end ?? start);
+    }
+    if (SHELL_CALL.lastIndex <= m.index) SHELL_CALL.lastIndex = m.index + 1;
+    m = SHELL_CALL.exec(code);
+  }
+  return found;
+}
+
+function readLiteral(code: string, start: number): { text: string; end: number } | undefined {
+  const open = code[start];
+  const closers: Record<string, string> = { '"': '"', "'": "'", '(': ')', '{': '}', '/': '/', '[': ']' };
+  if (open === undefined || !(open in closers)) return undefined;
+  if (open === '[') {
+    const parts: string[] = [];
+    let i = start + 1;
+    while (i < code.length && code[i] !== ']' && parts.length < 256) {
+      const q = code[i];
+      if (q === '"' || q === "'") {
+        const lit = readLiteral(code, i);
+        if (lit === undefined) break;
+        parts.push(lit.text);
+        i = lit.end;
+      } else i++;
+    }
+    return { text: parts.join(' '), end: i + 1 };
+  }
+  const close = closers[open] as string;
+  let out = '';
+  let i = start + 1;
+  while (i < code.length && code[i] !== close) {
+    if (code[i] === '\\' && i + 1 < code.length) {
+      out += code[i + 1];
+      i += 2;
+      continue;
+    }
+    out += code[i];
+    i++;
+  }
+  return { text: out, end: i + 1 };
+}
+
+/** What a command turned into once wrappers were stripped. */
+interface Analyzed {
+  readonly words: string[];
+  readonly rendered: string;
+}
+
+function render(words: readonly string[], redirects: readonly RedirToken[], background: boolean): string {
+  let line = words.map(renderWord).join(' ');
+  for (const r of redirects) {
+    if (r.op === '>&' || r.op === '<&') {
+      if (/^(\d+|-)$/.test(r.target)) continue; // fd duplication, not a file
+      line += ` ${REDIRECT}${r.op === '>&' ? '>' : '<'}${renderWord(r.target)}`;
+      continue;
+    }
+    if (r.op === '<<' || r.op === '<<<') continue;
+    const op = r.op === '&>' ? '>' : r.op;
+    line += ` ${REDIRECT}${op}${renderWord(r.target)}`;
+  }
+  if (background) line += ` ${BACKGROUND}&`;
+  return line;
+}
+
+/**
+ * Strips wrappers (emitting a wrapper line for each), renders the wrapped command, and queues the code a
+ * launcher would run.
+ */
+/** Commands whose relative operands are resolved against a `cd` seen earlier in the same text. */
+const PATH_SENSITIVE = new Set(['rm', 'find', 'chmod', 'chown', 'shred', 'wipefs', 'dd', 'tee', 'cp', 'mv']);
+
+function resolveRelative(word: string, cwd: string): string {
+  if (
+    word === '' ||
+    word.startsWith('-') ||
+    word.startsWith('/') ||
+    word.startsWith('~') ||
+    word.startsWith('$')
+  ) {
+    return word;
+  }
+  if (word.includes('=')) return word;
+  return normalizeAbsolutePath(`${cwd}/${word}`);
+}
+
+function analyze(
+  ctx: ScanContext,
+  command: Command,
+  background: boolean,
+  depth: number,
+  stdinWords: readonly string[] | undefined,
+  cwd?: string,
+): Analyzed {
+  let words = [...command.words];
+  let guard = 0;
+  while (words.length > 0 && guard++ < 32) {
+    const prog = programName(words[0] as string);
+    if (prog === 'busybox' || prog === 'toybox') {
+      words = words.slice(1);
+      continue;
+    }
+    if (prog === 'command' && words.slice(1).some((w) => w === '-v' || w === '-V')) {
+      return { words, rendered: render(words, command.redirects, background) };
+    }
+    if (prog === 'env') {
+      const rest: string[] = [];
+      let i = 1;
+      while (i < words.length) {
+        const w = words[i] as string;
+        if (w === '--') {
+          i++;
+          break;
+        }
+        if (ENV_ARG.has(w)) {
+          i += 2;
+          continue;
+        }
+        if (w === '-S' || w === '--split-string') {
+          rest.push(...(words[i + 1] ?? '').split(/\s+/).filter(Boolean));
+          i += 2;
+          break;
+        }
+        if (w.startsWith('-S')) {
+          rest.push(...w.slice(2).split(/\s+/).filter(Boolean));
+          i++;
+          break;
+        }
+        if (w.startsWith('-') || ASSIGNMENT.test(w)) {
+          i++;
+          continue;
+        }
+        break;
+      }
+      ctx.push(`${POSIX_LINE}${META}W env`);
+      words = [...rest, ...words.slice(i)];
+      continue;
+    }
+    if (prog === 'xargs') {
+      const { next, options } = skipOptions(words, XARGS);
+      ctx.push(`${POSIX_LINE}${META}W xargs ${options.map(renderWord).join(' ')}`);
+      const fed = command.redirects
+        .filter((r) => r.op === '<<<' || r.op === '<<')
+        .flatMap((r) => (r.op === '<<<' ? r.target : (r.body ?? '')).split(/\s+/).filter(Boolean));
+      words = [...words.slice(next), ...(stdinWords ?? []), ...fed];
+      stdinWords = undefined;
+      continue;
+    }
+    if (prog === 'flock') {
+      const c = words.indexOf('-c');
+      if (c > 0 && words[c + 1] !== undefined) {
+        ctx.enqueue('posix', words[c + 1] as string, depth + 1);
+        break;
+      }
+      const { next } = skipOptions(words, { arg: 'wEn', positional: 1 });
+      words = words.slice(next);
+      continue;
+    }
+    if ((prog === 'su' || prog === 'runuser') && words.includes('-c')) {
+      const code = words[words.indexOf('-c') + 1];
+      if (code !== undefined) ctx.enqueue('posix', code, depth + 1);
+      break;
+    }
+    const spec = WRAPPERS.get(prog);
+    if (spec !== undefined) {
+      const { next, options } = skipOptions(words, spec);
+      ctx.push(
+        `${POSIX_LINE}${META}W ${prog}${options.length > 0 ? ` ${options.map(renderWord).join(' ')}` : ''}`,
+      );
+      words = words.slice(next);
+      continue;
+    }
+    break;
+  }
+  if (stdinWords !== undefined && words.length > 0 && programName(words[0] as string) === 'xargs') {
+    words = [...words, ...stdinWords];
+  }
+  const display = words.length > 0 ? [programName(words[0] as string), ...words.slice(1)] : words;
+  if (words[0] === SELF) display[0] = SELF;
+  let redirects: readonly RedirToken[] = command.redirects;
+  if (cwd !== undefined) {
+    if (PATH_SENSITIVE.has(display[0] ?? '')) {
+      for (let i = 1; i < display.length; i++) display[i] = resolveRelative(display[i] as string, cwd);
+    }
+    redirects = redirects.map((r) =>
+      r.op === '<<' || r.op === '<<<' ? r : { ...r, target: resolveRelative(r.target, cwd) },
+    );
+  }
+  const rendered = render(display, redirects, background);
+  ctx.push(`${POSIX_LINE}${rendered}`);
+  launchers(ctx, words, command.redirects, depth, stdinWords);
+  return { words, rendered };
+}
+
+/** Queues the code that launchers run: `sh -c`, `eval`, heredocs fed to a shell, `find -exec`, … */
+function launchers(
+  ctx: ScanContext,
+  words: readonly string[],
+  redirects: readonly RedirToken[],
+  depth: number,
+  stdinWords: readonly string[] | undefined,
+): void {
+  if (words.length === 0) return;
+  const prog = programName(words[0] as string);
+  const stdinCode = () => {
+    for (const r of redirects) {
+      if (r.op === '<<' && r.body !== undefined) ctx.enqueue('posix', r.body, depth + 1);
+      if (r.op === '<<<') ctx.enqueue('posix', r.target, depth + 1);
+    }
+    if (stdinWords !== undefined && stdinWords.length > 0)
+      ctx.enqueue('posix', stdinWords.join(' '), depth + 1);
+  };
+  if (SHELLS.has(prog)) {
+    const { code, readsStdin } = shellCode(words);
+    if (code !== undefined) ctx.enqueue('posix', code, depth + 1);
+    if (readsStdin) stdinCode();
+    return;
+  }
+  if (prog === 'eval' || prog === 'source' || prog === '.') {
+    if (prog === 'eval') ctx.enqueue('posix', words.slice(1).join(' '), depth + 1);
+    return;
+  }
+  if (prog === 'watch') {
+    const { next } = skipOptions(words, { arg: 'nqd', long: ['--interval', '--differences'] });
+    ctx.enqueue('posix', words.slice(next).join(' '), depth + 1);
+    return;
+  }
+  if (prog === 'script') {
+    const c = words.indexOf('-c');
+    if (c > 0 && words[c + 1] !== undefined) ctx.enqueue('posix', words[c + 1] as string, depth + 1);
+    return;
+  }
+  if (prog === 'find') {
+    // The first thing find hands to -exec is its starting point, so `{}` stands for it.
+    const start = words.slice(1).find((w) => !w.startsWith('-') && w !== '(' && w !== '!') ?? '.';
+    for (let i = 1; i < words.length; i++) {
+      if (/^-(exec|execdir|ok|okdir)$/.test(words[i] as string)) {
+        let j = i + 1;
+        while (j < words.length && words[j] !== ';' && words[j] !== '+') j++;
+        const inner = words.slice(i + 1, j).map((w) => (w === '{}' ? start : w));
+        if (inner.length > 0) ctx.enqueueWords(inner, depth + 1);
+        i = j;
+      }
+    }
+    return;
+  }
+  if (
+    prog === 'cmd' ||
+    prog === 'cmd.exe' ||
+    prog === 'powershell' ||
+    prog === 'powershell.exe' ||
+    prog === 'pwsh' ||
+    prog === 'pwsh.exe'
+  ) {
+    ctx.enqueue('windows', words.join(' '), depth + 1);
+    return;
+  }
+  const kind = interpreterKind(prog);
+  if (kind !== undefined) {
+    const flag = INTERPRETERS.get(kind) as RegExp;
+    const codes: string[] = [];
+    if (kind === 'awk' || kind === 'gawk' || kind === 'mawk' || kind === 'nawk') {
+      const program = words.slice(1).find((w) => !w.startsWith('-'));
+      if (program !== undefined) codes.push(program);
+    } else {
+      for (let i = 1; i < words.length - 1; i++)
+        if (flag.test(words[i] as string)) codes.push(words[i + 1] as string);
+      for (const r of redirects) {
+        if (r.op === '<<' && r.body !== undefined) codes.push(r.body);
+        if (r.op === '<<<') codes.push(r.target);
+      }
+    }
+    for (const code of codes) for (const s of extractShellStrings(code)) ctx.enqueue('posix', s, depth + 1);
+  }
+}
+
+/** Literal words an `echo`/`printf` writes, for `echo / | xargs rm -rf` and `echo 'cmd' | sh`. */
+function literalOutput(words: readonly string[]): string[] | undefined {
+  const prog = words[0] === undefined ? '' : programName(words[0]);
+  if (prog !== 'echo' && prog !== 'printf') return undefined;
+  let rest = words.slice(1).filter((w, i) => !(i === 0 && /^-[neE]+$/.test(w)));
+  if (prog === 'printf' && rest.length > 1 && (rest[0] as string).includes('%')) rest = rest.slice(1);
+  if (rest.some((w) => w.includes('$('))) return undefined;
+  return rest.flatMap((w) => w.replace(/\\[nt]/g, ' ').split(/\s+/)).filter((w) => w !== '');
+}
+
+/** Scans POSIX shell text: every simple command it would run becomes a line. */
+export function scanPosixText(ctx: ScanContext, text: string, depth: number): void {
+  const { tokens, nested } = lexPosix(text);
+  scanPipelines(ctx, parse(tokens), depth);
+  for (const inner of nested) ctx.enqueue('posix', inner, depth + 1);
+}
+
+/** Scans a command given as argv (no shell involved at the top level). */
+export function scanPosixWords(
+  ctx: ScanContext,
+  words: readonly string[],
+  depth: number,
+  stdin?: string,
+): void {
+  const command: Command = { words: [...words], redirects: [] };
+  if (stdin !== undefined) command.redirects.push({ kind: 'redir', op: '<<<', fd: '', target: stdin });
+  scanPipelines(ctx, [{ commands: [command], background: false }], depth);
+}
+
+function scanPipelines(ctx: ScanContext, pipelines: readonly Pipeline[], depth: number): void {
+  let cwd: string | undefined;
+  for (const p of pipelines) {
+    const rendered: string[] = [];
+    let previous: Analyzed | undefined;
+    for (const c of p.commands) {
+      const first = c.words[0] === undefined ? '' : programName(c.words[0]);
+      if ((first === 'cd' || first === 'pushd') && p.commands.length === 1) {
+        const target = c.words.slice(1).find((w) => !w.startsWith('-'));
+        if (target === undefined || target.startsWith('~') || target.startsWith('$')) cwd = undefined;
+        else if (target.startsWith('/')) cwd = normalizeAbsolutePath(target);
+        else cwd = cwd === undefined ? undefined : normalizeAbsolutePath(`${cwd}/${target}`);
+      }
+      const stdinWords = previous === undefined ? undefined : literalOutput(previous.words);
+      const analyzed = analyze(ctx, c, p.background, depth, stdinWords, cwd);
+      if (p.commands.length > 1) rendered.push(analyzed.rendered.replace(` ${BACKGROUND}&`, ''));
+      previous = analyzed;
+    }
+    if (p.commands.length > 1) {
+      ctx.push(`${POSIX_LINE}${META}P ${rendered.join(` ${PIPE} `)}${p.background ? ` ${BACKGROUND}&` : ''}`);
+    }
+  }
+}

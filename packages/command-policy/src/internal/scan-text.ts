@@ -1,0 +1,65 @@
+import { normalizeText } from '../normalize.js';
+import { scanPosixText, scanPosixWords } from './posix-scan.js';
+import type { ScanContext } from './scan-context.js';
+import { scanWindowsText } from './windows-scan.js';
+
+/** How deep launchers may nest (`bash -c "eval '…'"`), and how much nested text is scanned in total. */
+const MAX_DEPTH = 4;
+const MAX_NESTED_CHARS = 1 << 20;
+
+/** A command to scan: shell text, or argv as an agent tool passes it. */
+export type ScanInput =
+  | { readonly text: string }
+  | { readonly program: string; readonly args: readonly string[]; readonly stdin?: string };
+
+/**
+ * Builds the text every rule is matched against: the normalised command text itself, then one marked
+ * line per command the shell (or cmd / PowerShell) would run, with wrappers stripped and launcher
+ * payloads (`sh -c`, `eval`, substitutions, heredocs fed to a shell, `cmd /c`, `-EncodedCommand`) scanned
+ * as commands of their own.
+ */
+export function buildScanText(input: ScanInput, platform: 'posix' | 'windows'): string {
+  const lines: string[] = [];
+  const queue: {
+    kind: 'posix' | 'windows' | 'words';
+    text: string;
+    words?: readonly string[];
+    depth: number;
+  }[] = [];
+  let nestedChars = 0;
+  const ctx: ScanContext = {
+    push: (line) => lines.push(line),
+    enqueue(kind, text, depth) {
+      if (depth > MAX_DEPTH || text.length === 0) return;
+      nestedChars += text.length;
+      if (nestedChars > MAX_NESTED_CHARS) return;
+      queue.push({ kind, text: normalizeText(text), depth });
+    },
+    enqueueWords(words, depth) {
+      if (depth > MAX_DEPTH) return;
+      queue.push({ kind: 'words', text: '', words, depth });
+    },
+  };
+
+  if ('text' in input) {
+    lines.push(input.text);
+    scanPosixText(ctx, input.text, 0);
+    if (platform === 'windows') scanWindowsText(ctx, input.text, 0);
+  } else {
+    const joined = [input.program, ...input.args].join(' ');
+    lines.push(input.stdin === undefined ? joined : `${joined}\n${input.stdin}`);
+    scanPosixWords(ctx, [input.program, ...input.args], 0, input.stdin);
+    if (platform === 'windows') scanWindowsText(ctx, joined, 0);
+  }
+  for (let k = 0; k < queue.length; k++) {
+    const item = queue[k] as (typeof queue)[number];
+    // Nested code is scanned into command lines (which custom rules also see); its raw text is not
+    // repeated, so the scan text stays proportional to the input.
+    if (item.kind === 'posix') {
+      scanPosixText(ctx, item.text, item.depth);
+    } else if (item.kind === 'windows') {
+      scanWindowsText(ctx, item.text, item.depth);
+    } else scanPosixWords(ctx, item.words ?? [], item.depth);
+  }
+  return lines.join('\n');
+}

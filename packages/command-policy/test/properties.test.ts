@@ -1,0 +1,143 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { createCommandPolicy, normalizeText } from '../src/index.js';
+import { buildScanText } from '../src/internal/scan-text.js';
+
+const policy = createCommandPolicy();
+
+// Characters that matter to the shells we read, plus invisible and exotic ones.
+const interesting = fc.constantFrom(
+  ...'abcrmf -/\\\'"`$(){}[];&|<>*.~#=\n\t^:%'.split(''),
+  '\u200b',
+  '\ufeff',
+  '\u00ad',
+  '\u202e',
+  '\u2013',
+  '\u00a0',
+  '\ud800',
+  '\udfff',
+  '\u0000',
+  '\u001b',
+  'é',
+  '😀',
+);
+const shellish = fc.array(interesting, { maxLength: 400 }).map((a) => a.join(''));
+
+describe('normalizeText', () => {
+  it('never throws and is idempotent', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ unit: 'binary', maxLength: 300 }), shellish), (s) => {
+        const once = normalizeText(s);
+        expect(normalizeText(once)).toBe(once);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('leaves no control character but newline', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 300 }), (s) => {
+        expect(/[\u0000-\u0009\u000b-\u001f\u007f]/.test(normalizeText(s))).toBe(false);
+      }),
+    );
+  });
+});
+
+describe('evaluate', () => {
+  it('never throws on arbitrary input, either platform', () => {
+    fc.assert(
+      fc.property(shellish, fc.constantFrom('posix' as const, 'windows' as const), (s, platform) => {
+        const d = policy.evaluate(s, { platform });
+        expect(['allow', 'warn', 'block']).toContain(d.decision);
+      }),
+      { numRuns: 1500 },
+    );
+  });
+
+  // Linear time is what RE2 guarantees for matching; what could break it is the scanner producing more
+  // text than it read. This bounds the scan text by the input size, deterministically, on inputs built
+  // to make a naive scanner blow up.
+  const adversarial: [string, string][] = [
+    ['nested substitutions', '$('.repeat(40_000)],
+    ['nested backticks', '`'.repeat(80_000)],
+    ['nested sh -c', `${"sh -c '".repeat(20_000)}rm -rf /`],
+    ['unbalanced quotes', `"'`.repeat(60_000)],
+    ['heredoc markers', '<<A '.repeat(30_000)],
+    ['brace storms', '{a,b}'.repeat(40_000)],
+    ['windows braces', '{'.repeat(120_000)],
+    ['windows parens', 'x:('.repeat(80_000)],
+    ['escapes', '\\'.repeat(200_000)],
+    ['ifs', '${IFS}'.repeat(40_000)],
+    ['encoded commands', 'powershell -enc ZQBjAGgAbwAgAGgAaQA= '.repeat(6_000)],
+    ['eval chains', 'eval eval eval '.repeat(15_000)],
+    ['system calls', `python3 -c '${'system("x");'.repeat(20_000)}'`],
+  ];
+  it.each(adversarial)('scan output stays linear in the input: %s', (_name, input) => {
+    const text = normalizeText(input).slice(0, 256 * 1024);
+    for (const platform of ['posix', 'windows'] as const) {
+      const scan = buildScanText({ text }, platform);
+      // Each of the (at most five) nesting levels re-emits the text it read, once plain and once rendered.
+      expect(scan.length).toBeLessThanOrEqual(24 * text.length + 1024);
+    }
+    expect(['allow', 'warn', 'block']).toContain(policy.evaluate(input, { platform: 'windows' }).decision);
+  });
+
+  const blocked = [
+    'rm -rf /',
+    'rm -fr /*',
+    'rm --recursive --force /',
+    'dd if=/dev/zero of=/dev/sda bs=1M',
+    'mkfs.ext4 /dev/sdb1',
+    'wipefs -a /dev/sda',
+    'shred -n 3 /dev/nvme0n1',
+    'sudo rm -rf --no-preserve-root /',
+    'find / -delete',
+  ];
+  // Noise a shell ignores: more blanks between words, empty quote pairs inside words, invisible characters
+  // anywhere.
+  const noisy = fc
+    .tuple(
+      fc.constantFrom(...blocked),
+      fc.array(
+        fc.tuple(fc.nat(), fc.constantFrom(' ', '  ', "''", '""', '\u200b', '\ufeff', '\u00ad', '\u2060')),
+        {
+          maxLength: 8,
+        },
+      ),
+    )
+    .map(([cmd, inserts]) => {
+      // Positions come from the original command, applied right to left, so inserted quote pairs never
+      // land inside one another (inside quotes they would be literal characters, not noise).
+      const spaces = [...cmd.matchAll(/ /g)].map((m) => m.index as number);
+      const chars = [...cmd.matchAll(/[^ ]/g)].map((m) => m.index as number);
+      const placed = inserts
+        .map(([at, noise]) => {
+          const positions = noise.trim() === '' ? spaces : chars;
+          return { p: positions[at % positions.length] as number, noise };
+        })
+        .sort((a, b) => b.p - a.p);
+      let out = cmd;
+      for (const { p, noise } of placed) out = out.slice(0, p) + noise + out.slice(p);
+      return out;
+    });
+  it('benign noise never turns a blocked command into allow', () => {
+    fc.assert(
+      fc.property(noisy, (cmd) => {
+        expect(policy.evaluate(cmd).decision).toBe('block');
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
+
+describe('program names that are Object.prototype keys', () => {
+  it.each(['constructor', 'toString', '__proto__', 'hasOwnProperty', 'valueOf', 'isPrototypeOf'])(
+    '%s as a program name is an ordinary program',
+    (name) => {
+      for (const platform of ['posix', 'windows'] as const) {
+        expect(policy.evaluate(`${name} -e x -c y`, { platform }).decision).toBe('allow');
+        expect(policy.evaluate(`${name} rm -rf /`, { platform }).decision).toBe('allow');
+      }
+    },
+  );
+});
