@@ -17,6 +17,11 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    projects: [project('sandbox-core'), project('driver-conformance'), project('command-policy')],
+    projects: [
+      project('sandbox-core'),
+      project('driver-conformance'),
+      project('command-policy'),
+      project('proxy'),
+    ],
   },
 });

@@ -1,0 +1,152 @@
+// Proxy throughput and tunnel setup rate, each measured against direct loopback in the same run.
+// The proxy (the aleph-proxy CLI) and the upstream run in their own processes.
+// Reproduce: pnpm --filter @aleph/proxy bench
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+
+const MiB = 1024 * 1024;
+const SIZE = Number(process.env.BENCH_MIB ?? 100) * MiB;
+const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+
+function upstreamProcess() {
+  // On connect: read one byte (1 = bulk, 0 = small), then send SIZE bytes or one byte, then end.
+  const code = `
+    const net = require('net'); const chunk = Buffer.alloc(1 << 20, 120); const SIZE = ${SIZE};
+    const s = net.createServer((c) => { c.on('error', () => {}); c.once('data', (d) => {
+      if (d[0] === 0) { c.end('x'); return; }
+      let left = SIZE; const pump = () => { while (left > 0) { const n = Math.min(left, chunk.length); left -= n;
+        if (!c.write(n === chunk.length ? chunk : chunk.subarray(0, n))) { c.once('drain', pump); return; } } c.end(); }; pump(); }); });
+    s.listen(0, '127.0.0.1', () => process.stdout.write(s.address().port + '\\n'));`;
+  return start(process.execPath, ['-e', code], (line) => Number(line));
+}
+
+function proxyProcess(upPort) {
+  return start(process.execPath, [cli, '--allow', `127.0.0.1:${upPort}`], (line) =>
+    Number(JSON.parse(line).listen.split(':')[1]),
+  );
+}
+
+function start(cmd, args, parse) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (c) => {
+      out += c;
+      if (out.includes('\n')) resolve({ child, port: parse(out.split('\n')[0]) });
+    });
+    child.once('exit', (code) => reject(new Error(`${cmd} exited ${code}`)));
+  });
+}
+
+/** Opens a connection to the upstream, directly or through the proxy, returning the ready socket. */
+async function open(mode, proxyPort, upPort, kind) {
+  const s = net.connect(mode === 'direct' ? upPort : proxyPort, '127.0.0.1');
+  s.setNoDelay(true);
+  await new Promise((r, j) => s.once('connect', r).once('error', j));
+  const read = (n) =>
+    new Promise((resolve, reject) => {
+      let buf = Buffer.alloc(0);
+      const on = (c) => {
+        buf = Buffer.concat([buf, c]);
+        if (buf.length >= n) {
+          s.removeListener('data', on);
+          s.pause();
+          if (buf.length > n) s.unshift(buf.subarray(n));
+          resolve(buf.subarray(0, n));
+        }
+      };
+      s.on('data', on).once('error', reject);
+    });
+  if (mode === 'connect') {
+    s.write(`CONNECT 127.0.0.1:${upPort} HTTP/1.1\r\n\r\n`);
+    const head = await read(39); // "HTTP/1.1 200 Connection Established\r\n\r\n"
+    if (!head.toString().startsWith('HTTP/1.1 200')) throw new Error(head.toString());
+  } else if (mode === 'socks5') {
+    s.write(Buffer.from([5, 1, 0, 5, 1, 0, 1, 127, 0, 0, 1, upPort >> 8, upPort & 255]));
+    const r = await read(12);
+    if (r[1] !== 0 || r[3] !== 0) throw new Error(`socks reply ${[...r]}`);
+  }
+  s.write(Buffer.from([kind]));
+  s.resume();
+  return s;
+}
+
+async function transfer(mode, proxyPort, upPort) {
+  const t0 = performance.now();
+  const s = await open(mode, proxyPort, upPort, 1);
+  let got = 0;
+  await new Promise((resolve) => {
+    s.on('data', (c) => {
+      got += c.length;
+    });
+    s.once('end', resolve);
+  });
+  s.destroy();
+  if (got !== SIZE) throw new Error(`${mode}: got ${got} of ${SIZE}`);
+  return SIZE / MiB / ((performance.now() - t0) / 1000);
+}
+
+function cpuMicros(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(f[11]) + Number(f[12])) / 100) * 1e6; // utime + stime, clock ticks at 100 Hz
+}
+
+async function tunnels(mode, proxyPort, upPort, pid, total = 6000, concurrency = 16) {
+  let next = 0;
+  const cpu0 = pid ? cpuMicros(pid) : 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next++ < total) {
+        const s = await open(mode, proxyPort, upPort, 0);
+        await new Promise((r) => s.once('end', r).once('close', r).resume());
+        s.destroy();
+      }
+    }),
+  );
+  const secs = (performance.now() - t0) / 1000;
+  return { perSec: total / secs, cpuUs: pid ? (cpuMicros(pid) - cpu0) / total : 0 };
+}
+
+const up = await upstreamProcess();
+const px = await proxyProcess(up.port);
+try {
+  const median = async (mode) => {
+    const runs = [];
+    for (let i = 0; i < 3; i++) runs.push(await transfer(mode, px.port, up.port));
+    return runs.sort((a, b) => a - b)[1];
+  };
+  await transfer('direct', px.port, up.port); // warm-up
+  const direct = await median('direct');
+  const connect = await median('connect');
+  const socks = await median('socks5');
+  console.log(
+    `@aleph/proxy (node ${process.version}, ${os.cpus().length} cores, ${os.cpus()[0]?.model}); ${SIZE / MiB} MiB transfers, median of 3`,
+  );
+  console.log(`  direct loopback      ${direct.toFixed(0).padStart(6)} MiB/s`);
+  console.log(
+    `  through CONNECT      ${connect.toFixed(0).padStart(6)} MiB/s  = ${((connect / direct) * 100).toFixed(0)}% of direct (target >= 70%)`,
+  );
+  console.log(
+    `  through SOCKS5       ${socks.toFixed(0).padStart(6)} MiB/s  = ${((socks / direct) * 100).toFixed(0)}% of direct (target >= 70%)`,
+  );
+  await tunnels('direct', px.port, up.port, 0, 1000);
+  const d = await tunnels('direct', px.port, up.port, 0);
+  const c = await tunnels('connect', px.port, up.port, px.child.pid);
+  const k = await tunnels('socks5', px.port, up.port, px.child.pid);
+  console.log('  new connections per second at concurrency 16 (open, one byte, close):');
+  console.log(`    direct             ${d.perSec.toFixed(0).padStart(6)} /s`);
+  console.log(
+    `    CONNECT tunnels    ${c.perSec.toFixed(0).padStart(6)} /s  (${((c.perSec / d.perSec) * 100).toFixed(0)}% of direct; proxy CPU ${c.cpuUs.toFixed(0)} µs per tunnel) target >= 3000/s`,
+  );
+  console.log(
+    `    SOCKS5 tunnels     ${k.perSec.toFixed(0).padStart(6)} /s  (${((k.perSec / d.perSec) * 100).toFixed(0)}% of direct; proxy CPU ${k.cpuUs.toFixed(0)} µs per tunnel) target >= 3000/s`,
+  );
+  console.log('  reproduce: pnpm --filter @aleph/proxy bench');
+} finally {
+  px.child.kill('SIGTERM');
+  up.child.kill('SIGTERM');
+}

@@ -1,0 +1,31 @@
+export {
+  type Allowlist,
+  compileAllowlist,
+  type Pattern,
+  PatternError,
+  parsePattern,
+  patternMatches,
+  type Verdict,
+} from './allowlist.js';
+export {
+  DEFAULT_LIMITS,
+  PROXY_CHANNEL,
+  type ProxyLimits,
+  type ProxyOptions,
+  type ProxyRecord,
+  type ProxyServer,
+  type ProxyStats,
+  type Resolver,
+  startProxy,
+} from './proxy.js';
+export { createStaticResolver } from './resolver.js';
+export {
+  forbiddenReason,
+  formatTarget,
+  normalizeHost,
+  normalizeTarget,
+  parseAuthority,
+  parsePort,
+  type Target,
+  TargetError,
+} from './target.js';

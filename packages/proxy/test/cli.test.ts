@@ -1,0 +1,78 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { rawConnect, readUntilClose, startUpstream } from './helpers.js';
+
+const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+function requireBuilt(): void {
+  if (!existsSync(cli)) throw new Error(`${cli} is missing: run \`pnpm build\` first (pnpm test does)`);
+}
+
+async function launch(args: string[]): Promise<{ child: ChildProcess; ready: Record<string, unknown> }> {
+  requireBuilt();
+  const child = spawn(process.execPath, [cli, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
+    let out = '';
+    child.stdout?.on('data', (c) => {
+      out += c;
+      const nl = out.indexOf('\n');
+      if (nl >= 0) resolve(JSON.parse(out.slice(0, nl)));
+    });
+    child.once('exit', (code) => reject(new Error(`exited ${code}`)));
+  });
+  return { child, ready };
+}
+
+const exited = (child: ChildProcess) =>
+  new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+
+describe('aleph-proxy CLI', () => {
+  it('prints one JSON line when ready, serves, and exits 0 on SIGTERM removing its socket', async () => {
+    const upstream = await startUpstream();
+    const unix = path.join(mkdtempSync(path.join(os.tmpdir(), 'aleph-proxy-cli-')), 'p.sock');
+    const { child, ready } = await launch([
+      '--allow',
+      'api.test',
+      '--allow',
+      `127.0.0.1:${upstream.port}`,
+      '--deny',
+      'bad.api.test',
+      '--resolve',
+      'api.test=127.0.0.1',
+      '--unix',
+      unix,
+    ]);
+    expect(ready.listen).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(ready.unix).toBe(unix);
+    const port = Number(String(ready.listen).split(':')[1]);
+    const s = await rawConnect(port);
+    s.write(`GET http://api.test:${upstream.port}/cli HTTP/1.0\r\n\r\n`);
+    expect((await readUntilClose(s)).toString()).toContain('upstream saw GET /cli');
+    const viaUnix = net.connect(unix);
+    viaUnix.write(`CONNECT evil.test:443 HTTP/1.1\r\n\r\n`);
+    expect((await readUntilClose(viaUnix)).toString()).toMatch(/^HTTP\/1\.1 403/);
+    const code = exited(child);
+    child.kill('SIGTERM');
+    expect(await code).toBe(0);
+    expect(existsSync(unix)).toBe(false);
+  });
+
+  it.each([
+    [['--allow', 'http://x.com'], /pattern "http:\/\/x\.com" must be a host\[:port\], not a URL/],
+    [['--allow', 'a.*.com'], /pattern "a\.\*\.com" may only use \*/],
+    [['--deny', 'x.com:70000'], /pattern "x\.com:70000" has a bad port/],
+    [['--listen', 'nowhere'], /--listen "nowhere" must be HOST:PORT/],
+    [['--resolve', 'api.test'], /--resolve "api\.test" must be NAME=IP/],
+    [['--resolve', 'api.test=not-an-ip'], /not an IP address/],
+    [['--bogus'], /Unknown option/],
+  ])('usage error %j exits 2 naming the problem', (args, message) => {
+    requireBuilt();
+    const r = spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8' });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(message);
+  });
+});
