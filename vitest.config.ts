@@ -22,6 +22,8 @@ export default defineConfig({
       project('driver-conformance'),
       project('command-policy'),
       project('proxy'),
+      project('driver-linux'),
+      { extends: true as const, test: { name: 'e2e', include: ['e2e/**/*.test.ts'] } },
     ],
   },
 });

@@ -1,0 +1,534 @@
+import { spawn, spawnSync } from 'node:child_process';
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import http from 'node:http';
+import type net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { SYSCALLS } from '@aleph/driver-linux';
+import { sessionKeyToFilename } from '@aleph/sandbox-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { canSwitchUid, linuxStack, REQUIRED, repoRoot } from '../support.js';
+
+/**
+ * Escape attempts inside the real sandbox (bwrap + the native helper + seccomp + Landlock), each
+ * asserted to fail, plus the positive cases ordinary tools need. The whole list runs once as the
+ * current user and, when this is root, once more as an unprivileged uid through setpriv.
+ */
+
+const stack = linuxStack();
+const UNPRIVILEGED = 65534;
+const identities: { name: string; uid: number }[] = [
+  { name: process.getuid?.() === 0 ? 'root' : 'current user', uid: process.getuid?.() ?? 0 },
+];
+if (canSwitchUid())
+  identities.push({ name: `unprivileged uid ${UNPRIVILEGED} (setpriv)`, uid: UNPRIVILEGED });
+
+interface StepResult {
+  id: string;
+  workspace: string;
+  exitCode?: number | null;
+  signal?: string | null;
+  stdout?: string;
+  stderr?: string;
+  timedOut?: boolean;
+  error?: { code: string; message: string };
+}
+
+const arch = process.arch === 'arm64' ? 'aarch64' : 'x86_64';
+const nr = (name: keyof typeof SYSCALLS) => SYSCALLS[name][arch];
+
+// Python probe: every call must fail with EPERM (errno 1) from the seccomp filter.
+const SYSCALL_PROBE = `
+import ctypes, json, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+def sc(n, *a):
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(n), *[ctypes.c_long(x) for x in a])
+    return ctypes.get_errno() if r == -1 else 0
+pp = os.getppid()
+out = {
+  'ptrace': sc(${nr('ptrace')}, 16, pp, 0, 0),
+  'process_vm_readv': sc(${nr('process_vm_readv')}, pp, 0, 0, 0, 0, 0),
+  'keyctl': sc(${nr('keyctl')}, 0, 0, 0, 0, 0),
+  'add_key': sc(${nr('add_key')}, 0, 0, 0, 0, 0),
+  'bpf': sc(${nr('bpf')}, 0, 0, 0),
+  'io_uring_setup': sc(${nr('io_uring_setup')}, 1, 0),
+  'perf_event_open': sc(${nr('perf_event_open')}, 0, 0, -1, -1, 0),
+  'userfaultfd': sc(${nr('userfaultfd')}, 0),
+  'mount': sc(${nr('mount')}, 0, 0, 0, 0, 0),
+  'unshare_newuser': sc(${nr('unshare')}, 0x10000000),
+  'setns': sc(${nr('setns')}, 0, 0),
+  'open_by_handle_at': sc(${nr('open_by_handle_at')}, 0, 0, 0),
+  'kexec_load': sc(${nr('kexec_load')}, 0, 0, 0, 0),
+  'init_module': sc(${nr('init_module')}, 0, 0, 0),
+  'chroot': sc(${nr('chroot')}, 0),
+  'pivot_root': sc(${nr('pivot_root')}, 0, 0),
+}
+ctypes.set_errno(0)
+out['tiocsti'] = ctypes.get_errno() if libc.ioctl(0, 0x5412, ctypes.c_char_p(b'x')) == -1 else 0
+def sock(*a):
+    try:
+        socket.socket(*a).close(); return 0
+    except OSError as e:
+        return e.errno
+out['af_inet'] = sock(socket.AF_INET, socket.SOCK_STREAM)
+out['af_inet6'] = sock(socket.AF_INET6, socket.SOCK_STREAM)
+out['af_netlink'] = sock(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+out['af_packet'] = sock(17, socket.SOCK_RAW, 0)
+out['af_vsock'] = sock(40, socket.SOCK_STREAM, 0)
+u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    u.connect('/run/aleph/proxy.sock'); out['unix_connect'] = 0
+except OSError as e:
+    out['unix_connect'] = e.errno
+print(json.dumps(out))
+`;
+
+const FORK_BOMB = `
+import os, time
+n = 0
+try:
+    for i in range(400):
+        if os.fork() == 0:
+            time.sleep(4)
+            os._exit(0)
+        n += 1
+    print('unbounded', n)
+except OSError as e:
+    print('stopped', n, e.errno)
+`;
+
+const spawnOk = { spawnSubprocess: true };
+
+/** Asynchronous, so the upstream server in this process keeps serving while the harness runs. */
+function run(
+  cmd: string,
+  args: string[],
+  input: string,
+  env: NodeJS.ProcessEnv,
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => {
+      stdout += c;
+    });
+    child.stderr.on('data', (c) => {
+      stderr += c;
+    });
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+    child.stdin.end(input);
+  });
+}
+const sh = (script: string, caps: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) => ({
+  program: 'sh',
+  args: ['-c', script],
+  capabilities: caps,
+  ...extra,
+});
+
+describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
+  `Linux sandbox escape attempts${stack.ok ? '' : ` [skipped: ${stack.reason}]`}`,
+  () => {
+    if (!stack.ok) {
+      it('the Linux stack is required here (ALEPH_REQUIRE) but missing', () => {
+        throw new Error(`required by ALEPH_REQUIRE but unavailable: ${stack.reason}`);
+      });
+    }
+
+    describe.each(identities)('as $name', ({ uid }) => {
+      let base = '';
+      let outside = '';
+      let results = new Map<string, StepResult>();
+      let meta: { uid: number; tier: string; available: boolean; problems: string[] } | undefined;
+      let upstream: http.Server | undefined;
+      let upstreamPort = 0;
+      let upstreamHits = 0;
+      const hostHome = os.homedir();
+      const marker = `aleph-e2e-${process.pid}-${uid}`;
+
+      beforeAll(async () => {
+        base = mkdtempSync(path.join(os.tmpdir(), 'aleph-e2e-'));
+        chmodSync(base, 0o755);
+        outside = path.join(base, 'outside');
+        mkdirSync(outside, { mode: 0o777 });
+        chmodSync(outside, 0o777);
+        writeFileSync(path.join(outside, 'secret.txt'), 'TOP-SECRET-OUTSIDE\n', { mode: 0o644 });
+        copyFileSync('/bin/true', path.join(outside, 'mytrue'));
+        chmodSync(path.join(outside, 'mytrue'), 0o755);
+        const workspaceRoot = path.join(base, 'workspaces');
+        mkdirSync(workspaceRoot, { mode: 0o755 });
+        if (uid !== process.getuid?.()) chownSync(workspaceRoot, uid, uid);
+        // A workspace prepared on the host with symlinks pointing outside.
+        const wsHost = path.join(workspaceRoot, sessionKeyToFilename('prepared-session'));
+        mkdirSync(wsHost, { mode: 0o755 });
+        symlinkSync(path.join(outside, 'secret.txt'), path.join(wsHost, 'link-secret'));
+        symlinkSync(path.join(outside, 'w-link'), path.join(wsHost, 'link-out'));
+        if (uid !== process.getuid?.()) chownSync(wsHost, uid, uid);
+
+        upstream = http.createServer((req, res) => {
+          upstreamHits++;
+          res.end(`upstream says hello to ${req.url}`);
+        });
+        await new Promise<void>((r) => upstream?.listen(0, '127.0.0.1', r));
+        upstreamPort = (upstream.address() as net.AddressInfo).port;
+
+        const netCaps = {
+          network: { kind: 'allowHosts', hosts: ['api.test', `127.0.0.1:${upstreamPort}`] },
+          spawnSubprocess: true,
+        };
+        const steps: { id: string; session?: string; command: Record<string, unknown> }[] = [
+          // Filesystem escapes
+          { id: 'write-outside', command: sh(`echo x > ${outside}/w-direct`, spawnOk) },
+          { id: 'write-home', command: sh(`echo x > ${hostHome}/${marker}`, spawnOk) },
+          { id: 'write-etc', command: sh('echo x >> /etc/hosts', spawnOk) },
+          { id: 'write-parent', command: sh('echo x > ../escaped-parent', spawnOk) },
+          { id: 'write-tmp-private', command: sh(`echo x > /tmp/${marker} && cat /tmp/${marker}`, spawnOk) },
+          { id: 'symlink-write', session: 'prepared-session', command: sh('echo x > link-out', spawnOk) },
+          { id: 'symlink-read', session: 'prepared-session', command: sh('cat link-secret', spawnOk) },
+          { id: 'hardlink', command: sh(`ln /etc/passwd hl || ln ${outside}/secret.txt hl2`, spawnOk) },
+          { id: 'rename-out', command: sh(`echo data > f && mv f ${outside}/moved`, spawnOk) },
+          { id: 'read-shadow', command: sh('cat /etc/shadow', spawnOk) },
+          {
+            id: 'read-homes',
+            command: sh(
+              `ls -a /root /home ${hostHome} 2>&1; cat ${hostHome}/.ssh/* /root/.ssh/* 2>&1`,
+              spawnOk,
+            ),
+          },
+          {
+            id: 'proc-1-root',
+            command: sh(`cat /proc/1/root/etc/shadow; ls /proc/1/root${outside}`, spawnOk),
+          },
+          { id: 'host-pids', command: sh("ls /proc | grep -c '^[0-9]'", spawnOk) },
+          { id: 'inherited-fds', command: { program: 'ls', args: ['/proc/self/fd'] } },
+          { id: 'exec-outside', command: { program: `${outside}/mytrue`, args: [], capabilities: spawnOk } },
+          { id: 'env-secret', command: { program: 'env', args: [] } },
+          // .git protection: the repository is created inside, then its hooks and config are read-only
+          {
+            id: 'git-init',
+            session: 'git',
+            command: sh(
+              'git init -q . && git -c user.email=a@b -c user.name=a commit --allow-empty -qm init && echo done',
+              spawnOk,
+            ),
+          },
+          {
+            id: 'git-hooks-write',
+            session: 'git',
+            command: sh('echo evil > .git/hooks/pre-commit', spawnOk),
+          },
+          {
+            id: 'git-config-write',
+            session: 'git',
+            command: sh('echo "[core] fsmonitor = evil" >> .git/config', spawnOk),
+          },
+          { id: 'git-rename', session: 'git', command: sh('mv .git .git-moved', spawnOk) },
+          {
+            id: 'git-commit-still-works',
+            session: 'git',
+            command: sh(
+              'git -c user.email=a@b -c user.name=a commit --allow-empty -qm second && git log --oneline | wc -l',
+              spawnOk,
+            ),
+          },
+          { id: 'aleph-dir-create', command: sh('mkdir -p .aleph/x || touch .aleph/x', spawnOk) },
+          // Privileged operations and dangerous syscalls
+          { id: 'mount', command: sh('mount -t tmpfs none /tmp', spawnOk) },
+          { id: 'chroot', command: sh('chroot / true', spawnOk) },
+          { id: 'unshare-user', command: sh('unshare -U true', spawnOk) },
+          { id: 'setns', command: sh('nsenter -t 1 -n true', spawnOk) },
+          { id: 'syscalls', command: { program: 'python3', args: ['-c', SYSCALL_PROBE] } },
+          { id: 'dns', command: sh('getent hosts example.com', spawnOk) },
+          {
+            id: 'host-loopback',
+            command: sh(`exec 3<>/dev/tcp/127.0.0.1/${upstreamPort} && echo connected`, spawnOk),
+          },
+          // Limits
+          {
+            id: 'fork-bomb',
+            command: { program: 'python3', args: ['-c', FORK_BOMB], capabilities: spawnOk, timeout: 15_000 },
+          },
+          {
+            id: 'memory',
+            command: {
+              program: 'python3',
+              args: ['-c', 'b = bytearray(512 * 1024 * 1024); print(len(b))'],
+              capabilities: { maxMemoryMb: 128 },
+            },
+          },
+          {
+            id: 'timeout',
+            command: sh(`sleep 31.${uid % 10}7 & sleep 30.${uid % 10}7`, spawnOk, { timeout: 800 }),
+          },
+          // What ordinary tools need
+          {
+            id: 'tools',
+            command: sh(
+              'echo shell-ok; python3 -c "print(21*2)"; node -e "console.log(6*7)"; ls / >/dev/null && echo ls-ok',
+              spawnOk,
+            ),
+          },
+          {
+            id: 'compiler',
+            command: sh(
+              'printf "#include <stdio.h>\\nint main(void){puts(\\"compiled-ok\\");return 0;}\\n" > hello.c && cc -o hello hello.c && ./hello',
+              spawnOk,
+            ),
+          },
+          {
+            id: 'spawn-allowed',
+            command: {
+              program: 'python3',
+              args: ['-c', "import subprocess; print(subprocess.run(['true']).returncode)"],
+              capabilities: spawnOk,
+            },
+          },
+          {
+            id: 'spawn-denied',
+            command: { program: 'python3', args: ['-c', "import subprocess; subprocess.run(['true'])"] },
+          },
+          {
+            id: 'threads',
+            command: {
+              program: 'python3',
+              args: [
+                '-c',
+                "import threading; t = threading.Thread(target=print, args=('thread-ok',)); t.start(); t.join()",
+              ],
+            },
+          },
+          {
+            id: 'pipes-devnull',
+            command: sh('echo abc | tr a-z A-Z; echo gone > /dev/null && echo devnull-ok', spawnOk),
+          },
+          { id: 'persist-1', session: 'persist', command: sh('echo persisted > p.txt') },
+          { id: 'persist-2', session: 'persist', command: { program: 'cat', args: ['p.txt'] } },
+          // Network through the managed proxy
+          { id: 'net-allowed', command: sh(`curl -sS http://api.test:${upstreamPort}/ok`, netCaps) },
+          {
+            id: 'net-denied',
+            command: sh(`curl -sS -o /dev/null -w '%{http_code}' http://evil.test:${upstreamPort}/`, netCaps),
+          },
+          {
+            id: 'net-bypass',
+            command: sh(
+              `curl -sS --noproxy '*' --max-time 3 http://127.0.0.1:${upstreamPort}/bypass`,
+              netCaps,
+            ),
+          },
+          {
+            id: 'net-all',
+            command: sh(`curl -sS http://127.0.0.1:${upstreamPort}/all`, {
+              network: { kind: 'allowAll' },
+              spawnSubprocess: true,
+            }),
+          },
+        ];
+        const plan = {
+          workspaceRoot,
+          secretFile: path.join(outside, 'secret.txt'),
+          driver: { maxPids: 40, resolve: { 'api.test': ['127.0.0.1'], 'evil.test': ['127.0.0.1'] } },
+          steps,
+        };
+        const harness = path.join(repoRoot, 'e2e/linux/harness.mjs');
+        const env = {
+          ...process.env,
+          ALEPH_E2E_SECRET: 'env-secret-value-42',
+          HOME: uid === process.getuid?.() ? hostHome : base,
+        };
+        let r: { status: number | null; stdout: string; stderr: string };
+        if (uid === process.getuid?.()) {
+          r = await run(process.execPath, [harness], JSON.stringify(plan), env);
+        } else {
+          // The repository may sit under a directory the unprivileged uid cannot traverse; bind it to a
+          // readable path in a private mount namespace for this one process.
+          const mountpoint = path.join(base, 'repo');
+          mkdirSync(mountpoint, { mode: 0o755 });
+          const script = `mount --bind "$1" "$2" && exec setpriv --reuid=${uid} --regid=${uid} --clear-groups "$3" "$2/e2e/linux/harness.mjs"`;
+          r = await run(
+            'unshare',
+            [
+              '-m',
+              '--propagation',
+              'private',
+              'sh',
+              '-c',
+              script,
+              'sh',
+              repoRoot,
+              mountpoint,
+              process.execPath,
+            ],
+            JSON.stringify(plan),
+            env,
+          );
+        }
+        if (r.status !== 0) throw new Error(`harness failed (${r.status}): ${r.stderr}`);
+        const parsed = JSON.parse(String(r.stdout));
+        meta = parsed;
+        results = new Map(parsed.results.map((x: StepResult) => [x.id, x]));
+      }, 240_000);
+
+      afterAll(async () => {
+        await new Promise<void>((r) => (upstream ? upstream.close(() => r()) : r()));
+        if (base !== '') rmSync(base, { recursive: true, force: true });
+        rmSync(path.join(hostHome, marker), { force: true });
+      });
+
+      const get = (id: string): StepResult & { stdout: string; stderr: string } => {
+        const r = results.get(id);
+        if (r === undefined) throw new Error(`no result for ${id}`);
+        if (r.error) throw new Error(`${id} was rejected: ${r.error.code} ${r.error.message}`);
+        return { ...r, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
+      };
+      // An escape attempt must fail because of the sandbox, not because a helper process could not start.
+      const failed = (id: string) => {
+        const r = get(id);
+        expect(r.exitCode, `${id}: ${r.stdout}${r.stderr}`).not.toBe(0);
+        expect(r.stderr, id).not.toMatch(/Cannot fork|Resource temporarily unavailable/);
+      };
+
+      it('runs as the intended identity with the full tier', () => {
+        expect(meta?.uid).toBe(uid);
+        expect(meta?.available).toBe(true);
+        expect(meta?.tier).toMatch(/Landlock ABI \d+ \+ seccomp-BPF/);
+      });
+
+      it('cannot write outside the workspace (host dirs, $HOME, /etc, the parent)', () => {
+        for (const id of ['write-outside', 'write-home', 'write-etc']) failed(id);
+        // Above the workspace is bwrap's own scaffolding (a tmpfs); what matters is that the host is untouched.
+        expect(existsSync(path.join(outside, 'w-direct'))).toBe(false);
+        expect(existsSync(path.join(hostHome, marker))).toBe(false);
+        expect(readFileSync('/etc/hosts', 'utf8')).not.toMatch(/^x$/m);
+        expect(existsSync(path.join(path.dirname(get('write-parent').workspace), 'escaped-parent'))).toBe(
+          false,
+        );
+      });
+
+      it('/tmp is private to the sandbox', () => {
+        expect(get('write-tmp-private').stdout).toBe('x\n');
+        expect(existsSync(`/tmp/${marker}`)).toBe(false);
+      });
+
+      it('symlinks, hard links and renames cannot reach outside', () => {
+        failed('symlink-write');
+        expect(existsSync(path.join(outside, 'w-link'))).toBe(false);
+        expect(get('symlink-read').stdout).not.toContain('TOP-SECRET');
+        failed('hardlink');
+        failed('rename-out');
+        expect(existsSync(path.join(outside, 'moved'))).toBe(false);
+      });
+
+      it('cannot read /etc/shadow, other homes or ~/.ssh', () => {
+        failed('read-shadow');
+        expect(get('read-shadow').stdout).not.toMatch(/root:/);
+        expect(get('read-homes').stdout).not.toMatch(/BEGIN|ssh-(rsa|ed25519)/);
+      });
+
+      it('/proc shows only the sandbox: no host root through /proc/1/root, no host pids', () => {
+        expect(get('proc-1-root').stdout).not.toMatch(/root:|secret/);
+        expect(Number(get('host-pids').stdout.trim())).toBeLessThanOrEqual(8);
+      });
+
+      it('inherits no file descriptors beyond stdio', () => {
+        const fds = get('inherited-fds').stdout.trim().split(/\s+/).map(Number);
+        expect(fds.filter((fd) => fd > 3)).toEqual([]);
+      });
+
+      it('cannot execute a binary outside the allowed paths', () => {
+        expect(get('exec-outside').exitCode).toBe(127);
+      });
+
+      it("does not see the host's environment secrets", () => {
+        expect(get('env-secret').stdout).not.toContain('env-secret-value-42');
+        expect(get('env-secret').stdout).toMatch(/^HOME=/m);
+      });
+
+      it('.git/hooks and .git/config stay read-only and .git cannot be swapped; commits still work', () => {
+        expect(get('git-init').stdout).toContain('done');
+        for (const id of ['git-hooks-write', 'git-config-write', 'git-rename']) failed(id);
+        const ws = get('git-init').workspace;
+        expect(existsSync(path.join(ws, '.git', 'hooks', 'pre-commit'))).toBe(false);
+        expect(readFileSync(path.join(ws, '.git', 'config'), 'utf8')).not.toContain('fsmonitor');
+        expect(get('git-commit-still-works').stdout.trim()).toBe('2');
+        failed('aleph-dir-create');
+      });
+
+      it('mount, chroot, user namespaces and setns are refused', () => {
+        for (const id of ['mount', 'chroot', 'unshare-user', 'setns']) failed(id);
+      });
+
+      it('ptrace, process_vm_readv, keyctl, bpf, io_uring, perf, userfaultfd, TIOCSTI and raw sockets get EPERM', () => {
+        const errnos = JSON.parse(get('syscalls').stdout) as Record<string, number>;
+        for (const [name, errno] of Object.entries(errnos)) expect([name, errno]).toEqual([name, 1]);
+      });
+
+      it('network none: no DNS and no path to a host loopback port', () => {
+        failed('dns');
+        failed('host-loopback');
+        expect(get('host-loopback').stdout).not.toContain('connected');
+      });
+
+      it('a fork bomb is stopped by the process limit', () => {
+        const out = get('fork-bomb').stdout;
+        expect(out).toMatch(/^stopped \d+ 11$/m);
+        expect(Number(/stopped (\d+)/.exec(out)?.[1])).toBeLessThan(400);
+      });
+
+      it('memory beyond the limit fails', () => {
+        failed('memory');
+        expect(get('memory').stderr).toMatch(/MemoryError/);
+      });
+
+      it('a timeout kills every process of the sandbox', () => {
+        const r = get('timeout');
+        expect(r.timedOut).toBe(true);
+        const left = spawnSync('pgrep', ['-f', `sleep 3[01]\\.${uid % 10}7`])
+          .stdout.toString()
+          .trim();
+        expect(left).toBe('');
+      });
+
+      it('ordinary tools work: sh, coreutils, python3, node, a compiler, pipes, /dev/null', () => {
+        expect(get('tools').stdout).toBe('shell-ok\n42\n42\nls-ok\n');
+        expect(get('compiler').stdout).toBe('compiled-ok\n');
+        expect(get('pipes-devnull').stdout).toBe('ABC\ndevnull-ok\n');
+      });
+
+      it('posix_spawn works when spawning is allowed and fails when it is not; threads always work', () => {
+        expect(get('spawn-allowed').stdout.trim()).toBe('0');
+        failed('spawn-denied');
+        expect(get('threads').stdout).toBe('thread-ok\n');
+      });
+
+      it("a session's files persist between executions", () => {
+        expect(get('persist-2').stdout).toBe('persisted\n');
+      });
+
+      it('allowHosts reaches an allowed host through the proxy; others get 403; bypassing it fails', () => {
+        expect(get('net-allowed').stdout).toBe('upstream says hello to /ok');
+        expect(get('net-denied').stdout).toBe('403');
+        failed('net-bypass');
+        expect(get('net-bypass').stdout).not.toContain('bypass');
+      });
+
+      it('allowAll shares the host network', () => {
+        expect(get('net-all').stdout).toBe('upstream says hello to /all');
+        expect(upstreamHits).toBe(2);
+      });
+    });
+  },
+);

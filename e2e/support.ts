@@ -1,0 +1,51 @@
+import { spawnSync } from 'node:child_process';
+import { accessSync, constants, existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * Mechanisms CI requires (`ALEPH_REQUIRE=bwrap,userns,…`): a test that needs one that is missing fails
+ * instead of skipping. Elsewhere it is skipped with the reason in its name.
+ */
+export const REQUIRED = new Set(
+  (process.env.ALEPH_REQUIRE ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
+);
+
+export const repoRoot = fileURLToPath(new URL('..', import.meta.url));
+
+/** Whether the Linux stack can run here, and why not. */
+export function linuxStack(): { ok: boolean; reason: string; missing: string[] } {
+  const missing: string[] = [];
+  const reasons: string[] = [];
+  if (process.platform !== 'linux') return { ok: false, reason: 'not Linux', missing: ['linux'] };
+  if (spawnSync('bwrap', ['--version']).status !== 0) {
+    missing.push('bwrap');
+    reasons.push('bubblewrap is not installed (apt-get install -y bubblewrap)');
+  }
+  const helper = fileURLToPath(
+    new URL('../packages/driver-linux/native/aleph-sandbox-init', import.meta.url),
+  );
+  if (!existsSync(helper)) {
+    missing.push('helper');
+    reasons.push('the native helper is not built (pnpm build)');
+  }
+  const harness = fileURLToPath(new URL('../packages/driver-linux/dist/index.js', import.meta.url));
+  if (!existsSync(harness)) {
+    missing.push('build');
+    reasons.push('the packages are not built (pnpm build)');
+  }
+  return { ok: missing.length === 0, reason: reasons.join('; '), missing };
+}
+
+/** True when this process may run commands as another uid (root with setpriv). */
+export function canSwitchUid(): boolean {
+  if (process.getuid?.() !== 0) return false;
+  try {
+    accessSync('/usr/bin/setpriv', constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}

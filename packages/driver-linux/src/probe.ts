@@ -1,0 +1,216 @@
+import { execFile } from 'node:child_process';
+import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import type { ProbeMechanism, ProbeResult } from '@aleph/sandbox-core';
+import { type CgroupInfo, detectCgroup } from './cgroup.js';
+import type { HostFacts } from './host.js';
+import { hostSeccompArch } from './seccomp.js';
+
+const run = promisify(execFile);
+
+/** What `probe()` found, with the details the driver needs at run time. */
+export interface LinuxProbe extends ProbeResult {
+  readonly bwrapPath: string | null;
+  readonly helperPath: string;
+  readonly landlockAbi: number;
+  readonly cgroup: CgroupInfo;
+}
+
+/** Finds an executable on PATH. */
+export function which(name: string): string | null {
+  if (name.includes('/')) return existsSync(name) ? name : null;
+  for (const dir of (process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin').split(':')) {
+    const candidate = path.join(dir || '.', name);
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // keep looking
+    }
+  }
+  return null;
+}
+
+function readSysctl(p: string): string | undefined {
+  try {
+    return readFileSync(p, 'utf8').trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Probes everything the Linux driver relies on and says which enforcement tier applies. Nothing degrades
+ * silently: each missing mechanism is listed with the command that fixes it.
+ */
+export async function probeLinux(options: {
+  host: HostFacts;
+  bwrap: string;
+  helperPath: string;
+  landlock: 'best-effort' | 'required';
+  cgroupRoot?: string;
+}): Promise<LinuxProbe> {
+  const mechanisms: Record<string, ProbeMechanism> = {};
+  const problems: string[] = [];
+  const note = (name: string, m: ProbeMechanism, fatal: boolean) => {
+    mechanisms[name] = m;
+    if (!m.available && fatal) problems.push(`${name}: ${m.detail}${m.fix ? ` — fix: ${m.fix}` : ''}`);
+  };
+
+  const arch = hostSeccompArch();
+  note(
+    'architecture',
+    arch === undefined
+      ? {
+          available: false,
+          detail: `${process.arch} has no seccomp tables here`,
+          fix: 'run on x86_64 or aarch64',
+        }
+      : { available: true, detail: arch },
+    true,
+  );
+
+  const bwrapPath = which(options.bwrap);
+  let bwrapVersion = '';
+  if (bwrapPath !== null) {
+    try {
+      bwrapVersion = (await run(bwrapPath, ['--version'])).stdout.trim();
+    } catch {
+      bwrapVersion = 'unknown version';
+    }
+  }
+  note(
+    'bubblewrap',
+    bwrapPath === null
+      ? {
+          available: false,
+          detail: 'bwrap not found on PATH',
+          fix: 'apt-get install -y bubblewrap (Debian/Ubuntu) or dnf install bubblewrap',
+        }
+      : { available: true, detail: `${bwrapPath} (${bwrapVersion})` },
+    true,
+  );
+
+  let landlockAbi = 0;
+  let seccomp = false;
+  const helperBuilt = existsSync(options.helperPath);
+  if (helperBuilt) {
+    try {
+      const out = JSON.parse((await run(options.helperPath, ['--probe'])).stdout) as {
+        landlock_abi: number;
+        seccomp: boolean;
+      };
+      landlockAbi = out.landlock_abi;
+      seccomp = out.seccomp;
+    } catch {
+      // reported below
+    }
+  }
+  note(
+    'helper',
+    helperBuilt
+      ? { available: true, detail: options.helperPath }
+      : {
+          available: false,
+          detail: `${options.helperPath} is not built`,
+          fix: 'install a C compiler (apt-get install -y gcc libc6-dev) and run `npm rebuild @aleph/driver-linux` (or `pnpm build` in the repository)',
+        },
+    true,
+  );
+  note(
+    'seccomp',
+    seccomp
+      ? { available: true, detail: 'seccomp-BPF filters supported' }
+      : {
+          available: false,
+          detail: 'seccomp-BPF not available',
+          fix: 'use a kernel built with CONFIG_SECCOMP_FILTER',
+        },
+    true,
+  );
+  note(
+    'landlock',
+    landlockAbi > 0
+      ? { available: true, detail: `ABI ${landlockAbi} (${options.landlock})` }
+      : {
+          available: false,
+          detail: 'Landlock is not enabled in this kernel',
+          fix: 'boot a kernel >= 5.13 with lsm=landlock,…',
+        },
+    options.landlock === 'required',
+  );
+
+  // User namespaces: needed when not root (bwrap unprivileged).
+  if (options.host.isRoot) {
+    note(
+      'user-namespaces',
+      { available: true, detail: 'not needed: bwrap runs as root and the helper drops to the sandbox uid' },
+      false,
+    );
+  } else if (bwrapPath !== null) {
+    let ok = false;
+    let error = '';
+    try {
+      await run(bwrapPath, ['--unshare-user', '--ro-bind', '/', '/', 'true']);
+      ok = true;
+    } catch (e) {
+      error = String((e as { stderr?: string }).stderr ?? e).trim();
+    }
+    let fix = 'enable unprivileged user namespaces';
+    if (readSysctl('/proc/sys/kernel/apparmor_restrict_unprivileged_userns') === '1') {
+      fix =
+        'Ubuntu 24.04 restricts them through AppArmor: `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, or install an AppArmor profile allowing userns for bwrap';
+    } else if (readSysctl('/proc/sys/kernel/unprivileged_userns_clone') === '0') {
+      fix = '`sudo sysctl -w kernel.unprivileged_userns_clone=1`';
+    } else if (readSysctl('/proc/sys/user/max_user_namespaces') === '0') {
+      fix = '`sudo sysctl -w user.max_user_namespaces=15000`';
+    }
+    note(
+      'user-namespaces',
+      ok
+        ? { available: true, detail: 'unprivileged user namespaces work' }
+        : { available: false, detail: `bwrap cannot create a user namespace: ${error}`, fix },
+      true,
+    );
+  }
+
+  const cgroup = detectCgroup(options.cgroupRoot);
+  note(
+    'cgroup-v2',
+    cgroup.available
+      ? { available: true, detail: cgroup.detail }
+      : { available: false, detail: cgroup.detail, ...(cgroup.fix ? { fix: cgroup.fix } : {}) },
+    false,
+  );
+  note(
+    'identity',
+    {
+      available: true,
+      detail: options.host.isRoot
+        ? 'host is root: commands run as a dedicated unprivileged uid'
+        : `commands run as uid ${options.host.uid} in a user namespace`,
+    },
+    false,
+  );
+
+  const available = problems.length === 0;
+  const parts = [
+    'bubblewrap namespaces',
+    landlockAbi > 0 ? `Landlock ABI ${landlockAbi}` : 'no Landlock',
+    'seccomp-BPF',
+    cgroup.available ? 'cgroup v2 limits' : 'rlimit limits (no delegated cgroup v2)',
+    options.host.isRoot ? 'root dropped to a sandbox uid' : 'user namespace',
+  ];
+  return {
+    driver: 'linux',
+    available,
+    tier: available ? parts.join(' + ') : 'unavailable',
+    mechanisms,
+    problems,
+    bwrapPath,
+    helperPath: options.helperPath,
+    landlockAbi,
+    cgroup,
+  };
+}

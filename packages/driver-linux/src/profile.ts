@@ -1,0 +1,309 @@
+import { lstatSync } from 'node:fs';
+import path from 'node:path';
+import {
+  InvalidInputError,
+  isPathWithin,
+  type SandboxCapabilities,
+  type SandboxProfile,
+} from '@aleph/sandbox-core';
+import type { HostFacts } from './host.js';
+import { type MountOp, renderMounts } from './mounts.js';
+import { BRIDGE_PORT, INNER_HELPER, INNER_PROXY_SOCKET } from './options.js';
+import { planProtectedPaths, type Stub } from './protected.js';
+import { buildSeccompProgram, type SeccompArch, type SeccompNetworkMode } from './seccomp.js';
+
+/** Everything a profile depends on besides the capabilities. */
+export interface ProfileInputs {
+  readonly host: HostFacts;
+  readonly arch: SeccompArch;
+  readonly helperPath: string;
+  readonly landlock: 'best-effort' | 'required';
+  readonly protectedPaths: readonly string[];
+  readonly vaultPaths: readonly string[];
+  readonly sandboxUid: number;
+  readonly sandboxGid: number;
+  readonly maxPids: number;
+  readonly cpuQuotaPercent: number | undefined;
+  /** The Unix socket of the managed proxy for `allowHosts` (computed by the driver). */
+  readonly proxySocket: string | undefined;
+}
+
+/** One Landlock rule as the helper applies it. */
+export interface LandlockRule {
+  readonly path: string;
+  readonly access: 'read-exec' | 'read-write-exec' | 'device' | 'list';
+}
+
+/** The Linux profile: an inspectable, JSON-serialisable plan. `aleph-sandbox profile` prints it. */
+export interface LinuxProfile extends SandboxProfile {
+  readonly driver: 'linux';
+  readonly identity:
+    | { readonly mode: 'drop-to-uid'; readonly uid: number; readonly gid: number }
+    | { readonly mode: 'user-namespace'; readonly uid: number };
+  /** bwrap arguments up to and including the helper invocation and its `--`. */
+  readonly bwrapArgs: readonly string[];
+  readonly helperArgs: readonly string[];
+  readonly landlock: {
+    readonly mode: 'best-effort' | 'required';
+    readonly rules: readonly LandlockRule[];
+    readonly tcp: { readonly connectPorts: readonly number[] } | null;
+    readonly scoped: boolean;
+  };
+  readonly seccomp: {
+    readonly arch: SeccompArch;
+    readonly network: SeccompNetworkMode;
+    readonly denySpawn: boolean;
+    readonly instructions: number;
+    readonly rules: readonly string[];
+    /** The BPF program, base64. */
+    readonly program: string;
+  };
+  readonly limits: {
+    readonly rlimits: Readonly<Record<string, number>>;
+    readonly maxPids: number;
+    readonly maxMemoryMb: number | null;
+    readonly cpuQuotaPercent: number | null;
+  };
+  readonly network: {
+    readonly policy: SandboxCapabilities['network']['kind'];
+    readonly namespace: 'own' | 'shared';
+    readonly proxySocket: string | null;
+    readonly bridge: string | null;
+    readonly hosts: readonly string[];
+  };
+  readonly mounts: readonly string[];
+  readonly stubs: readonly Stub[];
+  readonly cwd: string;
+  readonly workspace: string;
+}
+
+function exists(p: string): 'dir' | 'file' | undefined {
+  try {
+    return lstatSync(p).isDirectory() ? 'dir' : 'file';
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Builds the whole plan for one execution: mounts (system directories read-only, grants, the workspace
+ * read-write, protected sub-paths read-only, vault paths and other sessions hidden, sensitive /etc files
+ * masked), namespaces and identity, the Landlock rules, the seccomp program, limits and the network plan.
+ *
+ * @throws {InvalidInputError} for a granted path that does not exist, or a symlinked protected path.
+ */
+export function buildLinuxProfile(
+  caps: SandboxCapabilities,
+  cwd: string,
+  workspace: string,
+  inputs: ProfileInputs,
+): LinuxProfile {
+  const { host } = inputs;
+  const mounts: MountOp[] = [];
+  const landlock: LandlockRule[] = [{ path: '/', access: 'list' }];
+
+  // System directories: read-only and executable; usr-merge symlinks recreated as symlinks.
+  for (const dir of host.systemDirs) {
+    if (dir.kind === 'dir') {
+      mounts.push({ op: 'ro-bind', src: dir.path, dest: dir.path });
+      landlock.push({ path: dir.path, access: 'read-exec' });
+    } else {
+      mounts.push({ op: 'symlink', target: dir.target, dest: dir.path });
+    }
+  }
+  for (const f of host.maskedFiles) mounts.push({ op: 'mask-file', dest: f });
+  for (const d of host.maskedDirs)
+    mounts.push({ op: 'tmpfs', dest: d, mode: '0755', readOnly: true, hide: true });
+  mounts.push({ op: 'dev', dest: '/dev' });
+  mounts.push({ op: 'proc', dest: '/proc' });
+  mounts.push({ op: 'tmpfs', dest: '/tmp', mode: '1777' });
+  mounts.push({ op: 'tmpfs', dest: '/dev/shm', mode: '1777' });
+  landlock.push({ path: '/dev', access: 'device' }, { path: '/proc', access: 'read-exec' });
+  landlock.push({ path: '/tmp', access: 'read-write-exec' }, { path: '/dev/shm', access: 'read-write-exec' });
+  mounts.push({ op: 'ro-bind', src: inputs.helperPath, dest: INNER_HELPER });
+  landlock.push({ path: INNER_HELPER, access: 'read-exec' });
+
+  // Grants.
+  caps.fsRead.forEach((p, i) => {
+    if (exists(p) === undefined) throw missingPath('fsRead', i, p);
+    mounts.push({ op: 'ro-bind', src: p, dest: p });
+    landlock.push({ path: p, access: 'read-exec' });
+  });
+  caps.fsWrite.forEach((p, i) => {
+    if (exists(p) === undefined) throw missingPath('fsWrite', i, p);
+    mounts.push({ op: 'bind', src: p, dest: p });
+    landlock.push({ path: p, access: 'read-write-exec' });
+  });
+  mounts.push({ op: 'bind', src: workspace, dest: workspace });
+  landlock.push({ path: workspace, access: 'read-write-exec' });
+
+  // Other sessions' workspaces stay hidden even when a grant covers the workspace root.
+  const visible = [...caps.fsRead, ...caps.fsWrite, ...host.systemDirs.map((d) => d.path)];
+  const workspaceRoot = path.dirname(workspace);
+  if (visible.some((v) => isPathWithin(workspaceRoot, v))) {
+    mounts.push({ op: 'tmpfs', dest: workspaceRoot, mode: '0755', hide: true });
+  }
+  // Vault paths are never visible.
+  const vaultHidden: string[] = [];
+  for (const vault of inputs.vaultPaths) {
+    if (!visible.some((v) => isPathWithin(vault, v)) && !isPathWithin(vault, workspace)) continue;
+    const kind = exists(vault);
+    if (kind === 'dir') mounts.push({ op: 'tmpfs', dest: vault, mode: '0700', readOnly: true, hide: true });
+    else if (kind === 'file') mounts.push({ op: 'mask-file', dest: vault });
+    else continue;
+    vaultHidden.push(vault);
+  }
+
+  // Protected sub-paths of every writable root.
+  const writableRoots = [workspace, ...caps.fsWrite.filter((p) => exists(p) === 'dir')];
+  const protection = planProtectedPaths(writableRoots, inputs.protectedPaths);
+  mounts.push(...protection.mounts);
+
+  // Network.
+  const net = caps.network;
+  const seccompNetwork: SeccompNetworkMode =
+    net.kind === 'none' ? 'unix-only' : net.kind === 'allowHosts' ? 'proxy-routed' : 'unrestricted';
+  if (net.kind === 'allowHosts') {
+    if (inputs.proxySocket === undefined) throw new Error('allowHosts needs a proxy socket');
+    mounts.push({ op: 'bind', src: inputs.proxySocket, dest: INNER_PROXY_SOCKET });
+  }
+
+  // Identity and namespaces.
+  const identity: LinuxProfile['identity'] = host.isRoot
+    ? { mode: 'drop-to-uid', uid: inputs.sandboxUid, gid: inputs.sandboxGid }
+    : { mode: 'user-namespace', uid: host.uid };
+  const bwrap: string[] = ['--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try'];
+  if (net.kind !== 'allowAll') bwrap.push('--unshare-net');
+  if (host.isRoot) {
+    // bwrap runs as root without a user namespace (a root-mapped one would keep root's file identity);
+    // the helper empties the bounding set and switches to the sandbox uid, so it needs these three.
+    bwrap.push(
+      '--cap-drop',
+      'ALL',
+      '--cap-add',
+      'CAP_SETUID',
+      '--cap-add',
+      'CAP_SETGID',
+      '--cap-add',
+      'CAP_SETPCAP',
+    );
+  } else {
+    bwrap.push('--unshare-user', '--disable-userns', '--cap-drop', 'ALL');
+  }
+  bwrap.push('--die-with-parent', '--new-session', '--hostname', 'aleph-sandbox');
+  bwrap.push(...renderMounts(mounts));
+  bwrap.push('--chdir', cwd);
+
+  // The helper's own plan.
+  const seccomp = buildSeccompProgram({
+    arch: inputs.arch,
+    network: seccompNetwork,
+    denySpawn: !caps.spawnSubprocess,
+  });
+  const rlimits: Record<string, number> = { CORE: 0 };
+  if (caps.maxMemoryMb !== undefined) rlimits.AS = caps.maxMemoryMb * 1024 * 1024;
+  const helper: string[] = [];
+  if (identity.mode === 'drop-to-uid')
+    helper.push('--uid', String(identity.uid), '--gid', String(identity.gid));
+  for (const [name, value] of Object.entries(rlimits)) helper.push('--rlimit', `${name}=${value}`);
+  helper.push('--landlock', inputs.landlock);
+  const flag = {
+    'read-exec': '--ll-ro',
+    'read-write-exec': '--ll-rw',
+    device: '--ll-dev',
+    list: '--ll-list',
+  } as const;
+  for (const rule of landlock) helper.push(flag[rule.access], rule.path);
+  const tcp =
+    net.kind === 'allowAll' ? null : { connectPorts: net.kind === 'allowHosts' ? [BRIDGE_PORT] : [] };
+  if (tcp !== null) {
+    helper.push('--ll-net', 'on');
+    for (const port of tcp.connectPorts) helper.push('--ll-connect', String(port));
+  }
+  helper.push('--ll-scope', 'on');
+  if (net.kind === 'allowHosts') helper.push('--bridge', `${BRIDGE_PORT}:${INNER_PROXY_SOCKET}`);
+  helper.push('--seccomp-fd', '3');
+
+  const mountSummary = describeMounts(mounts);
+  const summary = [
+    `identity: ${identity.mode === 'drop-to-uid' ? `host is root; the program runs as uid ${identity.uid}/gid ${identity.gid} with no capabilities` : `user namespace as uid ${identity.uid}, no capabilities, nested user namespaces disabled`}`,
+    `namespaces: mount, pid, ipc, uts, cgroup${net.kind === 'allowAll' ? '' : ', net'}${host.isRoot ? '' : ', user'}; dies with its parent; new session`,
+    ...mountSummary,
+    ...protection.summary.map((s) => `protected: ${s}`),
+    ...vaultHidden.map((v) => `vault hidden: ${v}`),
+    `landlock (${inputs.landlock}): ${landlock.map((r) => `${r.access} ${r.path}`).join('; ')}${tcp ? `; TCP connect only to ${tcp.connectPorts.length > 0 ? tcp.connectPorts.join(', ') : 'nothing'}` : ''}; abstract unix sockets and signals scoped`,
+    ...seccomp.rules.map((r) => `seccomp: ${r}`),
+    `limits: ${Object.entries(rlimits)
+      .map(([k, v]) => `RLIMIT_${k}=${v}`)
+      .join(
+        ', ',
+      )}; processes ≤ ${inputs.maxPids}${inputs.cpuQuotaPercent ? `; CPU ≤ ${inputs.cpuQuotaPercent}% (cgroup)` : ''}`,
+    net.kind === 'none'
+      ? 'network: own namespace with loopback only'
+      : net.kind === 'allowHosts'
+        ? `network: own namespace; 127.0.0.1:${BRIDGE_PORT} bridged to the managed proxy allowing ${net.hosts.join(', ')}`
+        : 'network: the host network, unfiltered',
+  ];
+  return {
+    driver: 'linux',
+    summary,
+    identity,
+    bwrapArgs: [...bwrap, INNER_HELPER, ...helper, '--'],
+    helperArgs: helper,
+    landlock: { mode: inputs.landlock, rules: landlock, tcp, scoped: true },
+    seccomp: {
+      arch: seccomp.arch,
+      network: seccompNetwork,
+      denySpawn: !caps.spawnSubprocess,
+      instructions: seccomp.instructions,
+      rules: seccomp.rules,
+      program: Buffer.from(seccomp.bytes).toString('base64'),
+    },
+    limits: {
+      rlimits,
+      maxPids: inputs.maxPids,
+      maxMemoryMb: caps.maxMemoryMb ?? null,
+      cpuQuotaPercent: inputs.cpuQuotaPercent ?? null,
+    },
+    network: {
+      policy: net.kind,
+      namespace: net.kind === 'allowAll' ? 'shared' : 'own',
+      proxySocket: net.kind === 'allowHosts' ? (inputs.proxySocket ?? null) : null,
+      bridge: net.kind === 'allowHosts' ? `127.0.0.1:${BRIDGE_PORT} -> ${INNER_PROXY_SOCKET}` : null,
+      hosts: net.kind === 'allowHosts' ? net.hosts : [],
+    },
+    mounts: mountSummary,
+    stubs: protection.stubs,
+    cwd,
+    workspace,
+  };
+}
+
+function describeMounts(ops: readonly MountOp[]): string[] {
+  return ops.map((op) => {
+    switch (op.op) {
+      case 'ro-bind':
+        return `mount: ${op.dest} read-only${op.src === op.dest ? '' : ` (from ${op.src})`}`;
+      case 'bind':
+        return `mount: ${op.dest} read-write${op.src === op.dest ? '' : ` (from ${op.src})`}`;
+      case 'mask-file':
+        return `mount: ${op.dest} hidden (empty)`;
+      case 'tmpfs':
+        return `mount: ${op.dest} ${op.hide ? 'hidden (empty)' : 'private tmpfs'}`;
+      case 'symlink':
+        return `mount: ${op.dest} -> ${op.target}`;
+      default:
+        return `mount: ${op.dest} fresh ${op.op}`;
+    }
+  });
+}
+
+function missingPath(field: 'fsRead' | 'fsWrite', index: number, p: string): InvalidInputError {
+  return new InvalidInputError(
+    'ALEPH_INVALID_COMMAND',
+    `capabilities.${field}[${index}]`,
+    p,
+    'does not exist',
+    'create it first or remove it from the grant',
+  );
+}

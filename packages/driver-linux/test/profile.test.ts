@@ -1,0 +1,270 @@
+import { lstatSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { isAlephError, type SandboxCapabilities, strictCapabilities } from '@aleph/sandbox-core';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  buildLinuxProfile,
+  type HostFacts,
+  type ProfileInputs,
+  planProtectedPaths,
+  renderMounts,
+} from '../src/index.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+function temp(): string {
+  const d = mkdtempSync(path.join(os.tmpdir(), 'aleph-linux-profile-'));
+  dirs.push(d);
+  return d;
+}
+
+const usrMerged: HostFacts['systemDirs'] = [
+  { path: '/usr', kind: 'dir' },
+  { path: '/bin', kind: 'symlink', target: 'usr/bin' },
+  { path: '/lib', kind: 'symlink', target: 'usr/lib' },
+  { path: '/etc', kind: 'dir' },
+];
+
+function inputs(over: Partial<ProfileInputs> & { root?: boolean } = {}): ProfileInputs {
+  const root = over.root ?? true;
+  return {
+    host: {
+      isRoot: root,
+      uid: root ? 0 : 1000,
+      gid: root ? 0 : 1000,
+      home: '/home/agent',
+      systemDirs: usrMerged,
+      maskedFiles: ['/etc/shadow'],
+      maskedDirs: ['/etc/sudoers.d'],
+    },
+    arch: 'x86_64',
+    helperPath: '/opt/aleph/aleph-sandbox-init',
+    landlock: 'best-effort',
+    protectedPaths: ['.git/hooks', '.git/config', '.aleph', '.codex', '.agents'],
+    vaultPaths: [],
+    sandboxUid: 65533,
+    sandboxGid: 65533,
+    maxPids: 200,
+    cpuQuotaPercent: undefined,
+    proxySocket: undefined,
+    ...over,
+  };
+}
+
+const caps = (over: Partial<SandboxCapabilities> = {}): SandboxCapabilities => ({
+  ...strictCapabilities(),
+  ...over,
+});
+
+describe('renderMounts', () => {
+  it('mounts parents before children and creates tmpfs-side parents with 0755', () => {
+    const args = renderMounts([
+      { op: 'bind', src: '/data/ws/a', dest: '/data/ws/a' },
+      { op: 'ro-bind', src: '/usr', dest: '/usr' },
+      { op: 'tmpfs', dest: '/tmp', mode: '1777' },
+      { op: 'bind', src: '/tmp/x/ws', dest: '/tmp/x/ws' },
+    ]);
+    expect(args.join(' ')).toBe(
+      '--ro-bind /usr /usr --perms 1777 --tmpfs /tmp --perms 0755 --dir /data --perms 0755 --dir /data/ws --bind /data/ws/a /data/ws/a --perms 0755 --dir /tmp/x --bind /tmp/x/ws /tmp/x/ws',
+    );
+  });
+
+  it('does not create parents that exist in a host bind', () => {
+    const args = renderMounts([
+      { op: 'ro-bind', src: '/usr', dest: '/usr' },
+      { op: 'bind', src: '/usr/local/share/x', dest: '/usr/local/share/x' },
+    ]);
+    expect(args).not.toContain('--dir');
+  });
+
+  it('a write grant wins over a read grant; a hide wins over both; any grant over the private /tmp', () => {
+    expect(
+      renderMounts([
+        { op: 'ro-bind', src: '/d', dest: '/d' },
+        { op: 'bind', src: '/d', dest: '/d' },
+      ]),
+    ).toEqual(['--bind', '/d', '/d']);
+    expect(
+      renderMounts([
+        { op: 'bind', src: '/v', dest: '/v' },
+        { op: 'tmpfs', dest: '/v', mode: '0700', readOnly: true, hide: true },
+      ]),
+    ).toEqual(['--perms', '0700', '--tmpfs', '/v', '--remount-ro', '/v']);
+    expect(
+      renderMounts([
+        { op: 'tmpfs', dest: '/tmp', mode: '1777' },
+        { op: 'bind', src: '/tmp', dest: '/tmp' },
+      ]),
+    ).toEqual(['--bind', '/tmp', '/tmp']);
+  });
+});
+
+describe('buildLinuxProfile', () => {
+  it('root host: bwrap without a user namespace, helper drops to the sandbox uid', () => {
+    const ws = temp();
+    const p = buildLinuxProfile(caps(), ws, ws, inputs({ root: true }));
+    expect(p.identity).toEqual({ mode: 'drop-to-uid', uid: 65533, gid: 65533 });
+    expect(p.bwrapArgs).not.toContain('--unshare-user');
+    expect(p.bwrapArgs.join(' ')).toContain(
+      '--cap-drop ALL --cap-add CAP_SETUID --cap-add CAP_SETGID --cap-add CAP_SETPCAP',
+    );
+    expect(p.helperArgs.slice(0, 4)).toEqual(['--uid', '65533', '--gid', '65533']);
+  });
+
+  it('unprivileged host: user namespace with nested namespaces disabled, all caps dropped', () => {
+    const ws = temp();
+    const p = buildLinuxProfile(caps(), ws, ws, inputs({ root: false }));
+    expect(p.identity).toEqual({ mode: 'user-namespace', uid: 1000 });
+    expect(p.bwrapArgs.join(' ')).toContain('--unshare-user --disable-userns --cap-drop ALL');
+    expect(p.helperArgs).not.toContain('--uid');
+  });
+
+  it('always: new session, dies with parent, fresh /dev and /proc, private /tmp, system dirs read-only, masks', () => {
+    const ws = temp();
+    const a = buildLinuxProfile(caps(), ws, ws, inputs()).bwrapArgs.join(' ');
+    for (const part of [
+      '--unshare-ipc --unshare-pid --unshare-uts --unshare-cgroup-try --unshare-net',
+      '--die-with-parent --new-session',
+      '--ro-bind /usr /usr',
+      '--symlink usr/bin /bin',
+      '--ro-bind /etc /etc',
+      '--dev /dev',
+      '--proc /proc',
+      '--perms 1777 --tmpfs /tmp',
+      '--ro-bind /dev/null /etc/shadow',
+      '--tmpfs /etc/sudoers.d --remount-ro /etc/sudoers.d',
+      `--bind ${ws} ${ws}`,
+      `--chdir ${ws} /run/aleph/init`,
+    ]) {
+      expect(a).toContain(part);
+    }
+    expect(a.endsWith('--seccomp-fd 3 --')).toBe(true);
+  });
+
+  it('grants: fsRead read-only, fsWrite read-write, both under Landlock too', () => {
+    const ws = temp();
+    const r = temp();
+    const w = temp();
+    const p = buildLinuxProfile(caps({ fsRead: [r], fsWrite: [w] }), ws, ws, inputs());
+    const a = p.bwrapArgs.join(' ');
+    expect(a).toContain(`--ro-bind ${r} ${r}`);
+    expect(a).toContain(`--bind ${w} ${w}`);
+    expect(p.landlock.rules).toContainEqual({ path: r, access: 'read-exec' });
+    expect(p.landlock.rules).toContainEqual({ path: w, access: 'read-write-exec' });
+    expect(p.landlock.rules).toContainEqual({ path: ws, access: 'read-write-exec' });
+  });
+
+  it('rejects a grant that does not exist, naming the field', () => {
+    const ws = temp();
+    let error: unknown;
+    try {
+      buildLinuxProfile(caps({ fsRead: ['/nonexistent/aleph'] }), ws, ws, inputs());
+    } catch (e) {
+      error = e;
+    }
+    expect(isAlephError(error, 'ALEPH_INVALID_COMMAND')).toBe(true);
+    expect((error as Error).message).toMatch(/^capabilities\.fsRead\[0\] does not exist/);
+  });
+
+  it('hides other sessions and vault paths even when a grant covers them', () => {
+    const home = temp();
+    const root = path.join(home, '.aleph', 'workspaces');
+    const ws = path.join(root, 'abc');
+    mkdirSync(ws, { recursive: true });
+    mkdirSync(path.join(home, '.aleph', 'data'), { recursive: true });
+    writeFileSync(path.join(home, '.aleph', '.shared_token'), 'x');
+    const p = buildLinuxProfile(
+      caps({ fsRead: [home] }),
+      ws,
+      ws,
+      inputs({ vaultPaths: [path.join(home, '.aleph', 'data'), path.join(home, '.aleph', '.shared_token')] }),
+    );
+    const a = p.bwrapArgs.join(' ');
+    expect(a).toContain(`--perms 0755 --tmpfs ${root}`);
+    expect(a.indexOf(`--tmpfs ${root}`)).toBeLessThan(a.indexOf(`--bind ${ws} ${ws}`));
+    expect(a).toContain(`--tmpfs ${home}/.aleph/data --remount-ro ${home}/.aleph/data`);
+    expect(a).toContain(`--ro-bind /dev/null ${home}/.aleph/.shared_token`);
+  });
+
+  it.each([
+    ['none', { kind: 'none' } as const, 'unix-only', true],
+    ['allowHosts', { kind: 'allowHosts', hosts: ['pypi.org'] } as const, 'proxy-routed', true],
+    ['allowAll', { kind: 'allowAll' } as const, 'unrestricted', false],
+  ])('network %s: seccomp %s, own namespace %s', (_n, network, mode, ownNs) => {
+    const ws = temp();
+    const p = buildLinuxProfile(caps({ network }), ws, ws, inputs({ proxySocket: '/run/x/p.sock' }));
+    expect(p.seccomp.network).toBe(mode);
+    expect(p.bwrapArgs.includes('--unshare-net')).toBe(ownNs);
+    if (network.kind === 'allowHosts') {
+      expect(p.bwrapArgs.join(' ')).toContain('--bind /run/x/p.sock /run/aleph/proxy.sock');
+      expect(p.helperArgs.join(' ')).toContain('--bridge 3128:/run/aleph/proxy.sock');
+      expect(p.helperArgs.join(' ')).toContain('--ll-net on --ll-connect 3128');
+    }
+  });
+
+  it('limits: RLIMIT_CORE always, RLIMIT_AS from maxMemoryMb', () => {
+    const ws = temp();
+    expect(buildLinuxProfile(caps(), ws, ws, inputs()).limits.rlimits).toEqual({ CORE: 0 });
+    expect(buildLinuxProfile(caps({ maxMemoryMb: 256 }), ws, ws, inputs()).helperArgs).toContain(
+      `AS=${256 * 1024 * 1024}`,
+    );
+  });
+
+  it('is JSON-serialisable and says what it does in words', () => {
+    const ws = temp();
+    const p = buildLinuxProfile(caps({ spawnSubprocess: false }), ws, ws, inputs());
+    expect(JSON.parse(JSON.stringify(p))).toEqual(p);
+    expect(p.summary.join('\n')).toMatch(/runs as uid 65533/);
+    expect(p.summary.join('\n')).toMatch(/seccomp: process creation/);
+  });
+});
+
+describe('planProtectedPaths', () => {
+  it('protects an existing .git/hooks and .git/config read-only and pins .git as a mount point', () => {
+    const ws = temp();
+    mkdirSync(path.join(ws, '.git', 'hooks'), { recursive: true });
+    writeFileSync(path.join(ws, '.git', 'config'), '[core]\n');
+    const plan = planProtectedPaths([ws], ['.git/hooks', '.git/config']);
+    expect(plan.mounts).toEqual([
+      { op: 'bind', src: `${ws}/.git`, dest: `${ws}/.git` },
+      { op: 'ro-bind', src: `${ws}/.git/hooks`, dest: `${ws}/.git/hooks` },
+      { op: 'ro-bind', src: `${ws}/.git/config`, dest: `${ws}/.git/config` },
+    ]);
+    expect(plan.stubs).toEqual([]);
+  });
+
+  it('stubs missing protected paths so they cannot be created; a missing .git is not stubbed', () => {
+    const ws = temp();
+    const plan = planProtectedPaths([ws], ['.git/hooks', '.aleph']);
+    expect(plan.stubs).toEqual([{ path: `${ws}/.aleph`, kind: 'dir' }]);
+    expect(plan.summary.join('\n')).toMatch(/no repository here/);
+    mkdirSync(path.join(ws, '.git'));
+    expect(planProtectedPaths([ws], ['.git/hooks', '.git/config']).stubs).toEqual([
+      { path: `${ws}/.git/hooks`, kind: 'dir' },
+      { path: `${ws}/.git/config`, kind: 'file' },
+    ]);
+  });
+
+  it('protects a .git file (worktree) itself', () => {
+    const ws = temp();
+    writeFileSync(path.join(ws, '.git'), 'gitdir: /elsewhere\n');
+    expect(planProtectedPaths([ws], ['.git/hooks']).mounts).toEqual([
+      { op: 'ro-bind', src: `${ws}/.git`, dest: `${ws}/.git` },
+    ]);
+  });
+
+  it('refuses a symlinked protected path or parent', () => {
+    const ws = temp();
+    const elsewhere = temp();
+    symlinkSync(elsewhere, path.join(ws, '.git'));
+    expect(() => planProtectedPaths([ws], ['.git/hooks'])).toThrow(/is a symlink/);
+    const ws2 = temp();
+    mkdirSync(path.join(ws2, '.git'));
+    symlinkSync(elsewhere, path.join(ws2, '.git', 'hooks'));
+    expect(() => planProtectedPaths([ws2], ['.git/hooks'])).toThrow(/is a symlink/);
+    expect(lstatSync(path.join(ws2, '.git', 'hooks')).isSymbolicLink()).toBe(true);
+  });
+});

@@ -1,0 +1,144 @@
+import { describe, expect, it } from 'vitest';
+import {
+  AUDIT_ARCH,
+  buildSeccompProgram,
+  CLONE,
+  DENIED_SYSCALLS,
+  ERRNO,
+  SECCOMP_RET,
+  type SeccompArch,
+  type SeccompNetworkMode,
+  SYSCALLS,
+} from '../src/index.js';
+import { runBpf } from './bpf-interpreter.js';
+
+const ALLOW = SECCOMP_RET.ALLOW;
+const KILL = SECCOMP_RET.KILL_PROCESS;
+const EPERM = SECCOMP_RET.ERRNO | ERRNO.EPERM;
+const ENOSYS = SECCOMP_RET.ERRNO | ERRNO.ENOSYS;
+const AF_UNIX = 1;
+const AF_INET = 2;
+const AF_INET6 = 10;
+const AF_NETLINK = 16;
+const AF_PACKET = 17;
+const AF_VSOCK = 40;
+
+describe.each(['x86_64', 'aarch64'] as const)('seccomp program (%s)', (arch: SeccompArch) => {
+  const build = (network: SeccompNetworkMode = 'unix-only', denySpawn = false) =>
+    buildSeccompProgram({ arch, network, denySpawn });
+  const call = (program: Uint8Array, name: keyof typeof SYSCALLS, args: number[] = []) => {
+    const nr = SYSCALLS[name][arch];
+    if (nr === undefined) throw new Error(`${name} does not exist on ${arch}`);
+    return runBpf(program, { nr, arch: AUDIT_ARCH[arch], args });
+  };
+
+  it('is deterministic and small enough for short jumps', () => {
+    const a = build();
+    expect(Buffer.from(a.bytes)).toEqual(Buffer.from(build().bytes));
+    expect(a.instructions).toBe(a.bytes.length / 8);
+    expect(a.instructions).toBeLessThan(4096);
+  });
+
+  it('kills a foreign architecture', () => {
+    const other = arch === 'x86_64' ? AUDIT_ARCH.aarch64 : AUDIT_ARCH.x86_64;
+    expect(runBpf(build().bytes, { nr: 0, arch: other })).toBe(KILL);
+    expect(runBpf(build().bytes, { nr: 0, arch: 0x40000003 /* i386 */ })).toBe(KILL);
+  });
+
+  // x32 exists only on x86_64.
+  if (arch === 'x86_64') {
+    it('kills x32 syscalls', () => {
+      expect(runBpf(build().bytes, { nr: 0x40000000 | 1, arch: AUDIT_ARCH.x86_64 })).toBe(KILL);
+    });
+  }
+
+  it.each(DENIED_SYSCALLS.filter((n) => SYSCALLS[n][arch] !== undefined))('denies %s with EPERM', (name) => {
+    expect(call(build('unrestricted', false).bytes, name)).toBe(EPERM);
+  });
+
+  it('allows ordinary syscalls', () => {
+    for (const name of ['read', 'write', 'close', 'execve', 'fstat'] as const)
+      expect(call(build().bytes, name)).toBe(ALLOW);
+  });
+
+  it('answers clone3 with ENOSYS so libc falls back to clone', () => {
+    expect(call(build().bytes, 'clone3')).toBe(ENOSYS);
+    expect(call(build('unrestricted', true).bytes, 'clone3')).toBe(ENOSYS);
+  });
+
+  it('denies clone and unshare with namespace flags, allows them without', () => {
+    const p = build('unrestricted', false).bytes;
+    for (const flag of [
+      CLONE.NEWUSER,
+      CLONE.NEWNS,
+      CLONE.NEWNET,
+      CLONE.NEWPID,
+      CLONE.NEWCGROUP,
+      CLONE.NEWIPC,
+      CLONE.NEWUTS,
+      CLONE.NEWTIME,
+    ]) {
+      expect(call(p, 'clone', [flag | 17 /* SIGCHLD */])).toBe(EPERM);
+      expect(call(p, 'unshare', [flag])).toBe(EPERM);
+    }
+    expect(call(p, 'clone', [17])).toBe(ALLOW);
+    expect(call(p, 'unshare', [0x200 /* CLONE_FILES */])).toBe(ALLOW);
+  });
+
+  it('without spawn: denies fork, vfork and process clones, keeps threads', () => {
+    const p = build('unix-only', true).bytes;
+    expect(call(p, 'clone', [17])).toBe(EPERM);
+    const thread =
+      CLONE.THREAD | 0x100 /* VM */ | 0x200 | 0x400 | 0x800 | 0x80000 | 0x100000 | 0x200000 | 0x400000;
+    expect(call(p, 'clone', [thread])).toBe(ALLOW);
+    expect(call(p, 'clone', [thread | CLONE.NEWUSER])).toBe(EPERM);
+    if (arch === 'x86_64') {
+      expect(call(p, 'fork')).toBe(EPERM);
+      expect(call(p, 'vfork')).toBe(EPERM);
+      expect(call(build('unix-only', false).bytes, 'fork')).toBe(ALLOW);
+    }
+  });
+
+  it('denies the TIOCSTI and TIOCLINUX ioctls only', () => {
+    const p = build().bytes;
+    expect(call(p, 'ioctl', [0, 0x5412])).toBe(EPERM);
+    expect(call(p, 'ioctl', [0, 0x541c])).toBe(EPERM);
+    expect(call(p, 'ioctl', [0, 0x5401 /* TCGETS */])).toBe(ALLOW);
+  });
+
+  it('unix-only: AF_UNIX sockets and socketpairs only, no connect/bind/listen/accept', () => {
+    const p = build('unix-only').bytes;
+    expect(call(p, 'socket', [AF_UNIX, 1, 0])).toBe(ALLOW);
+    expect(call(p, 'socketpair', [AF_UNIX, 1, 0])).toBe(ALLOW);
+    for (const domain of [AF_INET, AF_INET6, AF_NETLINK, AF_PACKET, AF_VSOCK]) {
+      expect(call(p, 'socket', [domain, 1, 0])).toBe(EPERM);
+      expect(call(p, 'socketpair', [domain, 1, 0])).toBe(EPERM);
+    }
+    for (const name of ['connect', 'bind', 'listen', 'accept', 'accept4'] as const)
+      expect(call(p, name)).toBe(EPERM);
+  });
+
+  it('proxy-routed: AF_INET and AF_INET6 only; no AF_UNIX, no socketpair', () => {
+    const p = build('proxy-routed').bytes;
+    expect(call(p, 'socket', [AF_INET, 1, 0])).toBe(ALLOW);
+    expect(call(p, 'socket', [AF_INET6, 1, 0])).toBe(ALLOW);
+    for (const domain of [AF_UNIX, AF_NETLINK, AF_PACKET, AF_VSOCK])
+      expect(call(p, 'socket', [domain, 1, 0])).toBe(EPERM);
+    expect(call(p, 'socketpair', [AF_UNIX, 1, 0])).toBe(EPERM);
+    expect(call(p, 'connect')).toBe(ALLOW);
+  });
+
+  it('unrestricted: no socket rules', () => {
+    const p = build('unrestricted').bytes;
+    for (const domain of [AF_UNIX, AF_INET, AF_NETLINK])
+      expect(call(p, 'socket', [domain, 1, 0])).toBe(ALLOW);
+    expect(call(p, 'connect')).toBe(ALLOW);
+  });
+
+  it('describes its rules in words', () => {
+    const rules = build('proxy-routed', true).rules.join('\n');
+    expect(rules).toMatch(/clone3: ENOSYS/);
+    expect(rules).toMatch(/AF_INET and AF_INET6 only/);
+    expect(rules).toMatch(/process creation/);
+  });
+});
