@@ -304,69 +304,104 @@ static int apply_landlock(const struct options *o) {
 /* ── The bridge: 127.0.0.1:PORT in the sandbox's namespace → the host proxy's Unix socket. ── */
 
 #define BUF 65536
+#define PIPE_BYTES (1 << 20)
 struct half {
-  char buf[BUF];
+  char buf[BUF]; /* copy fallback */
   size_t len, off;
+  int pipe[2];   /* splice path: bytes sit in the pipe between the two sockets */
+  size_t inpipe;
   int eof;
 };
 struct conn {
-  int fd[2]; /* 0: client (TCP), 1: proxy (Unix) */
+  int fd[2];          /* 0: client (TCP), 1: proxy (Unix) */
   struct half dir[2]; /* dir[0]: client→proxy, dir[1]: proxy→client */
   int shut[2];        /* write side of fd[i] shut down */
+  int copy;           /* splice unsupported: copy through buf */
 };
+
+static size_t pending(const struct half *h) { return h->inpipe + (h->len - h->off); }
 
 static void update_events(int ep, struct conn *c) {
   for (int i = 0; i < 2; i++) {
-    struct epoll_event ev = {.data.ptr = c};
     uint32_t e = 0;
-    struct half *in = &c->dir[i];      /* data read from fd[i] */
-    struct half *out = &c->dir[1 - i]; /* data to write to fd[i] */
-    if (!in->eof && in->len == 0) e |= EPOLLIN;
-    if (out->len > out->off) e |= EPOLLOUT;
-    ev.events = e;
-    /* Both fds share the same pointer; tag the index in the low bit of a second registration. */
-    ev.data.u64 = (uint64_t)(uintptr_t)c | (uint64_t)i;
+    if (!c->dir[i].eof && pending(&c->dir[i]) == 0) e |= EPOLLIN;   /* room to read from fd[i] */
+    if (pending(&c->dir[1 - i]) > 0) e |= EPOLLOUT;                  /* data waiting for fd[i] */
+    struct epoll_event ev = {.events = e, .data.u64 = (uint64_t)(uintptr_t)c | (uint64_t)i};
     epoll_ctl(ep, EPOLL_CTL_MOD, c->fd[i], &ev);
   }
 }
 
-/* Moves data for one side; returns 0 when the connection is finished. */
-static int pump(int ep, struct conn *c) {
-  for (int i = 0; i < 2; i++) {
-    struct half *h = &c->dir[i]; /* from fd[i] to fd[1-i] */
-    int from = c->fd[i], to = c->fd[1 - i];
-    for (;;) {
-      if (h->len > h->off) {
-        ssize_t w = send(to, h->buf + h->off, h->len - h->off, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w < 0) {
-          if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-          return 0;
-        }
-        h->off += (size_t)w;
-        if (h->off < h->len) break;
-        h->off = h->len = 0;
+/* Moves what it can in one direction. Returns -1 on a hard error. */
+static int move(struct conn *c, int i) {
+  struct half *h = &c->dir[i];
+  int from = c->fd[i], to = c->fd[1 - i];
+  for (;;) {
+    if (!c->copy) {
+      if (h->inpipe > 0) {
+        ssize_t w = splice(h->pipe[0], NULL, to, NULL, h->inpipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (w < 0) return errno == EAGAIN ? 0 : -1;
+        h->inpipe -= (size_t)w;
+        if (h->inpipe > 0) return 0;
       }
-      if (h->eof) break;
-      ssize_t r = recv(from, h->buf, BUF, MSG_DONTWAIT);
+      if (h->eof) return 0;
+      ssize_t r = splice(from, NULL, h->pipe[1], NULL, PIPE_BYTES, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
       if (r == 0) {
         h->eof = 1;
-        break;
-      }
-      if (r < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
         return 0;
       }
-      h->len = (size_t)r;
-      h->off = 0;
+      if (r < 0) {
+        if (errno == EAGAIN) return 0;
+        if (errno == EINVAL) {
+          c->copy = 1; /* this socket pair cannot splice: fall back to copying */
+          continue;
+        }
+        return -1;
+      }
+      h->inpipe += (size_t)r;
+      continue;
     }
-    if (h->eof && h->len == h->off && !c->shut[1 - i]) {
-      shutdown(to, SHUT_WR);
+    if (h->len > h->off) {
+      ssize_t w = send(to, h->buf + h->off, h->len - h->off, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (w < 0) return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+      h->off += (size_t)w;
+      if (h->off < h->len) return 0;
+      h->off = h->len = 0;
+    }
+    if (h->eof) return 0;
+    ssize_t r = recv(from, h->buf, BUF, MSG_DONTWAIT);
+    if (r == 0) {
+      h->eof = 1;
+      return 0;
+    }
+    if (r < 0) return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+    h->len = (size_t)r;
+    h->off = 0;
+  }
+}
+
+/* Moves data both ways; returns 0 when the connection is finished. */
+static int pump(int ep, struct conn *c) {
+  for (int i = 0; i < 2; i++) {
+    if (move(c, i) < 0) return 0;
+    struct half *h = &c->dir[i];
+    if (h->eof && pending(h) == 0 && !c->shut[1 - i]) {
+      shutdown(c->fd[1 - i], SHUT_WR);
       c->shut[1 - i] = 1;
     }
   }
-  if (c->dir[0].eof && c->dir[1].eof && c->dir[0].len == c->dir[0].off && c->dir[1].len == c->dir[1].off) return 0;
+  if (c->dir[0].eof && c->dir[1].eof && pending(&c->dir[0]) == 0 && pending(&c->dir[1]) == 0) return 0;
   update_events(ep, c);
   return 1;
+}
+
+static void free_conn(struct conn *c) {
+  close(c->fd[0]);
+  close(c->fd[1]);
+  for (int i = 0; i < 2; i++) {
+    if (c->dir[i].pipe[0] >= 0) close(c->dir[i].pipe[0]);
+    if (c->dir[i].pipe[1] >= 0) close(c->dir[i].pipe[1]);
+  }
+  free(c);
 }
 
 static void bridge_loop(int lfd, const char *path) {
@@ -404,6 +439,14 @@ static void bridge_loop(int lfd, const char *path) {
         c->fd[0] = cfd;
         c->fd[1] = pfd;
         for (int i = 0; i < 2; i++) {
+          if (pipe2(c->dir[i].pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
+            c->dir[i].pipe[0] = c->dir[i].pipe[1] = -1;
+            c->copy = 1;
+          } else {
+            fcntl(c->dir[i].pipe[1], F_SETPIPE_SZ, PIPE_BYTES); /* best effort */
+          }
+        }
+        for (int i = 0; i < 2; i++) {
           struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)(uintptr_t)c | (uint64_t)i};
           epoll_ctl(ep, EPOLL_CTL_ADD, c->fd[i], &ev);
         }
@@ -414,14 +457,11 @@ static void bridge_loop(int lfd, const char *path) {
       if (!pump(ep, c)) {
         epoll_ctl(ep, EPOLL_CTL_DEL, c->fd[0], NULL);
         epoll_ctl(ep, EPOLL_CTL_DEL, c->fd[1], NULL);
-        /* Later events in this batch may still point at c: mark it, free after the batch. */
-        close(c->fd[0]);
-        close(c->fd[1]);
-        c->fd[0] = c->fd[1] = -1;
+        /* Later events in this batch may still point at c. */
         for (int j = k + 1; j < n; j++) {
           if ((struct conn *)(uintptr_t)(events[j].data.u64 & ~(uint64_t)1) == c) events[j].data.u64 = 1;
         }
-        free(c);
+        free_conn(c);
       }
     }
   }
@@ -435,8 +475,8 @@ static void start_bridge(const struct options *o, int lfd) {
     pid_t grandchild = fork();
     if (grandchild != 0) _exit(grandchild < 0 ? 1 : 0);
     setsid();
-    /* Keep only the listening socket and stderr. */
-    for (int fd = 0; fd < 2; fd++) {
+    /* Keep only the listening socket: the program's stdio pipes must not stay open in the bridge. */
+    for (int fd = 0; fd < 3; fd++) {
       int null = open("/dev/null", O_RDWR);
       if (null >= 0 && null != fd) {
         dup2(null, fd);
