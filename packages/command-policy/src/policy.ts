@@ -123,13 +123,18 @@ export function createCommandPolicy(input: unknown = {}): CommandPolicy {
     if (channel.hasSubscribers) channel.publish({ type: 'command_policy_config_error', ...e });
   }
 
-  const compiled = {
-    posix: compile(rules, (r) => r.platform === 'posix' || r.platform === 'any'),
-    windows: compile(rules, () => true),
+  // Each platform's set is compiled on first use (a POSIX host never pays for the Windows rules).
+  const sets: Partial<Record<Platform, CompiledSet>> = {};
+  const compiled = (platform: Platform): CompiledSet => {
+    sets[platform] ??= compile(
+      rules,
+      platform === 'posix' ? (r) => r.platform === 'posix' || r.platform === 'any' : () => true,
+    );
+    return sets[platform];
   };
 
   const run = (scanInput: ScanInput, platform: Platform, truncated: boolean, preview: string): Decision => {
-    const decision = decide(compiled[platform], rules, buildScanText(scanInput, platform), truncated, config);
+    const decision = decide(compiled(platform), rules, buildScanText(scanInput, platform), truncated, config);
     if (decision.matches.length > 0 && channel.hasSubscribers) {
       channel.publish({
         type: 'command_policy',

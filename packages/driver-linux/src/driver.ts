@@ -8,6 +8,7 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
+import { createRequire } from 'node:module';
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,7 +25,7 @@ import {
   type SandboxCapabilities,
   type SandboxOutput,
 } from '@aleph/sandbox-core';
-import { CgroupManager } from './cgroup.js';
+import { CgroupManager, detectCgroup } from './cgroup.js';
 import { readHostFacts } from './host.js';
 import {
   BRIDGE_PORT,
@@ -34,7 +35,7 @@ import {
   DEFAULT_SANDBOX_UID,
   type LinuxDriverOptions,
 } from './options.js';
-import { type LinuxProbe, probeLinux } from './probe.js';
+import { type LinuxProbe, probeLinux, which } from './probe.js';
 import { buildLinuxProfile, type LinuxProfile } from './profile.js';
 import { ProxyPool } from './proxy-pool.js';
 import { hostSeccompArch } from './seccomp.js';
@@ -62,8 +63,21 @@ export interface LinuxDriver extends OsSandboxDriver {
 }
 
 function defaultHelperPath(): string {
-  // dist/driver.js and src/driver.ts both sit one level below the package root.
-  return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'native', 'aleph-sandbox-init');
+  // dist/driver.js and src/driver.ts both sit one level below the package root…
+  const beside = path.resolve(
+    path.dirname(fileURLToPath(import.meta.url)),
+    '..',
+    'native',
+    'aleph-sandbox-init',
+  );
+  if (existsSync(beside)) return beside;
+  // …unless this code was bundled into another package (the aleph-sandbox CLI): find the package itself.
+  try {
+    const manifest = createRequire(import.meta.url).resolve('@aleph/driver-linux/package.json');
+    return path.join(path.dirname(manifest), 'native', 'aleph-sandbox-init');
+  } catch {
+    return beside;
+  }
 }
 
 function allowedEnv(patterns: readonly string[]): Record<string, string> {
@@ -132,6 +146,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
   let probed: Promise<LinuxProbe> | undefined;
   let cgroups: CgroupManager | undefined;
   let disposed = false;
+  let ready: { bwrapPath: string; tier: string } | undefined;
 
   const probe = (): Promise<LinuxProbe> => {
     probed ??= probeLinux({
@@ -140,9 +155,6 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       helperPath,
       landlock,
       ...(options.cgroupRoot === undefined ? {} : { cgroupRoot: options.cgroupRoot }),
-    }).then((p) => {
-      if (p.cgroup.available) cgroups = new CgroupManager(p.cgroup);
-      return p;
     });
     return probed;
   };
@@ -200,17 +212,36 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
 
     async run(request: DriverRunRequest): Promise<SandboxOutput> {
       if (disposed) throw new DriverError('ALEPH_DRIVER_FAILED', 'linux', 'the Linux driver was disposed');
-      const p = await probe();
-      if (!p.available || p.bwrapPath === null) {
-        throw new DriverError(
-          'ALEPH_DRIVER_UNAVAILABLE',
-          'linux',
-          `the Linux sandbox cannot run here: ${p.problems.join('; ')}`,
-          {
-            details: { problems: p.problems },
-          },
-        );
+      // The run path checks only what it cannot do without (bwrap, the helper, an architecture with
+      // seccomp tables); the helper itself enforces a required Landlock, and bwrap reports namespace
+      // failures. probe() does the full, slower inspection for doctor.
+      if (ready === undefined) {
+        const bwrapPath = which(options.bwrapPath ?? 'bwrap');
+        const problems: string[] = [];
+        if (bwrapPath === null)
+          problems.push('bubblewrap: bwrap not found on PATH; fix: apt-get install -y bubblewrap');
+        if (!existsSync(helperPath)) {
+          problems.push(
+            `helper: ${helperPath} is not built; fix: install gcc and run "npm rebuild @aleph/driver-linux"`,
+          );
+        }
+        if (hostSeccompArch() === undefined)
+          problems.push(`architecture: ${process.arch} has no seccomp tables here`);
+        if (bwrapPath === null || problems.length > 0) {
+          throw new DriverError(
+            'ALEPH_DRIVER_UNAVAILABLE',
+            'linux',
+            `the Linux sandbox cannot run here: ${problems.join('; ')}`,
+            {
+              details: { problems },
+            },
+          );
+        }
+        const info = detectCgroup(options.cgroupRoot);
+        cgroups = info.available ? new CgroupManager(info) : undefined;
+        ready = { bwrapPath, tier: cgroups === undefined ? 'rlimits' : 'cgroup v2' };
       }
+      const p = ready;
       const profile = request.profile as LinuxProfile;
       if (profile.driver !== 'linux' || !Array.isArray(profile.bwrapArgs)) {
         throw new DriverError('ALEPH_DRIVER_FAILED', 'linux', 'the profile was not made by the Linux driver');
@@ -310,9 +341,8 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
           durationMs: result.durationMs,
           details: {
             driver: 'linux',
-            tier: p.tier,
+            limits: p.tier,
             identity: profile.identity,
-            limits: cgroups !== undefined ? 'cgroup v2' : 'rlimits',
             ...(killedBySignal === undefined ? {} : { exitStatus: result.exitCode }),
             ...(result.killedBy === null ? {} : { killedBy: result.killedBy }),
           },

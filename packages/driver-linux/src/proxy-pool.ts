@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { type ProxyServer, type Resolver, startProxy } from '@aleph/proxy';
+import type { ProxyServer, Resolver } from '@aleph/proxy';
 
 interface Entry {
   proxy: Promise<ProxyServer>;
@@ -56,8 +56,9 @@ export class ProxyPool {
     const socket = this.socketPath(hosts);
     let entry = this.#entries.get(socket);
     if (entry === undefined) {
-      const fresh: Entry = {
-        proxy: startProxy({
+      // Loaded on first use: commands without allowHosts never load the proxy (or node:http).
+      const start = import('@aleph/proxy').then(({ startProxy }) =>
+        startProxy({
           allow: hosts,
           deny: this.#deny,
           listen: false,
@@ -65,8 +66,8 @@ export class ProxyPool {
           unixMode: this.#socketMode,
           ...(this.#resolver === undefined ? {} : { resolver: this.#resolver }),
         }),
-        refs: 0,
-      };
+      );
+      const fresh: Entry = { proxy: start, refs: 0 };
       entry = fresh;
       this.#entries.set(socket, fresh);
       fresh.proxy.catch(() => this.#entries.delete(socket));

@@ -1,0 +1,339 @@
+import { spawn } from 'node:child_process';
+import diagnosticsChannel from 'node:diagnostics_channel';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { buildSandbox, createCallbackApprovalRequester, parseConfig } from '@aleph/sandbox';
+import {
+  CAPABILITY_LEDGER_CHANNEL,
+  type CapabilityLedgerRecord,
+  COMMAND_POLICY_CHANNEL,
+} from '@aleph/sandbox-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { linuxStack, REQUIRED, repoRoot } from '../support.js';
+
+const stack = linuxStack();
+const cli = path.join(repoRoot, 'packages/sandbox/dist/cli-bundle/aleph-sandbox.mjs');
+
+function tmp(prefix: string): string {
+  return mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+/** Runs the CLI as a user would, asynchronously (the upstream server lives in this process). */
+function runCli(
+  args: string[],
+  options: { input?: string; home: string },
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, HOME: options.home } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => {
+      stdout += c;
+    });
+    child.stderr.on('data', (c) => {
+      stderr += c;
+    });
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(options.input ?? '');
+  });
+}
+
+describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
+  `@aleph/sandbox on the real Linux stack${stack.ok ? '' : ` [skipped: ${stack.reason}]`}`,
+  () => {
+    let upstream: http.Server;
+    let port = 0;
+    let hits: string[] = [];
+    beforeAll(async () => {
+      upstream = http.createServer((req, res) => {
+        hits.push(`${req.headers.host}${req.url}`);
+        res.end(`hello ${req.url}`);
+      });
+      await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+      port = (upstream.address() as net.AddressInfo).port;
+    });
+    afterAll(() => new Promise<void>((r) => upstream.close(() => r())));
+
+    const config = (over: Record<string, unknown> = {}) =>
+      parseConfig({ sandbox: { workspace_root: path.join(tmp('aleph-product-'), 'ws'), ...over } });
+
+    it("keeps a session's files between executions and sessions apart", async () => {
+      const sandbox = await buildSandbox(config());
+      try {
+        await sandbox.execute({ sessionId: 'a', program: 'sh', args: ['-c', 'echo mine > note.txt'] });
+        expect(
+          (await sandbox.execute({ sessionId: 'a', program: 'cat', args: ['note.txt'] })).stdoutText,
+        ).toBe('mine\n');
+        const other = await sandbox.execute({
+          sessionId: 'b',
+          program: 'cat',
+          args: [path.join(sandbox.workspacePath('a'), 'note.txt')],
+        });
+        expect(other.exitCode).not.toBe(0);
+        expect(other.stdoutText).toBe('');
+      } finally {
+        await sandbox.dispose();
+      }
+    });
+
+    it('stops rm -rf / in the policy before anything runs, and the audit shows it', async () => {
+      const ledger: CapabilityLedgerRecord[] = [];
+      const policy: Record<string, unknown>[] = [];
+      const onLedger = (m: unknown) => ledger.push(m as CapabilityLedgerRecord);
+      const onPolicy = (m: unknown) => policy.push(m as Record<string, unknown>);
+      diagnosticsChannel.subscribe(CAPABILITY_LEDGER_CHANNEL, onLedger);
+      diagnosticsChannel.subscribe(COMMAND_POLICY_CHANNEL, onPolicy);
+      const cfg = config();
+      const sandbox = await buildSandbox(cfg);
+      try {
+        await expect(
+          sandbox.execute({ sessionId: 'p', program: 'rm', args: ['-rf', '/'] }),
+        ).rejects.toMatchObject({
+          code: 'ALEPH_POLICY_DENIED',
+        });
+        expect(existsSync(cfg.workspaceRoot)).toBe(false); // nothing was created, nothing ran
+        expect(ledger.filter((r) => r.sessionId === 'p')).toMatchObject([
+          { program: 'rm', outcome: 'denied', denial: { code: 'ALEPH_POLICY_DENIED' } },
+        ]);
+        expect(policy).toContainEqual(expect.objectContaining({ decision: 'block', rules: ['rm-rf-root'] }));
+      } finally {
+        diagnosticsChannel.unsubscribe(CAPABILITY_LEDGER_CHANNEL, onLedger);
+        diagnosticsChannel.unsubscribe(COMMAND_POLICY_CHANNEL, onPolicy);
+        await sandbox.dispose();
+      }
+    });
+
+    it('reaches an allowed host through the managed proxy; a disallowed one gets the denial', async () => {
+      hits = [];
+      const sandbox = await buildSandbox(config(), {
+        approvalRequester: createCallbackApprovalRequester(() => 'session'),
+        resolver: async (name) => (name.endsWith('.test') ? ['127.0.0.1'] : []),
+      });
+      try {
+        const caps = { network: { kind: 'allowHosts' as const, hosts: ['api.test', `127.0.0.1:${port}`] } };
+        const ok = await sandbox.execute({
+          sessionId: 'n',
+          program: 'curl',
+          args: ['-sS', `http://api.test:${port}/ok`],
+          capabilities: caps,
+        });
+        expect(ok.stdoutText).toBe('hello /ok');
+        const denied = await sandbox.execute({
+          sessionId: 'n',
+          program: 'curl',
+          args: ['-sS', '-o', '/dev/null', '-w', '%{http_code}', `http://other.test:${port}/`],
+          capabilities: caps,
+        });
+        expect(denied.stdoutText).toBe('403');
+        expect(hits).toEqual([`api.test:${port}/ok`]);
+      } finally {
+        await sandbox.dispose();
+      }
+    });
+
+    it('an approval "for this session" is not asked again for a narrower request', async () => {
+      let asked = 0;
+      const data = tmp('aleph-data-');
+      writeFileSync(path.join(data, 'x.txt'), 'shared\n', { mode: 0o644 });
+      const sandbox = await buildSandbox(config(), {
+        approvalRequester: createCallbackApprovalRequester(() => {
+          asked++;
+          return 'session';
+        }),
+      });
+      try {
+        await sandbox.execute({
+          sessionId: 'g',
+          program: 'ls',
+          args: [data],
+          capabilities: { fsRead: [data], spawnSubprocess: true },
+        });
+        const narrower = await sandbox.execute({
+          sessionId: 'g',
+          program: 'cat',
+          args: [path.join(data, 'x.txt')],
+          capabilities: { fsRead: [path.join(data, 'x.txt')] },
+        });
+        expect(narrower.stdoutText).toBe('shared\n');
+        expect(asked).toBe(1);
+      } finally {
+        await sandbox.dispose();
+      }
+    });
+
+    it('enabled = false fails fast', async () => {
+      const sandbox = await buildSandbox(config({ enabled: false }));
+      await expect(sandbox.execute({ sessionId: 'x', program: 'true' })).rejects.toThrow(
+        /^sandbox disabled: /,
+      );
+    });
+
+    it('50 sessions x 10 concurrent executions: all run, one audit record each, nothing left behind', async () => {
+      const ledger: CapabilityLedgerRecord[] = [];
+      const onLedger = (m: unknown) => ledger.push(m as CapabilityLedgerRecord);
+      diagnosticsChannel.subscribe(CAPABILITY_LEDGER_CHANNEL, onLedger);
+      const cfg = config({ rate_limit: { capacity: 100 } });
+      const sandbox = await buildSandbox(cfg);
+      const fdsBefore = readdirSync('/proc/self/fd').length;
+      try {
+        const runs: Promise<unknown>[] = [];
+        for (let s = 0; s < 50; s++) {
+          for (let i = 0; i < 10; i++)
+            runs.push(sandbox.execute({ sessionId: `load-${s}`, program: 'true' }));
+        }
+        const results = (await Promise.all(runs)) as { exitCode: number }[];
+        expect(results.every((r) => r.exitCode === 0)).toBe(true);
+      } finally {
+        diagnosticsChannel.unsubscribe(CAPABILITY_LEDGER_CHANNEL, onLedger);
+        await sandbox.dispose();
+      }
+      const mine = ledger.filter((r) => typeof r.sessionId === 'string' && r.sessionId.startsWith('load-'));
+      expect(mine).toHaveLength(500);
+      expect(new Set(mine.map((r) => r.outcome))).toEqual(new Set(['completed']));
+      expect(readdirSync(cfg.workspaceRoot)).toHaveLength(50);
+      expect(readdirSync('/proc/self/fd').length).toBeLessThanOrEqual(fdsBefore);
+      const bwraps = readdirSync('/proc').filter((p) => {
+        try {
+          return /^\d+$/.test(p) && readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(cfg.workspaceRoot);
+        } catch {
+          return false;
+        }
+      });
+      expect(bwraps).toEqual([]);
+    }, 120_000);
+
+    describe('aleph-sandbox CLI', () => {
+      const home = tmp('aleph-cli-home-');
+
+      it('runs a command, streams its output and exits with its code', async () => {
+        const ok = await runCli(['run', '--', 'sh', '-c', 'echo out; echo err >&2'], { home });
+        expect(ok).toMatchObject({ code: 0, stdout: 'out\n', stderr: 'err\n' });
+        expect((await runCli(['run', '--', 'sh', '-c', 'exit 3'], { home })).code).toBe(3);
+      });
+
+      it('124 on timeout, 128+N on a signal, 126 when denied, 2 on a usage error', async () => {
+        expect((await runCli(['run', '--timeout', '0.5', '--', 'sleep', '10'], { home })).code).toBe(124);
+        expect((await runCli(['run', '--', 'sh', '-c', 'kill -TERM $$'], { home })).code).toBe(143);
+        const denied = await runCli(['run', '--', 'rm', '-rf', '/'], { home });
+        expect(denied.code).toBe(126);
+        expect(denied.stderr).toMatch(/rm-rf-root/);
+        const spawnDenied = await runCli(['run', '--allow-spawn', '--', 'true'], { home });
+        expect(spawnDenied.code).toBe(126);
+        expect(spawnDenied.stderr).toMatch(/approval denied/);
+        for (const args of [
+          ['run'],
+          ['run', '--net', '', '--', 'true'],
+          ['run', '--memory', '-1', '--', 'true'],
+          ['nonsense'],
+        ]) {
+          const r = await runCli(args, { home });
+          expect(r.code, args.join(' ')).toBe(2);
+          expect(r.stderr.trim().split('\n')).toHaveLength(1);
+        }
+      });
+
+      it('--json prints the SandboxOutput; --approve all grants; --workspace uses (and creates) the directory', async () => {
+        const ws = path.join(tmp('aleph-cli-ws-'), 'new');
+        const r = await runCli(
+          [
+            'run',
+            '--json',
+            '--approve',
+            'all',
+            '--allow-spawn',
+            '--workspace',
+            ws,
+            '--',
+            'sh',
+            '-c',
+            'pwd; echo x > f',
+          ],
+          { home },
+        );
+        expect(r.code).toBe(0);
+        const out = JSON.parse(r.stdout);
+        expect(out).toMatchObject({
+          exitCode: 0,
+          signal: null,
+          stdout: `${ws}\n`,
+          timedOut: false,
+          stdoutTruncated: false,
+        });
+        expect(readFileSync(path.join(ws, 'f'), 'utf8')).toBe('x\n');
+      });
+
+      it('passes piped stdin to the command', async () => {
+        expect((await runCli(['run', '--', 'cat'], { home, input: 'piped in' })).stdout).toBe('piped in');
+      });
+
+      it('doctor reports the tier and mechanisms; --json too', async () => {
+        const text = await runCli(['doctor'], { home });
+        expect(text.code).toBe(0);
+        expect(text.stdout).toMatch(/tier: bubblewrap namespaces \+ Landlock/);
+        expect(text.stdout).toMatch(/ready: commands will run sandboxed/);
+        const json = JSON.parse((await runCli(['doctor', '--json'], { home })).stdout);
+        expect(json).toMatchObject({ driver: 'linux', available: true });
+        expect(json.mechanisms.bubblewrap.available).toBe(true);
+      });
+
+      it('profile prints the plan without running anything', async () => {
+        const r = await runCli(['profile', '--net', 'pypi.org', '--', 'pip', 'download', 'x'], { home });
+        expect(r.code).toBe(0);
+        expect(r.stdout).toMatch(/seccomp: sockets: AF_INET and AF_INET6 only/);
+        expect(r.stdout).toMatch(/^bwrap .*--unshare-net.* pip download x$/m);
+        const json = JSON.parse((await runCli(['profile', '--json', '--', 'ls'], { home })).stdout);
+        expect(json.driver).toBe('linux');
+        expect(json.seccomp.network).toBe('unix-only');
+      });
+
+      it('policy and proxy delegate to their CLIs', async () => {
+        expect((await runCli(['policy', 'check', '--', 'rm', '-rf', '/'], { home })).code).toBe(1);
+        expect((await runCli(['proxy', '--allow', 'http://bad'], { home })).code).toBe(2);
+      });
+
+      it('asks on a terminal; an answer "for this session" lets the command run', async () => {
+        const driver = `
+import json, os, pty, select, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.environ['HOME'] = ${JSON.stringify(home)}
+    os.execv(${JSON.stringify(process.execPath)}, [${JSON.stringify(process.execPath)}, ${JSON.stringify(cli)}, 'run', '--allow-spawn', '--', 'sh', '-c', 'echo approved-and-ran'])
+out = b''
+answered = False
+while True:
+    r, _, _ = select.select([fd], [], [], 20)
+    if not r:
+        break
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        break
+    if not data:
+        break
+    out += data
+    if not answered and b'Allow?' in out:
+        os.write(fd, b's\\n')
+        answered = True
+_, status = os.waitpid(pid, 0)
+print(json.dumps({'out': out.decode('utf8', 'replace'), 'code': os.waitstatus_to_exitcode(status), 'answered': answered}))
+`;
+        const r = await new Promise<string>((resolve) => {
+          const child = spawn('python3', ['-c', driver]);
+          let out = '';
+          child.stdout.on('data', (c) => {
+            out += c;
+          });
+          child.on('close', () => resolve(out));
+        });
+        const result = JSON.parse(r);
+        expect(result.answered).toBe(true);
+        expect(result.out).toContain('+ permission to spawn subprocesses');
+        expect(result.out).toContain('approved-and-ran');
+        expect(result.code).toBe(0);
+      }, 60_000);
+    });
+  },
+);

@@ -1,0 +1,175 @@
+import type { Resolver } from '@aleph/proxy';
+import {
+  AlephError,
+  ApprovalGate,
+  type ApprovalRequester,
+  type AuditSink,
+  createJsonlAuditSink,
+  DriverError,
+  type ExecuteOptions,
+  NoopSandbox,
+  type OsSandboxDriver,
+  type ProbeResult,
+  RateLimitHook,
+  type Sandbox,
+  type SandboxBeforeHook,
+  type SandboxCommandInput,
+  type SandboxOutput,
+  type SessionId,
+  WorkspaceSandbox,
+} from '@aleph/sandbox-core';
+import { denyAllApprovalRequester } from './approval.js';
+import type { AlephConfig } from './config.js';
+
+/** Options of {@link buildSandbox}. */
+export interface BuildSandboxOptions {
+  /** Who approves elevations. Default: deny every one. */
+  readonly approvalRequester?: ApprovalRequester;
+  /** Use this driver instead of the platform's. */
+  readonly driver?: OsSandboxDriver;
+  /** Put a session's workspace here instead of under `workspaceRoot` (the CLI's `--workspace DIR`). */
+  readonly workspaceFor?: (sessionId: SessionId) => string;
+  /** DNS for the managed proxy (tests inject one). */
+  readonly resolver?: Resolver;
+  /** Override `process.platform` (tests). */
+  readonly platform?: NodeJS.Platform;
+}
+
+/** The sandbox agent frameworks use: `execute` plus lifecycle and introspection. */
+export interface AlephSandbox extends Sandbox {
+  execute(command: SandboxCommandInput, options?: ExecuteOptions): Promise<SandboxOutput>;
+  /** Releases the proxies, sockets and audit sink; using the sandbox afterwards is an error. */
+  dispose(): Promise<void>;
+  readonly config: AlephConfig;
+  /** The driver in use (`undefined` when disabled). */
+  readonly driver: OsSandboxDriver | undefined;
+  /** Where a session's workspace lives. */
+  workspacePath(sessionId: SessionId): string;
+  /** Problems found while building (a custom policy rule that did not compile, …), already audited. */
+  readonly warnings: readonly string[];
+  probe(): Promise<ProbeResult | undefined>;
+}
+
+/** Loads the driver for `platform` lazily, so importing this package never touches other platforms' code. */
+async function platformDriver(
+  platform: NodeJS.Platform,
+  config: AlephConfig,
+  resolver: Resolver | undefined,
+): Promise<OsSandboxDriver> {
+  if (platform === 'linux') {
+    const { createLinuxDriver } = await import('@aleph/driver-linux');
+    return createLinuxDriver({
+      landlock: config.linux.landlock,
+      protectedPaths: config.linux.protectedPaths,
+      protectAllGit: config.linux.protectAllGit,
+      maxPids: config.linux.maxPids,
+      sandboxUid: config.linux.sandboxUid,
+      ...(config.linux.cpuQuotaPercent === undefined
+        ? {}
+        : { cpuQuotaPercent: config.linux.cpuQuotaPercent }),
+      proxy: { deny: config.network.deny, ...(resolver === undefined ? {} : { resolver }) },
+    });
+  }
+  throw new DriverError(
+    'ALEPH_DRIVER_UNAVAILABLE',
+    platform,
+    `no sandbox driver is available for ${platform} in this release (Linux only; the macOS and Windows drivers are not shipped yet); pass options.driver, or run on Linux`,
+  );
+}
+
+/**
+ * Builds the sandbox for a config: the platform's driver (loaded lazily), the before-hooks (command
+ * policy first, then the rate limit), the approval gate, the JSONL audit sink, and the workspace
+ * pipeline. `enabled = false` gives a sandbox whose every `execute` fails fast.
+ *
+ * @example
+ * ```ts
+ * const sandbox = await buildSandbox(await loadConfig(), { approvalRequester: createTtyApprovalRequester() })
+ * const out = await sandbox.execute({ sessionId: 'chat-1', program: 'ls', args: ['-la'] })
+ * await sandbox.dispose()
+ * ```
+ * @throws {DriverError} `ALEPH_DRIVER_UNAVAILABLE` when no driver exists for this platform.
+ */
+export async function buildSandbox(
+  config: AlephConfig,
+  options: BuildSandboxOptions = {},
+): Promise<AlephSandbox> {
+  if (!config.enabled) {
+    const noop = new NoopSandbox();
+    let disposed = false;
+    return {
+      config,
+      driver: undefined,
+      warnings: [],
+      async execute(command) {
+        if (disposed)
+          throw new AlephError(
+            'ALEPH_DISPOSED',
+            'this sandbox was disposed; build a new one to run more commands',
+          );
+        return noop.execute(command);
+      },
+      async dispose() {
+        disposed = true;
+      },
+      workspacePath: () => config.workspaceRoot,
+      probe: async () => undefined,
+    };
+  }
+  const driver =
+    options.driver ?? (await platformDriver(options.platform ?? process.platform, config, options.resolver));
+  const warnings: string[] = [];
+  const hooks: SandboxBeforeHook[] = [];
+  if (config.commandPolicy.enabled) {
+    const { createCommandPolicy, createCommandPolicyHook } = await import('@aleph/command-policy');
+    const policy = createCommandPolicy({
+      enabled: true,
+      enforcement: config.commandPolicy.enforcement,
+      useDefaultRules: config.commandPolicy.useDefaultRules,
+      customRules: config.commandPolicy.customRules,
+    });
+    for (const e of policy.configErrors) warnings.push(`command policy rule ${e.rule} skipped: ${e.error}`);
+    hooks.push(
+      createCommandPolicyHook(policy, {
+        platform: (options.platform ?? process.platform) === 'win32' ? 'windows' : 'posix',
+      }),
+    );
+  }
+  hooks.push(
+    new RateLimitHook({
+      capacity: config.rateLimit.capacity,
+      refillPerSecond: config.rateLimit.refillPerSecond,
+    }),
+  );
+  const sink: AuditSink | undefined =
+    config.audit.jsonlPath === undefined ? undefined : createJsonlAuditSink({ path: config.audit.jsonlPath });
+  const pipeline = new WorkspaceSandbox({
+    driver,
+    workspaceRoot: config.workspaceRoot,
+    baseline: config.baseline,
+    approvalGate: new ApprovalGate({
+      requester: options.approvalRequester ?? denyAllApprovalRequester,
+      timeoutMs: config.approval.timeoutSeconds * 1000,
+    }),
+    hooks,
+    defaultTimeoutMs: config.defaultTimeoutSeconds * 1000,
+    maxOutputBytes: config.maxOutputBytes,
+    ...(options.workspaceFor === undefined ? {} : { workspaceFor: options.workspaceFor }),
+  });
+  let disposing: Promise<void> | undefined;
+  return {
+    config,
+    driver,
+    warnings,
+    execute: (command, executeOptions) => pipeline.execute(command, executeOptions),
+    dispose() {
+      disposing ??= (async () => {
+        await pipeline.dispose();
+        await sink?.close();
+      })();
+      return disposing;
+    },
+    workspacePath: (sessionId) => pipeline.workspacePath(sessionId),
+    probe: () => driver.probe(),
+  };
+}

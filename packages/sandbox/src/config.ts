@@ -1,0 +1,369 @@
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import {
+  expandHome,
+  InvalidInputError,
+  type NetworkPolicy,
+  type SandboxCapabilities,
+  strictCapabilities,
+} from '@aleph/sandbox-core';
+import { parse as parseToml, type TomlError } from 'smol-toml';
+import { z } from 'zod';
+
+const positiveInt = (what: string, example: number) =>
+  z
+    .number({ error: `must be a number of ${what}; e.g. ${example}` })
+    .int({ message: `must be a whole number of ${what}; e.g. ${example}` })
+    .positive({ message: `must be a positive number of ${what}; e.g. ${example}` });
+
+const absoluteOrHome = z
+  .string({ error: 'must be a path string; e.g. "~/projects"' })
+  .min(1, { message: 'is empty; give a path such as "~/projects"' });
+
+/**
+ * The config file, exactly as written in TOML (snake_case keys). Everything has the spec's default, so an
+ * empty or missing file is a valid config.
+ */
+export const ConfigFileSchema = z
+  .object({
+    sandbox: z
+      .object({
+        workspace_root: absoluteOrHome
+          .default('~/.aleph/workspaces')
+          .describe('Directory holding one workspace per session.'),
+        enabled: z
+          .boolean({ error: 'must be true or false' })
+          .default(true)
+          .describe('false: every execute fails fast ("sandbox disabled").'),
+        default_timeout_seconds: z
+          .number({ error: 'must be a number of seconds; e.g. 60' })
+          .positive({ message: 'must be a positive number of seconds; e.g. 60' })
+          .default(60)
+          .describe('Wall-clock timeout when the command does not set one.'),
+        max_output_bytes: positiveInt('bytes', 1048576)
+          .default(1024 * 1024)
+          .describe('Output budget, split between stdout and stderr.'),
+        baseline: z
+          .object({
+            fs_read: z.array(absoluteOrHome).default([]).describe('Paths readable without approval.'),
+            fs_write: z
+              .array(absoluteOrHome)
+              .default([])
+              .describe('Paths writable without approval (the workspace always is).'),
+            spawn_subprocess: z
+              .boolean({ error: 'must be true or false' })
+              .default(false)
+              .describe('Allow subprocesses without approval.'),
+            max_memory_mb: positiveInt('MiB', 1024)
+              .optional()
+              .describe('Memory ceiling; requests above it need approval.'),
+          })
+          .strict()
+          .prefault({})
+          .describe('What a session may do without asking (default: strict).'),
+        command_policy: z
+          .object({
+            enabled: z
+              .boolean({ error: 'must be true or false' })
+              .default(true)
+              .describe('Run the filter at all.'),
+            enforcement: z
+              .enum(['block', 'warn', 'off'], { error: 'must be "block", "warn" or "off"' })
+              .default('block')
+              .describe('block: stop matches; warn: run and audit; off: audit only.'),
+            use_default_rules: z
+              .boolean({ error: 'must be true or false' })
+              .default(true)
+              .describe('Include the curated rules.'),
+            custom_rules: z
+              .array(
+                z
+                  .object({
+                    name: z.string({ error: 'must be a string' }),
+                    regex: z.string({ error: 'must be an RE2 pattern string' }),
+                    action: z
+                      .enum(['block', 'warn'], { error: 'must be "block" or "warn"' })
+                      .default('block'),
+                    description: z.string().default(''),
+                    platform: z
+                      .enum(['posix', 'windows', 'any'], { error: 'must be "posix", "windows" or "any"' })
+                      .default('any'),
+                  })
+                  .strict(),
+              )
+              .default([])
+              .describe(
+                '{ name, regex (RE2), action, description, platform } tables; a malformed regex is skipped and reported.',
+              ),
+          })
+          .strict()
+          .prefault({})
+          .describe('The dangerous-command filter in front of the sandbox.'),
+        rate_limit: z
+          .object({
+            capacity: positiveInt('executions', 30).default(30).describe('Executions a session may burst.'),
+            refill_per_second: z
+              .number({ error: 'must be a number; e.g. 2' })
+              .nonnegative({ message: 'must be 0 or more; e.g. 2' })
+              .default(2)
+              .describe('Tokens added back per second.'),
+          })
+          .strict()
+          .prefault({})
+          .describe('Token bucket per session, after the command policy.'),
+        approval: z
+          .object({
+            timeout_seconds: z
+              .number({ error: 'must be a number of seconds; e.g. 300' })
+              .positive({ message: 'must be a positive number of seconds; e.g. 300' })
+              .default(300)
+              .describe('How long an approval prompt waits before it counts as denied.'),
+          })
+          .strict()
+          .prefault({})
+          .describe('Approval of requests beyond the baseline.'),
+        network: z
+          .object({
+            allow: z
+              .array(z.string({ error: 'must be host patterns' }))
+              .default([])
+              .describe('Hosts reachable without approval (name, *.suffix, IP, optional :port).'),
+            deny: z
+              .array(z.string({ error: 'must be host patterns' }))
+              .default([])
+              .describe('Hosts never reachable; wins over any allow.'),
+          })
+          .strict()
+          .prefault({})
+          .describe(
+            'Defaults for every session: allow makes those hosts the baseline network; deny applies to every proxy.',
+          ),
+        linux: z
+          .object({
+            cpu_quota_percent: z
+              .number({ error: 'must be a percentage of one core; e.g. 50' })
+              .positive({ message: 'must be a positive percentage; e.g. 50' })
+              .optional()
+              .describe('CPU limit in percent of one core (cgroup v2 only).'),
+            max_pids: positiveInt('processes', 200).default(200).describe('Process limit per execution.'),
+            protected_paths: z
+              .array(z.string())
+              .default(['.git/hooks', '.git/config', '.aleph', '.codex', '.agents'])
+              .describe('Sub-paths kept read-only inside writable roots.'),
+            protect_all_git: z
+              .boolean({ error: 'must be true or false' })
+              .default(false)
+              .describe('Protect all of .git.'),
+            landlock: z
+              .enum(['best-effort', 'required'], { error: 'must be "best-effort" or "required"' })
+              .default('best-effort')
+              .describe('required: refuse to run without Landlock.'),
+            sandbox_uid: positiveInt('uid', 65533)
+              .default(65533)
+              .describe('When the host runs as root, commands run as this uid.'),
+          })
+          .strict()
+          .prefault({})
+          .describe('The Linux driver.'),
+        audit: z
+          .object({
+            jsonl_path: absoluteOrHome
+              .optional()
+              .describe('Append every audit record (ledger, policy, proxy) to this JSONL file.'),
+          })
+          .strict()
+          .prefault({}),
+      })
+      .strict()
+      .prefault({}),
+  })
+  .strict();
+
+type FileConfig = z.output<typeof ConfigFileSchema>['sandbox'];
+
+/** The parsed configuration, camelCase, paths absolute. */
+export interface AlephConfig {
+  readonly workspaceRoot: string;
+  readonly enabled: boolean;
+  readonly defaultTimeoutSeconds: number;
+  readonly maxOutputBytes: number;
+  readonly baseline: SandboxCapabilities;
+  readonly commandPolicy: {
+    readonly enabled: boolean;
+    readonly enforcement: 'block' | 'warn' | 'off';
+    readonly useDefaultRules: boolean;
+    readonly customRules: readonly {
+      name: string;
+      regex: string;
+      action: 'block' | 'warn';
+      description: string;
+      platform: 'posix' | 'windows' | 'any';
+    }[];
+  };
+  readonly rateLimit: { readonly capacity: number; readonly refillPerSecond: number };
+  readonly approval: { readonly timeoutSeconds: number };
+  readonly network: { readonly allow: readonly string[]; readonly deny: readonly string[] };
+  readonly linux: {
+    readonly cpuQuotaPercent?: number;
+    readonly maxPids: number;
+    readonly protectedPaths: readonly string[];
+    readonly protectAllGit: boolean;
+    readonly landlock: 'best-effort' | 'required';
+    readonly sandboxUid: number;
+  };
+  readonly audit: { readonly jsonlPath?: string };
+  /** The file this came from, if any. */
+  readonly source?: string;
+}
+
+/** The default config path: `~/.aleph/config.toml`. */
+export const DEFAULT_CONFIG_PATH = path.join(os.homedir(), '.aleph', 'config.toml');
+
+function toConfig(file: FileConfig, home: string, source?: string): AlephConfig {
+  const abs = (p: string) => expandHome(p, home);
+  const network: NetworkPolicy =
+    file.network.allow.length > 0 ? { kind: 'allowHosts', hosts: file.network.allow } : { kind: 'none' };
+  const baseline: SandboxCapabilities = {
+    ...strictCapabilities(),
+    fsRead: file.baseline.fs_read.map(abs),
+    fsWrite: file.baseline.fs_write.map(abs),
+    network,
+    spawnSubprocess: file.baseline.spawn_subprocess,
+    ...(file.baseline.max_memory_mb === undefined ? {} : { maxMemoryMb: file.baseline.max_memory_mb }),
+  };
+  return {
+    workspaceRoot: abs(file.workspace_root),
+    enabled: file.enabled,
+    defaultTimeoutSeconds: file.default_timeout_seconds,
+    maxOutputBytes: file.max_output_bytes,
+    baseline,
+    commandPolicy: {
+      enabled: file.command_policy.enabled,
+      enforcement: file.command_policy.enforcement,
+      useDefaultRules: file.command_policy.use_default_rules,
+      customRules: file.command_policy.custom_rules,
+    },
+    rateLimit: { capacity: file.rate_limit.capacity, refillPerSecond: file.rate_limit.refill_per_second },
+    approval: { timeoutSeconds: file.approval.timeout_seconds },
+    network: { allow: file.network.allow, deny: file.network.deny },
+    linux: {
+      ...(file.linux.cpu_quota_percent === undefined
+        ? {}
+        : { cpuQuotaPercent: file.linux.cpu_quota_percent }),
+      maxPids: file.linux.max_pids,
+      protectedPaths: file.linux.protected_paths,
+      protectAllGit: file.linux.protect_all_git,
+      landlock: file.linux.landlock,
+      sandboxUid: file.linux.sandbox_uid,
+    },
+    audit: file.audit.jsonl_path === undefined ? {} : { jsonlPath: abs(file.audit.jsonl_path) },
+    ...(source === undefined ? {} : { source }),
+  };
+}
+
+/** The line (1-based) where `key` is set in table `table` of a TOML text, if it can be found. */
+function lineOf(text: string, table: readonly string[], key: string | undefined): number | undefined {
+  const lines = text.split('\n');
+  const want = table.join('.');
+  let current = '';
+  let tableLine: number | undefined;
+  for (let i = 0; i < lines.length; i++) {
+    const line = (lines[i] as string).trim();
+    const header = /^\[\[?\s*([^\]]+?)\s*\]\]?/.exec(line);
+    if (header) {
+      current = (header[1] as string).replace(/\s+/g, '');
+      if (current === want) tableLine ??= i + 1;
+      continue;
+    }
+    if (
+      key !== undefined &&
+      current === want &&
+      new RegExp(`^"?${key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"?\\s*=`).test(line)
+    )
+      return i + 1;
+  }
+  return tableLine;
+}
+
+/**
+ * Validates a config object (as TOML gives it) and returns the camelCase config.
+ *
+ * @throws {InvalidInputError} `ALEPH_CONFIG_INVALID` naming the key (`sandbox.linux.max_pids`), the value,
+ *   the line when `text` is given, and the expected value.
+ */
+export function parseConfig(
+  input: unknown,
+  options: { text?: string; source?: string; home?: string } = {},
+): AlephConfig {
+  const result = ConfigFileSchema.safeParse(input ?? {});
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const keys = [...(issue?.path ?? []).map(String)];
+    if (issue?.code === 'unrecognized_keys') keys.push(issue.keys[0] ?? '?');
+    let value: unknown = input;
+    for (const k of keys) value = (value as Record<string, unknown> | undefined)?.[k];
+    const field = keys.join('.');
+    const line =
+      options.text === undefined
+        ? undefined
+        : lineOf(
+            options.text,
+            keys.filter((k) => !/^\d+$/.test(k)).slice(0, -1),
+            keys.filter((k) => !/^\d+$/.test(k)).at(-1),
+          );
+    const where = `${options.source ?? 'config'}${line === undefined ? '' : `:${line}`}`;
+    const message =
+      issue?.code === 'unrecognized_keys'
+        ? 'is not a known key; remove it or check its spelling'
+        : (issue?.message ?? 'is invalid');
+    const [problem, ...fix] = message.split('; ');
+    throw new InvalidInputError(
+      'ALEPH_CONFIG_INVALID',
+      `${where}: ${field}`,
+      value,
+      problem ?? 'is invalid',
+      fix.length > 0 ? fix.join('; ') : 'see the configuration reference in the @aleph/sandbox README',
+      { details: { key: field, ...(line === undefined ? {} : { line }) } },
+    );
+  }
+  return toConfig(result.data.sandbox, options.home ?? os.homedir(), options.source);
+}
+
+/**
+ * Loads the config file: `file`, or `~/.aleph/config.toml` when absent. A missing default file means all
+ * defaults; a missing explicit file is an error.
+ *
+ * @throws {InvalidInputError} `ALEPH_CONFIG_INVALID` for unreadable files, TOML syntax errors (with line and
+ *   column) and invalid values.
+ */
+export async function loadConfig(file?: string): Promise<AlephConfig> {
+  const target = file ?? DEFAULT_CONFIG_PATH;
+  let text: string;
+  try {
+    text = readFileSync(target, 'utf8');
+  } catch (error) {
+    if (file === undefined && (error as NodeJS.ErrnoException).code === 'ENOENT') return parseConfig({});
+    throw new InvalidInputError(
+      'ALEPH_CONFIG_INVALID',
+      'config file',
+      target,
+      `cannot be read (${(error as Error).message})`,
+      'check the path',
+    );
+  }
+  let data: unknown;
+  try {
+    data = parseToml(text);
+  } catch (error) {
+    const e = error as TomlError;
+    throw new InvalidInputError(
+      'ALEPH_CONFIG_INVALID',
+      `${target}:${e.line ?? '?'}:${e.column ?? '?'}`,
+      text.split('\n')[(e.line ?? 1) - 1]?.trim() ?? '',
+      'is not valid TOML',
+      (e.message ?? '').split('\n')[0] ?? 'fix the syntax',
+    );
+  }
+  return parseConfig(data, { text, source: target });
+}

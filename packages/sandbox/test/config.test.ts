@@ -1,0 +1,130 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { isAlephError } from '@aleph/sandbox-core';
+import { describe, expect, it } from 'vitest';
+import { loadConfig, parseConfig } from '../src/index.js';
+
+const write = (text: string) => {
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'aleph-config-')), 'config.toml');
+  writeFileSync(file, text);
+  return file;
+};
+
+async function rejection(p: Promise<unknown>): Promise<Error> {
+  try {
+    await p;
+  } catch (e) {
+    return e as Error;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('config', () => {
+  it('has the spec defaults', () => {
+    const c = parseConfig({}, { home: '/home/u' });
+    expect(c).toMatchObject({
+      workspaceRoot: '/home/u/.aleph/workspaces',
+      enabled: true,
+      defaultTimeoutSeconds: 60,
+      maxOutputBytes: 1024 * 1024,
+      baseline: { fsRead: [], fsWrite: [], network: { kind: 'none' }, spawnSubprocess: false },
+      commandPolicy: { enabled: true, enforcement: 'block', useDefaultRules: true, customRules: [] },
+      linux: { maxPids: 200, landlock: 'best-effort', sandboxUid: 65533, protectAllGit: false },
+      network: { allow: [], deny: [] },
+      audit: {},
+    });
+  });
+
+  it('reads every section from TOML, expanding ~', async () => {
+    const file = write(`
+[sandbox]
+workspace_root = "~/ws"
+default_timeout_seconds = 30
+
+[sandbox.baseline]
+spawn_subprocess = true
+fs_read = ["~/data"]
+
+[sandbox.command_policy]
+enforcement = "warn"
+[[sandbox.command_policy.custom_rules]]
+name = "no-prod"
+regex = "psql .*prod"
+
+[sandbox.network]
+allow = ["pypi.org"]
+deny = ["evil.pypi.org"]
+
+[sandbox.linux]
+cpu_quota_percent = 50
+max_pids = 64
+protect_all_git = true
+landlock = "required"
+
+[sandbox.audit]
+jsonl_path = "~/.aleph/audit.jsonl"
+`);
+    const c = await loadConfig(file);
+    expect(c.workspaceRoot).toBe(path.join(os.homedir(), 'ws'));
+    expect(c.baseline).toMatchObject({
+      spawnSubprocess: true,
+      fsRead: [path.join(os.homedir(), 'data')],
+      network: { kind: 'allowHosts', hosts: ['pypi.org'] },
+    });
+    expect(c.commandPolicy.customRules[0]).toMatchObject({
+      name: 'no-prod',
+      action: 'block',
+      platform: 'any',
+    });
+    expect(c.linux).toMatchObject({
+      cpuQuotaPercent: 50,
+      maxPids: 64,
+      protectAllGit: true,
+      landlock: 'required',
+    });
+    expect(c.audit.jsonlPath).toBe(path.join(os.homedir(), '.aleph', 'audit.jsonl'));
+    expect(c.source).toBe(file);
+  });
+
+  it('an invalid value names the key, the line, the value and the expectation', async () => {
+    const file = write('[sandbox]\nenabled = true\n\n[sandbox.linux]\nmax_pids = -3\n');
+    const e = await rejection(loadConfig(file));
+    expect(isAlephError(e, 'ALEPH_CONFIG_INVALID')).toBe(true);
+    expect(e.message).toBe(
+      `${file}:5: sandbox.linux.max_pids must be a positive number of processes (got -3); e.g. 200`,
+    );
+  });
+
+  it('an unknown key is named with its line', async () => {
+    const file = write('[sandbox]\nworkspace_rot = "/x"\n');
+    const e = await rejection(loadConfig(file));
+    expect(e.message).toMatch(new RegExp(`^${file}:2: sandbox.workspace_rot is not a known key`));
+  });
+
+  it('an enum value lists what is allowed', async () => {
+    const e = await rejection(loadConfig(write('[sandbox.command_policy]\nenforcement = "strict"\n')));
+    expect(e.message).toMatch(
+      /:2: sandbox.command_policy.enforcement must be "block", "warn" or "off" \(got "strict"\)/,
+    );
+  });
+
+  it('a TOML syntax error gives the line and column', async () => {
+    const file = write('[sandbox]\nenabled = \n');
+    const e = await rejection(loadConfig(file));
+    expect(e.message).toMatch(new RegExp(`^${file}:2:\\d+ is not valid TOML`));
+  });
+
+  it('a missing explicit file is an error; the missing default file means defaults', async () => {
+    expect((await rejection(loadConfig('/nonexistent/aleph.toml'))).message).toMatch(/cannot be read/);
+  });
+
+  it('the shipped JSON Schema and README reference match the zod schema', () => {
+    const script = fileURLToPath(new URL('../scripts/generate-schema.mjs', import.meta.url));
+    const r = spawnSync(process.execPath, [script, '--check'], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+  });
+});
