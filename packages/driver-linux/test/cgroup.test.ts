@@ -21,7 +21,7 @@ function fakeTree(controllers: string): { root: string; own: string } {
   return { root, own };
 }
 
-describe('detectCgroup', () => {
+describe.runIf(process.platform === 'linux')('detectCgroup [Linux paths; runs on Linux only]', () => {
   it('is available with a writable subtree that has memory and pids', () => {
     const { root, own } = fakeTree('cpu memory pids');
     const info = detectCgroup(root, '/user.slice/app');
@@ -37,29 +37,34 @@ describe('detectCgroup', () => {
   });
 });
 
-describe('CgroupManager (against a fake cgroupfs)', () => {
-  it('moves itself into a child, enables controllers, writes the limits, kills and removes the leaf', async () => {
-    const { root, own } = fakeTree('cpu memory pids');
-    const manager = new CgroupManager(detectCgroup(root, '/user.slice/app'));
-    const leaf = await manager.createLeaf({
-      memoryMaxBytes: 256 * 1024 * 1024,
-      pidsMax: 50,
-      cpuQuotaPercent: 50,
+describe.runIf(process.platform === 'linux')(
+  'CgroupManager (against a fake cgroupfs) [Linux paths; runs on Linux only]',
+  () => {
+    it('moves itself into a child, enables controllers, writes the limits, kills and removes the leaf', async () => {
+      const { root, own } = fakeTree('cpu memory pids');
+      const manager = new CgroupManager(detectCgroup(root, '/user.slice/app'));
+      const leaf = await manager.createLeaf({
+        memoryMaxBytes: 256 * 1024 * 1024,
+        pidsMax: 50,
+        cpuQuotaPercent: 50,
+      });
+      expect(readFileSync(path.join(own, 'aleph-supervisor', 'cgroup.procs'), 'utf8')).toBe(
+        `${process.pid}\n`,
+      );
+      expect(readFileSync(path.join(own, 'cgroup.subtree_control'), 'utf8')).toBe('+memory +pids +cpu');
+      expect(path.dirname(leaf)).toBe(own);
+      expect(readFileSync(path.join(leaf, 'pids.max'), 'utf8')).toBe('50');
+      expect(readFileSync(path.join(leaf, 'memory.max'), 'utf8')).toBe(String(256 * 1024 * 1024));
+      expect(readFileSync(path.join(leaf, 'cpu.max'), 'utf8')).toBe('50000 100000');
+      // A real kernel empties the leaf on cgroup.kill; the fake just records it.
+      rmSync(path.join(leaf, 'pids.max'));
+      rmSync(path.join(leaf, 'memory.max'));
+      rmSync(path.join(leaf, 'cpu.max'));
+      const kill = manager.destroyLeaf(leaf);
+      await new Promise((r) => setTimeout(r, 5));
+      rmSync(path.join(leaf, 'cgroup.kill'), { force: true });
+      await kill;
+      expect(existsSync(leaf)).toBe(false);
     });
-    expect(readFileSync(path.join(own, 'aleph-supervisor', 'cgroup.procs'), 'utf8')).toBe(`${process.pid}\n`);
-    expect(readFileSync(path.join(own, 'cgroup.subtree_control'), 'utf8')).toBe('+memory +pids +cpu');
-    expect(path.dirname(leaf)).toBe(own);
-    expect(readFileSync(path.join(leaf, 'pids.max'), 'utf8')).toBe('50');
-    expect(readFileSync(path.join(leaf, 'memory.max'), 'utf8')).toBe(String(256 * 1024 * 1024));
-    expect(readFileSync(path.join(leaf, 'cpu.max'), 'utf8')).toBe('50000 100000');
-    // A real kernel empties the leaf on cgroup.kill; the fake just records it.
-    rmSync(path.join(leaf, 'pids.max'));
-    rmSync(path.join(leaf, 'memory.max'));
-    rmSync(path.join(leaf, 'cpu.max'));
-    const kill = manager.destroyLeaf(leaf);
-    await new Promise((r) => setTimeout(r, 5));
-    rmSync(path.join(leaf, 'cgroup.kill'), { force: true });
-    await kill;
-    expect(existsSync(leaf)).toBe(false);
-  });
-});
+  },
+);

@@ -59,7 +59,7 @@ const caps = (over: Partial<SandboxCapabilities> = {}): SandboxCapabilities => (
   ...over,
 });
 
-describe('renderMounts', () => {
+describe.runIf(process.platform === 'linux')('renderMounts [Linux paths; runs on Linux only]', () => {
   it('mounts parents before children and creates tmpfs-side parents with 0755', () => {
     const args = renderMounts([
       { op: 'bind', src: '/data/ws/a', dest: '/data/ws/a' },
@@ -102,7 +102,7 @@ describe('renderMounts', () => {
   });
 });
 
-describe('buildLinuxProfile', () => {
+describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; runs on Linux only]', () => {
   it('root host: bwrap without a user namespace, helper drops to the sandbox uid', () => {
     const ws = temp();
     const p = buildLinuxProfile(caps(), ws, ws, inputs({ root: true }));
@@ -222,7 +222,7 @@ describe('buildLinuxProfile', () => {
   });
 });
 
-describe('planProtectedPaths', () => {
+describe.runIf(process.platform === 'linux')('planProtectedPaths [Linux paths; runs on Linux only]', () => {
   it('protects an existing .git/hooks and .git/config read-only and pins .git as a mount point', () => {
     const ws = temp();
     mkdirSync(path.join(ws, '.git', 'hooks'), { recursive: true });

@@ -31,35 +31,38 @@ const exited = (child: ChildProcess) =>
   new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
 
 describe('aleph-proxy CLI', () => {
-  it('prints one JSON line when ready, serves, and exits 0 on SIGTERM removing its socket', async () => {
-    const upstream = await startUpstream();
-    const unix = path.join(mkdtempSync(path.join(os.tmpdir(), 'aleph-proxy-cli-')), 'p.sock');
-    const { child, ready } = await launch([
-      '--allow',
-      'api.test',
-      '--allow',
-      `127.0.0.1:${upstream.port}`,
-      '--deny',
-      'bad.api.test',
-      '--resolve',
-      'api.test=127.0.0.1',
-      '--unix',
-      unix,
-    ]);
-    expect(ready.listen).toMatch(/^127\.0\.0\.1:\d+$/);
-    expect(ready.unix).toBe(unix);
-    const port = Number(String(ready.listen).split(':')[1]);
-    const s = await rawConnect(port);
-    s.write(`GET http://api.test:${upstream.port}/cli HTTP/1.0\r\n\r\n`);
-    expect((await readUntilClose(s)).toString()).toContain('upstream saw GET /cli');
-    const viaUnix = net.connect(unix);
-    viaUnix.write(`CONNECT evil.test:443 HTTP/1.1\r\n\r\n`);
-    expect((await readUntilClose(viaUnix)).toString()).toMatch(/^HTTP\/1\.1 403/);
-    const code = exited(child);
-    child.kill('SIGTERM');
-    expect(await code).toBe(0);
-    expect(existsSync(unix)).toBe(false);
-  });
+  it.skipIf(process.platform === 'win32')(
+    'prints one JSON line when ready, serves, and exits 0 on SIGTERM removing its socket [POSIX: Unix socket and SIGTERM]',
+    async () => {
+      const upstream = await startUpstream();
+      const unix = path.join(mkdtempSync(path.join(os.tmpdir(), 'aleph-proxy-cli-')), 'p.sock');
+      const { child, ready } = await launch([
+        '--allow',
+        'api.test',
+        '--allow',
+        `127.0.0.1:${upstream.port}`,
+        '--deny',
+        'bad.api.test',
+        '--resolve',
+        'api.test=127.0.0.1',
+        '--unix',
+        unix,
+      ]);
+      expect(ready.listen).toMatch(/^127\.0\.0\.1:\d+$/);
+      expect(ready.unix).toBe(unix);
+      const port = Number(String(ready.listen).split(':')[1]);
+      const s = await rawConnect(port);
+      s.write(`GET http://api.test:${upstream.port}/cli HTTP/1.0\r\n\r\n`);
+      expect((await readUntilClose(s)).toString()).toContain('upstream saw GET /cli');
+      const viaUnix = net.connect(unix);
+      viaUnix.write(`CONNECT evil.test:443 HTTP/1.1\r\n\r\n`);
+      expect((await readUntilClose(viaUnix)).toString()).toMatch(/^HTTP\/1\.1 403/);
+      const code = exited(child);
+      child.kill('SIGTERM');
+      expect(await code).toBe(0);
+      expect(existsSync(unix)).toBe(false);
+    },
+  );
 
   it.each([
     [['--allow', 'http://x.com'], /pattern "http:\/\/x\.com" must be a host\[:port\], not a URL/],
