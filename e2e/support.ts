@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { accessSync, constants, existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -48,4 +48,28 @@ export function canSwitchUid(): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Runs a program asynchronously and collects its output, so an upstream server living in the test
+ * process keeps serving while the program runs.
+ */
+export function runAsync(
+  cmd: string,
+  args: readonly string[],
+  options: { input?: string | undefined; env?: NodeJS.ProcessEnv } = {},
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { env: options.env ?? process.env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => {
+      stdout += c;
+    });
+    child.stderr.on('data', (c) => {
+      stderr += c;
+    });
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+    child.stdin.end(options.input ?? '');
+  });
 }

@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import {
   chmodSync,
   chownSync,
@@ -18,7 +18,7 @@ import path from 'node:path';
 import { SYSCALLS } from '@aleph/driver-linux';
 import { sessionKeyToFilename } from '@aleph/sandbox-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canSwitchUid, linuxStack, REQUIRED, repoRoot } from '../support.js';
+import { canSwitchUid, linuxStack, REQUIRED, repoRoot, runAsync } from '../support.js';
 
 /**
  * Escape attempts inside the real sandbox (bwrap + the native helper + seccomp + Landlock), each
@@ -111,27 +111,6 @@ except OSError as e:
 
 const spawnOk = { spawnSubprocess: true };
 
-/** Asynchronous, so the upstream server in this process keeps serving while the harness runs. */
-function run(
-  cmd: string,
-  args: string[],
-  input: string,
-  env: NodeJS.ProcessEnv,
-): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(cmd, args, { env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => {
-      stdout += c;
-    });
-    child.stderr.on('data', (c) => {
-      stderr += c;
-    });
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-    child.stdin.end(input);
-  });
-}
 const sh = (script: string, caps: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) => ({
   program: 'sh',
   args: ['-c', script],
@@ -351,14 +330,14 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         };
         let r: { status: number | null; stdout: string; stderr: string };
         if (uid === process.getuid?.()) {
-          r = await run(process.execPath, [harness], JSON.stringify(plan), env);
+          r = await runAsync(process.execPath, [harness], { input: JSON.stringify(plan), env });
         } else {
           // The repository may sit under a directory the unprivileged uid cannot traverse; bind it to a
           // readable path in a private mount namespace for this one process.
           const mountpoint = path.join(base, 'repo');
           mkdirSync(mountpoint, { mode: 0o755 });
           const script = `mount --bind "$1" "$2" && exec setpriv --reuid=${uid} --regid=${uid} --clear-groups "$3" "$2/e2e/linux/harness.mjs"`;
-          r = await run(
+          r = await runAsync(
             'unshare',
             [
               '-m',
@@ -372,8 +351,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
               mountpoint,
               process.execPath,
             ],
-            JSON.stringify(plan),
-            env,
+            { input: JSON.stringify(plan), env },
           );
         }
         if (r.status !== 0) throw new Error(`harness failed (${r.status}): ${r.stderr}`);

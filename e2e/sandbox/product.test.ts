@@ -12,7 +12,7 @@ import {
   COMMAND_POLICY_CHANNEL,
 } from '@aleph/sandbox-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { linuxStack, REQUIRED, repoRoot } from '../support.js';
+import { linuxStack, REQUIRED, repoRoot, runAsync } from '../support.js';
 
 const stack = linuxStack();
 const cli = path.join(repoRoot, 'packages/sandbox/dist/cli-bundle/aleph-sandbox.mjs');
@@ -22,23 +22,15 @@ function tmp(prefix: string): string {
 }
 
 /** Runs the CLI as a user would, asynchronously (the upstream server lives in this process). */
-function runCli(
+async function runCli(
   args: string[],
   options: { input?: string; home: string },
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, HOME: options.home } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => {
-      stdout += c;
-    });
-    child.stderr.on('data', (c) => {
-      stderr += c;
-    });
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(options.input ?? '');
+  const r = await runAsync(process.execPath, [cli, ...args], {
+    input: options.input,
+    env: { ...process.env, HOME: options.home },
   });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(

@@ -50,7 +50,7 @@ export function renderMounts(ops: readonly MountOp[]): string[] {
       const container = mounted
         .filter((m) => isWithin(parent, m.dest))
         .sort((a, b) => depth(b.dest) - depth(a.dest))[0];
-      const onHostTree = container !== undefined && container.host;
+      const onHostTree = container?.host === true;
       const isMountPoint = container !== undefined && container.dest === parent;
       if (!onHostTree && !isMountPoint) args.push('--perms', '0755', '--dir', parent);
       created.add(parent);

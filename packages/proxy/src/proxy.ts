@@ -183,6 +183,48 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
     if (channel.hasSubscribers) channel.publish({ type: 'proxy', ...record });
   };
 
+  type Entry = ProxyRecord['entry'];
+  const noTraffic = { bytesUp: 0, bytesDown: 0 } as const;
+  /** Counts and records a request that could not be parsed into a target. */
+  const recordMalformed = (entry: Entry, host: string, port: number, reason: string) => {
+    counters.malformed++;
+    publish({ entry, host, port, verdict: 'malformed', reason, pattern: null, address: null, ...noTraffic });
+  };
+  /** Counts and records a target the allowlist denied or that could not be resolved. */
+  const recordRefused = (entry: Entry, target: Target, auth: Extract<Authorization, { ok: false }>) => {
+    if (auth.status === 'deny') counters.denied++;
+    else counters.failed++;
+    publish({
+      entry,
+      host: target.host,
+      port: target.port,
+      verdict: auth.status,
+      reason: auth.reason,
+      pattern: auth.pattern,
+      address: null,
+      ...noTraffic,
+    });
+  };
+  /** Counts and records an allowed target whose dial failed. */
+  const recordUnreachable = (
+    entry: Entry,
+    target: Target,
+    auth: Extract<Authorization, { ok: true }>,
+    error: unknown,
+  ) => {
+    counters.failed++;
+    publish({
+      entry,
+      host: target.host,
+      port: target.port,
+      verdict: 'unreachable',
+      reason: (error as Error).message,
+      pattern: auth.pattern,
+      address: auth.address,
+      ...noTraffic,
+    });
+  };
+
   const authorize = async (target: Target): Promise<Authorization> => {
     const verdict = allowlist.decide(target);
     if (!verdict.allowed)
@@ -337,18 +379,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
     try {
       target = parseAuthority(authority);
     } catch (error) {
-      counters.malformed++;
-      publish({
-        entry: 'connect',
-        host: authority.slice(0, 200),
-        port: 0,
-        verdict: 'malformed',
-        reason: (error as Error).message,
-        pattern: null,
-        address: null,
-        bytesUp: 0,
-        bytesDown: 0,
-      });
+      recordMalformed('connect', authority.slice(0, 200), 0, (error as Error).message);
       rawReply(client, version, 400, 'Bad Request', (error as Error).message);
       return;
     }
@@ -356,19 +387,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
     void (async () => {
       const auth = await authorize(target);
       if (!auth.ok) {
-        if (auth.status === 'deny') counters.denied++;
-        else counters.failed++;
-        publish({
-          entry: 'connect',
-          host: target.host,
-          port: target.port,
-          verdict: auth.status,
-          reason: auth.reason,
-          pattern: auth.pattern,
-          address: null,
-          bytesUp: 0,
-          bytesDown: 0,
-        });
+        recordRefused('connect', target, auth);
         if (auth.status === 'deny') rawReply(client, version, 403, 'Forbidden', auth.reason);
         else rawReply(client, version, 502, 'Bad Gateway', auth.reason);
         return;
@@ -387,18 +406,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
       try {
         upstream = await dial(auth.address, auth.family, target.port);
       } catch (error) {
-        counters.failed++;
-        publish({
-          entry: 'connect',
-          host: target.host,
-          port: target.port,
-          verdict: 'unreachable',
-          reason: (error as Error).message,
-          pattern: auth.pattern,
-          address: auth.address,
-          bytesUp: 0,
-          bytesDown: 0,
-        });
+        recordUnreachable('connect', target, auth, error);
         rawReply(
           client,
           version,
@@ -514,18 +522,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
       url = new URL(rawUrl);
       target = parseAuthority(`${url.hostname}:${url.port === '' ? '80' : url.port}`);
     } catch (error) {
-      counters.malformed++;
-      publish({
-        entry: 'http',
-        host: rawUrl.slice(0, 200),
-        port: 0,
-        verdict: 'malformed',
-        reason: (error as Error).message,
-        pattern: null,
-        address: null,
-        bytesUp: 0,
-        bytesDown: 0,
-      });
+      recordMalformed('http', rawUrl.slice(0, 200), 0, (error as Error).message);
       fail(400, (error as Error).message);
       return;
     }
@@ -533,19 +530,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
     void (async () => {
       const auth = await authorize(target);
       if (!auth.ok) {
-        if (auth.status === 'deny') counters.denied++;
-        else counters.failed++;
-        publish({
-          entry: 'http',
-          host: target.host,
-          port: target.port,
-          verdict: auth.status,
-          reason: auth.reason,
-          pattern: auth.pattern,
-          address: null,
-          bytesUp: 0,
-          bytesDown: 0,
-        });
+        recordRefused('http', target, auth);
         fail(auth.status === 'deny' ? 403 : 502, auth.reason);
         return;
       }
@@ -720,18 +705,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
       }
       if (buf.length < need) return;
       if (cmd !== 1) {
-        counters.malformed++;
-        publish({
-          entry: 'socks5',
-          host: '',
-          port: 0,
-          verdict: 'malformed',
-          reason: `command ${cmd} is not supported (only CONNECT)`,
-          pattern: null,
-          address: null,
-          bytesUp: 0,
-          bytesDown: 0,
-        });
+        recordMalformed('socks5', '', 0, `command ${cmd} is not supported (only CONNECT)`);
         failWith(0x07);
         return;
       }
@@ -750,37 +724,14 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
         if (port === 0) throw new TargetError('port 0 is not a valid port');
         target = atyp === 4 ? parseAuthority(`[${host}]:${port}`) : parseAuthority(`${host}:${port}`);
       } catch (error) {
-        counters.malformed++;
-        publish({
-          entry: 'socks5',
-          host,
-          port,
-          verdict: 'malformed',
-          reason: (error as Error).message,
-          pattern: null,
-          address: null,
-          bytesUp: 0,
-          bytesDown: 0,
-        });
+        recordMalformed('socks5', host, port, (error as Error).message);
         client.end(reply(0x01));
         return;
       }
       void (async () => {
         const auth = await authorize(target);
         if (!auth.ok) {
-          if (auth.status === 'deny') counters.denied++;
-          else counters.failed++;
-          publish({
-            entry: 'socks5',
-            host: target.host,
-            port: target.port,
-            verdict: auth.status,
-            reason: auth.reason,
-            pattern: auth.pattern,
-            address: null,
-            bytesUp: 0,
-            bytesDown: 0,
-          });
+          recordRefused('socks5', target, auth);
           client.end(reply(auth.status === 'deny' ? 0x02 : 0x04));
           return;
         }
@@ -792,19 +743,8 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
         try {
           upstream = await dial(auth.address, auth.family, target.port);
         } catch (error) {
-          counters.failed++;
+          recordUnreachable('socks5', target, auth, error);
           const code = (error as NodeJS.ErrnoException).code === 'ECONNREFUSED' ? 0x05 : 0x04;
-          publish({
-            entry: 'socks5',
-            host: target.host,
-            port: target.port,
-            verdict: 'unreachable',
-            reason: (error as Error).message,
-            pattern: auth.pattern,
-            address: auth.address,
-            bytesUp: 0,
-            bytesDown: 0,
-          });
           client.end(reply(code));
           return;
         }

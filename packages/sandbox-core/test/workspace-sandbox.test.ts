@@ -76,7 +76,9 @@ describe('WorkspaceSandbox: cwd validate', () => {
     expect(driver.requests[0]?.cwd).toBe(path.join(ws, 'sub'));
   });
 
-  const escape = async (makeCwd: (ws: string, out: string, sandbox: WorkspaceSandbox) => string) => {
+  const expectCwdRefused = async (
+    makeCwd: (ws: string, out: string, sandbox: WorkspaceSandbox) => string,
+  ) => {
     const { driver, sandbox } = setup();
     const outside = tempDir('aleph-outside-');
     const ws = (await sandbox.forSession('s')).cwd;
@@ -96,7 +98,7 @@ describe('WorkspaceSandbox: cwd validate', () => {
       (_ws: string, _out: string, sandbox: WorkspaceSandbox) => sandbox.workspacePath('other'),
     ],
   ])('refuses %s with "cwd outside workspace root" and runs nothing', async (_name, makeCwd) => {
-    await escape(makeCwd);
+    await expectCwdRefused(makeCwd);
   });
 
   it.skipIf(process.platform === 'win32').each([
@@ -118,7 +120,7 @@ describe('WorkspaceSandbox: cwd validate', () => {
   ])(
     'refuses %s with "cwd outside workspace root" (needs symlinks: skipped on Windows, where they need privileges)',
     async (_name, makeCwd) => {
-      await escape(makeCwd);
+      await expectCwdRefused(makeCwd);
     },
   );
 
