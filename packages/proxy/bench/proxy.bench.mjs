@@ -114,17 +114,19 @@ async function tunnels(mode, proxyPort, upPort, pid, total = 6000, concurrency =
 const up = await upstreamProcess();
 const px = await proxyProcess(up.port);
 try {
-  const median = async (mode) => {
-    const runs = [];
-    for (let i = 0; i < 3; i++) runs.push(await transfer(mode, px.port, up.port));
-    return runs.sort((a, b) => a - b)[1];
-  };
+  // Interleaved rounds, so a burst of load on the machine hits every mode alike.
+  const ROUNDS = 5;
   await transfer('direct', px.port, up.port); // warm-up
-  const direct = await median('direct');
-  const connect = await median('connect');
-  const socks = await median('socks5');
+  const runs = { direct: [], connect: [], socks5: [] };
+  for (let i = 0; i < ROUNDS; i++) {
+    for (const mode of Object.keys(runs)) runs[mode].push(await transfer(mode, px.port, up.port));
+  }
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const direct = median(runs.direct);
+  const connect = median(runs.connect);
+  const socks = median(runs.socks5);
   console.log(
-    `@aleph/proxy (node ${process.version}, ${os.cpus().length} cores, ${os.cpus()[0]?.model}); ${SIZE / MiB} MiB transfers, median of 3`,
+    `@aleph/proxy (node ${process.version}, ${os.cpus().length} cores, ${os.cpus()[0]?.model}); ${SIZE / MiB} MiB transfers, median of ${ROUNDS} interleaved rounds`,
   );
   console.log(`  direct loopback      ${direct.toFixed(0).padStart(6)} MiB/s`);
   console.log(

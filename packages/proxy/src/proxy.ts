@@ -4,6 +4,7 @@ import { chmodSync, existsSync, lstatSync, unlinkSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { type Allowlist, compileAllowlist } from './allowlist.js';
+import { DownstreamReader } from './downstream.js';
 import {
   forbiddenReason,
   formatTarget,
@@ -113,6 +114,11 @@ export interface ProxyRecord {
 type Authorization =
   | { ok: true; address: string; family: 4 | 6; pattern: string | null }
   | { ok: false; status: 'deny' | 'unreachable'; reason: string; pattern: string | null };
+
+interface Upstream {
+  readonly socket: net.Socket;
+  readonly reader: DownstreamReader;
+}
 
 const HOP_BY_HOP = new Set([
   'connection',
@@ -286,9 +292,17 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
   };
 
   /** Opens the upstream connection to the exact checked address. */
-  const dial = (address: string, family: 4 | 6, port: number): Promise<net.Socket> =>
+  const dial = (address: string, family: 4 | 6, port: number): Promise<Upstream> =>
     new Promise((resolve, reject) => {
-      const upstream = net.connect({ host: address, family, port, allowHalfOpen: true, noDelay: true });
+      const reader = new DownstreamReader();
+      const upstream = net.connect({
+        host: address,
+        family,
+        port,
+        allowHalfOpen: true,
+        noDelay: true,
+        onread: reader.onread,
+      });
       track(upstream);
       const timer = setTimeout(() => {
         upstream.destroy();
@@ -300,7 +314,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
       }, limits.connectTimeoutMs);
       upstream.once('connect', () => {
         clearTimeout(timer);
-        resolve(upstream);
+        resolve({ socket: upstream, reader });
       });
       upstream.once('error', (error) => {
         clearTimeout(timer);
@@ -311,7 +325,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
   /** Pipes both ways with half-close, an idle timeout, and one audit record when both sides are done. */
   const relay = (
     client: net.Socket,
-    upstream: net.Socket,
+    { socket: upstream, reader }: Upstream,
     record: Omit<ProxyRecord, 'type' | 'bytesUp' | 'bytesDown'>,
   ) => {
     counters.tunnels++;
@@ -325,7 +339,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
     client.setTimeout(limits.idleTimeoutMs, idle);
     upstream.setTimeout(limits.idleTimeoutMs, idle);
     client.pipe(upstream);
-    upstream.pipe(client);
+    reader.forward(upstream, client);
     let open = 2;
     const done = () => {
       if (--open > 0) {
@@ -402,7 +416,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
         );
         return;
       }
-      let upstream: net.Socket;
+      let upstream: Upstream;
       try {
         upstream = await dial(auth.address, auth.family, target.port);
       } catch (error) {
@@ -417,12 +431,12 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
         return;
       }
       if (client.destroyed) {
-        upstream.destroy();
+        upstream.socket.destroy();
         return;
       }
       counters.allowed++;
       client.write(`HTTP/${version} 200 Connection Established\r\n\r\n`);
-      if (head.length > 0) upstream.write(head);
+      if (head.length > 0) upstream.socket.write(head);
       relay(client, upstream, {
         entry: 'connect',
         host: target.host,
@@ -739,7 +753,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
           client.end(reply(0x01));
           return;
         }
-        let upstream: net.Socket;
+        let upstream: Upstream;
         try {
           upstream = await dial(auth.address, auth.family, target.port);
         } catch (error) {
@@ -749,17 +763,17 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
           return;
         }
         if (client.destroyed) {
-          upstream.destroy();
+          upstream.socket.destroy();
           return;
         }
         clearTimeout(handshake);
         counters.allowed++;
-        const local = upstream.address() as net.AddressInfo;
+        const local = upstream.socket.address() as net.AddressInfo;
         const localNorm = normalizeHost(local.address);
         client.write(
           reply(0, { address: localNorm.host, port: local.port, family: (localNorm.family ?? 4) as 4 | 6 }),
         );
-        if (early.length > 0) upstream.write(early);
+        if (early.length > 0) upstream.socket.write(early);
         relay(client, upstream, {
           entry: 'socks5',
           host: target.host,
