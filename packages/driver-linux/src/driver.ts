@@ -12,6 +12,7 @@ import { createRequire } from 'node:module';
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ProxyPool } from '@aleph/proxy/pool';
 import {
   createSandboxOutput,
   type DriverCapabilityId,
@@ -37,7 +38,6 @@ import {
 } from './options.js';
 import { type LinuxProbe, probeLinux, which } from './probe.js';
 import { buildLinuxProfile, type LinuxProfile } from './profile.js';
-import { ProxyPool } from './proxy-pool.js';
 import { hostSeccompArch } from './seccomp.js';
 
 /** Everything the Linux driver can enforce. */
@@ -141,7 +141,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
     ...(options.proxy?.resolver === undefined ? {} : { resolver: options.proxy.resolver }),
     ...(options.proxy?.idleMs === undefined ? {} : { idleMs: options.proxy.idleMs }),
     // The sandboxed program (and its bridge) run as another uid when the host is root.
-    socketMode: host.isRoot ? 0o666 : 0o600,
+    transport: { kind: 'unix', socketMode: host.isRoot ? 0o666 : 0o600 },
   });
   let probed: Promise<LinuxProbe> | undefined;
   let cgroups: CgroupManager | undefined;
