@@ -15,27 +15,24 @@ import { fileURLToPath } from 'node:url';
 import { ProxyPool } from '@aleph/proxy/pool';
 import {
   createSandboxOutput,
+  DEFAULT_ENV_ALLOWLIST,
   type DriverCapabilityId,
   DriverError,
   type DriverRunRequest,
+  defaultVaultPaths,
   defineDriver,
   InvalidInputError,
   type OsSandboxDriver,
   type ProfileContext,
+  pickEnv,
+  resolveProtectedPaths,
   runBoundedProcess,
   type SandboxCapabilities,
   type SandboxOutput,
 } from '@aleph/sandbox-core';
 import { CgroupManager, detectCgroup } from './cgroup.js';
 import { readHostFacts } from './host.js';
-import {
-  BRIDGE_PORT,
-  DEFAULT_ENV_ALLOWLIST,
-  DEFAULT_MAX_PIDS,
-  DEFAULT_PROTECTED_PATHS,
-  DEFAULT_SANDBOX_UID,
-  type LinuxDriverOptions,
-} from './options.js';
+import { BRIDGE_PORT, DEFAULT_MAX_PIDS, DEFAULT_SANDBOX_UID, type LinuxDriverOptions } from './options.js';
 import { type LinuxProbe, probeLinux, which } from './probe.js';
 import { buildLinuxProfile, type LinuxProfile } from './profile.js';
 import { hostSeccompArch } from './seccomp.js';
@@ -80,15 +77,6 @@ function defaultHelperPath(): string {
   }
 }
 
-function allowedEnv(patterns: readonly string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (v === undefined) continue;
-    if (patterns.some((p) => (p.endsWith('*') ? k.startsWith(p.slice(0, -1)) : k === p))) out[k] = v;
-  }
-  return out;
-}
-
 /**
  * Processes owned by `uid` right now (RLIMIT_NPROC counts them all), cached for 250 ms. Without a
  * delegated cgroup v2 the process limit is per uid, so executions running at the same time share it.
@@ -128,13 +116,8 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
   const sandboxUid = options.sandboxUid ?? DEFAULT_SANDBOX_UID;
   const sandboxGid = options.sandboxGid ?? options.sandboxUid ?? DEFAULT_SANDBOX_UID;
   const maxPids = options.maxPids ?? DEFAULT_MAX_PIDS;
-  const protectedPaths = options.protectAllGit
-    ? ['.git', ...(options.protectedPaths ?? DEFAULT_PROTECTED_PATHS).filter((p) => !p.startsWith('.git'))]
-    : [...(options.protectedPaths ?? DEFAULT_PROTECTED_PATHS)];
-  const vaultPaths = options.vaultPaths ?? [
-    path.join(host.home, '.aleph', 'data'),
-    path.join(host.home, '.aleph', '.shared_token'),
-  ];
+  const protectedPaths = resolveProtectedPaths(options);
+  const vaultPaths = options.vaultPaths ?? defaultVaultPaths(host.home);
   const envAllowlist = options.envAllowlist ?? DEFAULT_ENV_ALLOWLIST;
   const pool = new ProxyPool({
     ...(options.proxy?.deny === undefined ? {} : { deny: options.proxy.deny }),
@@ -261,7 +244,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       try {
         const env: Record<string, string> = {
           PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-          ...allowedEnv(envAllowlist),
+          ...pickEnv(envAllowlist),
           HOME: request.workspace,
           TMPDIR: '/tmp',
           ...request.env,

@@ -1,7 +1,6 @@
 import type { Resolver } from '@aleph/proxy';
 
-/** Protected sub-paths kept read-only inside every writable root, by default. */
-export const DEFAULT_PROTECTED_PATHS = ['.git/hooks', '.git/config', '.aleph', '.codex', '.agents'] as const;
+export { DEFAULT_ENV_ALLOWLIST, DEFAULT_PROTECTED_PATHS } from '@aleph/sandbox-core';
 
 /** Options of `createLinuxDriver`. */
 export interface LinuxDriverOptions {
@@ -11,7 +10,7 @@ export interface LinuxDriverOptions {
   readonly helperPath?: string;
   /** `best-effort` (default) applies the best Landlock ABI available and reports it; `required` refuses to run without Landlock. */
   readonly landlock?: 'best-effort' | 'required';
-  /** Sub-paths of writable roots kept read-only. Default {@link DEFAULT_PROTECTED_PATHS}. */
+  /** Sub-paths of writable roots kept read-only. Default `DEFAULT_PROTECTED_PATHS` (sandbox-core). */
   readonly protectedPaths?: readonly string[];
   /** Protect the whole `.git` directory instead of `.git/hooks` and `.git/config`. */
   readonly protectAllGit?: boolean;
@@ -37,18 +36,6 @@ export interface LinuxDriverOptions {
   /** cgroup v2 mount point. Default: detected. Tests point it at a fake tree. */
   readonly cgroupRoot?: string;
 }
-
-export const DEFAULT_ENV_ALLOWLIST = [
-  'PATH',
-  'LANG',
-  'LANGUAGE',
-  'LC_*',
-  'TERM',
-  'TZ',
-  'COLORTERM',
-  'NO_COLOR',
-  'FORCE_COLOR',
-] as const;
 
 export const DEFAULT_SANDBOX_UID = 65533;
 export const DEFAULT_MAX_PIDS = 200;

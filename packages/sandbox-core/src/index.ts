@@ -52,6 +52,13 @@ export {
   type SandboxProfile,
 } from './driver.js';
 export {
+  DEFAULT_ENV_ALLOWLIST,
+  DEFAULT_PROTECTED_PATHS,
+  defaultVaultPaths,
+  pickEnv,
+  resolveProtectedPaths,
+} from './driver-defaults.js';
+export {
   ALEPH_ERROR_CODES,
   AlephError,
   type AlephErrorCode,

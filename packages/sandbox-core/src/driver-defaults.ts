@@ -1,0 +1,52 @@
+import path from 'node:path';
+
+/**
+ * Sub-paths kept read-only inside every writable root, by default: what would let a command plant code
+ * that the host later runs (git hooks and config) or rewrite an agent's own settings.
+ */
+export const DEFAULT_PROTECTED_PATHS = ['.git/hooks', '.git/config', '.aleph', '.codex', '.agents'] as const;
+
+/** Host environment variables a sandboxed command sees by default (`*` ends a prefix pattern). */
+export const DEFAULT_ENV_ALLOWLIST = [
+  'PATH',
+  'LANG',
+  'LANGUAGE',
+  'LC_*',
+  'TERM',
+  'TZ',
+  'COLORTERM',
+  'NO_COLOR',
+  'FORCE_COLOR',
+] as const;
+
+/** Paths no command may read or write, whatever it is granted: the agent's data and its shared token. */
+export function defaultVaultPaths(home: string): string[] {
+  return [path.join(home, '.aleph', 'data'), path.join(home, '.aleph', '.shared_token')];
+}
+
+/**
+ * The protected sub-paths a driver applies: `protectedPaths` (default {@link DEFAULT_PROTECTED_PATHS}),
+ * with `.git/…` entries replaced by the whole `.git` when `protectAllGit` is set.
+ */
+export function resolveProtectedPaths(options: {
+  readonly protectedPaths?: readonly string[] | undefined;
+  readonly protectAllGit?: boolean | undefined;
+}): string[] {
+  const base = options.protectedPaths ?? DEFAULT_PROTECTED_PATHS;
+  return options.protectAllGit
+    ? ['.git', ...base.filter((p) => p !== '.git' && !p.startsWith('.git/'))]
+    : [...base];
+}
+
+/** The variables of `env` whose names match `patterns` (exact names, or prefixes ending in `*`). */
+export function pickEnv(
+  patterns: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (v === undefined) continue;
+    if (patterns.some((p) => (p.endsWith('*') ? k.startsWith(p.slice(0, -1)) : k === p))) out[k] = v;
+  }
+  return out;
+}
