@@ -23,6 +23,7 @@ export default defineConfig({
       project('command-policy'),
       project('proxy'),
       project('driver-linux'),
+      project('driver-macos'),
       project('sandbox'),
       { extends: true as const, test: { name: 'e2e', include: ['e2e/**/*.test.ts'] } },
     ],

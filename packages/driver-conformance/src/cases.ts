@@ -142,9 +142,16 @@ export const conformanceCases: readonly ConformanceCase[] = [
   },
   {
     id: 'contract.output',
-    title: 'run() resolves with a complete SandboxOutput',
+    title:
+      'run() resolves with a complete SandboxOutput, or rejects with ALEPH_DRIVER_UNAVAILABLE where it cannot run',
     requires: [],
-    async check({ run }) {
+    async check({ run, driver }) {
+      if (!(await driver.probe()).available) {
+        const error = await rejection(run({ program: '/bin/sh', args: ['-c', 'exit 0'] }));
+        assert.ok(isAlephError(error), `expected an AlephError, got ${String(error)}`);
+        assert.equal(error.code, 'ALEPH_DRIVER_UNAVAILABLE');
+        return;
+      }
       const out = await run({ program: '/bin/sh', args: ['-c', 'exit 0'] });
       assert.ok(out.exitCode === null || Number.isInteger(out.exitCode));
       assert.ok(out.stdout instanceof Uint8Array && out.stderr instanceof Uint8Array);

@@ -70,10 +70,19 @@ async function platformDriver(
       proxy: { deny: config.network.deny, ...(resolver === undefined ? {} : { resolver }) },
     });
   }
+  if (platform === 'darwin') {
+    const { createMacosDriver } = await import('@aleph/driver-macos');
+    return createMacosDriver({
+      protectedPaths: config.macos.protectedPaths,
+      protectAllGit: config.macos.protectAllGit,
+      collectViolations: config.macos.collectViolations,
+      proxy: { deny: config.network.deny, ...(resolver === undefined ? {} : { resolver }) },
+    });
+  }
   throw new DriverError(
     'ALEPH_DRIVER_UNAVAILABLE',
     platform,
-    `no sandbox driver is available for ${platform} in this release (Linux only; the macOS and Windows drivers are not shipped yet); pass options.driver, or run on Linux`,
+    `no sandbox driver is available for ${platform} in this release (Linux and macOS; the Windows driver is not shipped yet); pass options.driver, or run on Linux or macOS`,
   );
 }
 

@@ -166,6 +166,24 @@ export const ConfigFileSchema = z
           .strict()
           .prefault({})
           .describe('The Linux driver.'),
+        macos: z
+          .object({
+            protected_paths: z
+              .array(z.string())
+              .default(['.git/hooks', '.git/config', '.aleph', '.codex', '.agents'])
+              .describe('Sub-paths kept read-only inside writable roots.'),
+            protect_all_git: z
+              .boolean({ error: 'must be true or false' })
+              .default(false)
+              .describe('Protect all of .git.'),
+            collect_violations: z
+              .boolean({ error: 'must be true or false' })
+              .default(true)
+              .describe("Attach a failed command's Seatbelt denials (from the unified log) to its output."),
+          })
+          .strict()
+          .prefault({})
+          .describe('The macOS driver.'),
         audit: z
           .object({
             jsonl_path: absoluteOrHome
@@ -212,6 +230,11 @@ export interface AlephConfig {
     readonly landlock: 'best-effort' | 'required';
     readonly sandboxUid: number;
   };
+  readonly macos: {
+    readonly protectedPaths: readonly string[];
+    readonly protectAllGit: boolean;
+    readonly collectViolations: boolean;
+  };
   readonly audit: { readonly jsonlPath?: string };
   /** The file this came from, if any. */
   readonly source?: string;
@@ -256,6 +279,11 @@ function toConfig(file: FileConfig, home: string, source?: string): AlephConfig 
       protectAllGit: file.linux.protect_all_git,
       landlock: file.linux.landlock,
       sandboxUid: file.linux.sandbox_uid,
+    },
+    macos: {
+      protectedPaths: file.macos.protected_paths,
+      protectAllGit: file.macos.protect_all_git,
+      collectViolations: file.macos.collect_violations,
     },
     audit: file.audit.jsonl_path === undefined ? {} : { jsonlPath: abs(file.audit.jsonl_path) },
     ...(source === undefined ? {} : { source }),

@@ -2,7 +2,12 @@ import diagnosticsChannel from 'node:diagnostics_channel';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { CAPABILITY_LEDGER_CHANNEL, type CapabilityLedgerRecord, isAlephError } from '@aleph/sandbox-core';
+import {
+  CAPABILITY_LEDGER_CHANNEL,
+  type CapabilityLedgerRecord,
+  isAlephError,
+  strictCapabilities,
+} from '@aleph/sandbox-core';
 import { createFakeDriver } from '@aleph/sandbox-core/testing';
 import { describe, expect, it } from 'vitest';
 import { buildSandbox, createCallbackApprovalRequester, parseConfig } from '../src/index.js';
@@ -118,9 +123,24 @@ describe('buildSandbox', () => {
   });
 
   it('refuses a platform without a driver, clearly', async () => {
-    const e = await rejection(buildSandbox(config(), { platform: 'darwin' }));
+    const e = await rejection(buildSandbox(config(), { platform: 'win32' }));
     expect(e.code).toBe('ALEPH_DRIVER_UNAVAILABLE');
-    expect(e.message).toMatch(/no sandbox driver is available for darwin/);
+    expect(e.message).toMatch(/no sandbox driver is available for win32/);
+  });
+
+  it('picks the macOS driver on darwin, configured from [sandbox.macos]', async () => {
+    const sandbox = await buildSandbox(config({ macos: { protect_all_git: true } }), { platform: 'darwin' });
+    try {
+      expect(sandbox.driver?.name).toBe('macos');
+      const ws = sandbox.workspacePath('s');
+      const profile = (await sandbox.driver?.profileFor(strictCapabilities(), ws, {
+        sessionId: 's',
+        workspace: ws,
+      })) as unknown as { protected: { paths: string[] } };
+      expect(profile.protected.paths.some((p) => p.endsWith('/.git'))).toBe(true);
+    } finally {
+      await sandbox.dispose();
+    }
   });
 
   it('emits one ledger record per execution', async () => {
