@@ -131,6 +131,14 @@ export interface OsSandboxDriver {
    * itself could not be set up (with a `DriverError`). Abort is reported by `details.killedBy: 'abort'`.
    */
   run(request: DriverRunRequest): Promise<SandboxOutput>;
+  /**
+   * Says more about why this driver cannot enforce `missing` for `caps` (for example, which addresses an
+   * allowlist would need). Appended to the `ALEPH_CAPABILITY_UNSUPPORTED` error.
+   */
+  explainUnsupported?(
+    caps: SandboxCapabilities,
+    missing: readonly DriverCapabilityId[],
+  ): Promise<string | undefined> | string | undefined;
   /** Prepares a freshly created session workspace (for example, ownership for a sandbox uid). */
   prepareWorkspace?(dir: string): Promise<void>;
   dispose?(): Promise<void>;

@@ -87,7 +87,13 @@ export {
   type SandboxOutputFields,
   type SandboxOutputJson,
 } from './output.js';
-export { type BoundedRunOptions, type BoundedRunResult, runBoundedProcess } from './runner.js';
+export {
+  type BoundedRunOptions,
+  type BoundedRunResult,
+  OutputCapture,
+  outputBudgets,
+  runBoundedProcess,
+} from './runner.js';
 export type { ExecuteOptions, Sandbox } from './sandbox.js';
 export {
   assertSessionId,

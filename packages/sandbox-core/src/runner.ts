@@ -41,7 +41,11 @@ export interface BoundedRunResult {
   readonly pid: number;
 }
 
-class Capture {
+/**
+ * Keeps the first `limit` bytes of a stream and remembers whether anything was cut. Drivers that read a
+ * process's output themselves (Windows) use it with {@link outputBudgets} to match this runner.
+ */
+export class OutputCapture {
   readonly #chunks: Uint8Array[] = [];
   #size = 0;
   truncated = false;
@@ -67,6 +71,11 @@ class Capture {
     if (this.#chunks.length === 1) return this.#chunks[0] as Uint8Array;
     return Buffer.concat(this.#chunks, this.#size);
   }
+}
+
+/** How an output budget is split: stdout gets the first half (rounded up), stderr the rest. */
+export function outputBudgets(maxOutputBytes: number): { stdout: number; stderr: number } {
+  return { stdout: Math.ceil(maxOutputBytes / 2), stderr: Math.floor(maxOutputBytes / 2) };
 }
 
 /** Process groups still running, killed if this Node process exits first. */
@@ -211,8 +220,9 @@ function killTree(pid: number, pipeInodes: ReadonlySet<string>): void {
  */
 export async function runBoundedProcess(options: BoundedRunOptions): Promise<BoundedRunResult> {
   const started = performance.now();
-  const stdoutCap = new Capture(Math.ceil(options.maxOutputBytes / 2));
-  const stderrCap = new Capture(Math.floor(options.maxOutputBytes / 2));
+  const budgets = outputBudgets(options.maxOutputBytes);
+  const stdoutCap = new OutputCapture(budgets.stdout);
+  const stderrCap = new OutputCapture(budgets.stderr);
   const extra = options.extraFds ?? [];
   if (options.signal?.aborted) {
     return {

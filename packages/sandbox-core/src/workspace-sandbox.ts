@@ -225,7 +225,7 @@ export class WorkspaceSandbox implements Sandbox {
       // Step 3: capability check.
       const caps = await resolveCapabilityPaths(cmd.capabilities);
       audit.capabilities = caps;
-      this.#assertDriverCan(caps);
+      await this.#assertDriverCan(caps);
       audit.decision = await this.#checkCapabilities(cmd, caps, ws as MutableSessionWorkspace, cwd);
 
       // Step 4: profile.
@@ -337,13 +337,19 @@ export class WorkspaceSandbox implements Sandbox {
     return real;
   }
 
-  #assertDriverCan(caps: SandboxCapabilities): void {
+  async #assertDriverCan(caps: SandboxCapabilities): Promise<void> {
     const missing = requiredDriverCapabilities(caps).filter((id) => !this.#declared.has(id));
     if (missing.length > 0) {
+      let more: string | undefined;
+      try {
+        more = await this.#driver.explainUnsupported?.(caps, missing);
+      } catch (error) {
+        more = `(and explaining it failed: ${(error as Error).message})`;
+      }
       throw new DriverError(
         'ALEPH_CAPABILITY_UNSUPPORTED',
         this.#driver.name,
-        `driver ${this.#driver.name} cannot enforce ${missing.join(', ')}; refusing to run rather than run less confined`,
+        `driver ${this.#driver.name} cannot enforce ${missing.join(', ')}; refusing to run rather than run less confined${more === undefined ? '' : `. ${more}`}`,
         { details: { missing } },
       );
     }

@@ -274,6 +274,19 @@ describe('WorkspaceSandbox: capability check (every branch of step 3)', () => {
     expect(error.message).toMatch(/cannot enforce net\.allowlist/);
     expect(requester.requests).toHaveLength(0);
   });
+
+  it("appends the driver's own explanation of what it cannot enforce", async () => {
+    const driver = {
+      ...createFakeDriver({ capabilities: ['fs.confine', 'net.none', 'proc.deny-spawn'] }),
+      explainUnsupported: async (_caps: unknown, missing: readonly string[]) =>
+        `missing here: ${missing.join('+')}`,
+    };
+    const sandbox = new WorkspaceSandbox({ driver, workspaceRoot: tempDir() });
+    const error = await rejection(
+      sandbox.execute({ sessionId: 's', program: 'curl', capabilities: { network: { kind: 'allowAll' } } }),
+    );
+    expect(error.message).toMatch(/cannot enforce net\.all; refusing .*\. missing here: net\.all$/);
+  });
 });
 
 describe('WorkspaceSandbox: hooks, run, audit', () => {
