@@ -24,6 +24,7 @@ export default defineConfig({
       project('proxy'),
       project('driver-linux'),
       project('driver-macos'),
+      project('driver-windows'),
       project('sandbox'),
       { extends: true as const, test: { name: 'e2e', include: ['e2e/**/*.test.ts'] } },
     ],

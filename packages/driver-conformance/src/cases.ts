@@ -146,13 +146,17 @@ export const conformanceCases: readonly ConformanceCase[] = [
       'run() resolves with a complete SandboxOutput, or rejects with ALEPH_DRIVER_UNAVAILABLE where it cannot run',
     requires: [],
     async check({ run, driver }) {
+      const exit0 =
+        process.platform === 'win32'
+          ? { program: 'cmd.exe', args: ['/d', '/c', 'exit 0'] }
+          : { program: '/bin/sh', args: ['-c', 'exit 0'] };
       if (!(await driver.probe()).available) {
-        const error = await rejection(run({ program: '/bin/sh', args: ['-c', 'exit 0'] }));
+        const error = await rejection(run(exit0));
         assert.ok(isAlephError(error), `expected an AlephError, got ${String(error)}`);
         assert.equal(error.code, 'ALEPH_DRIVER_UNAVAILABLE');
         return;
       }
-      const out = await run({ program: '/bin/sh', args: ['-c', 'exit 0'] });
+      const out = await run(exit0);
       assert.ok(out.exitCode === null || Number.isInteger(out.exitCode));
       assert.ok(out.stdout instanceof Uint8Array && out.stderr instanceof Uint8Array);
       assert.equal(typeof out.stdoutText, 'string');

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Bundles the aleph-sandbox CLI (dist/cli.js and every JavaScript dependency) into one file. Node spends
 // most of a cold start resolving and loading hundreds of small modules; one file cuts that to one.
-// re2 stays external (a native addon).
+// re2 and ffi-rs stay external (native addons; both are dependencies of this package).
 import { chmodSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,7 +14,7 @@ rmSync(outDir, { recursive: true, force: true });
 const bundle = await rolldown({
   input: path.join(pkg, 'dist', 'cli.js'),
   platform: 'node',
-  external: [/^node:/, 're2'],
+  external: [/^node:/, 're2', 'ffi-rs'],
   logLevel: 'warn',
 });
 // Chunks follow the dynamic imports, so a run loads neither the proxy (node:http) nor the approval prompt

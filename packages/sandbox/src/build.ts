@@ -79,10 +79,19 @@ async function platformDriver(
       proxy: { deny: config.network.deny, ...(resolver === undefined ? {} : { resolver }) },
     });
   }
+  if (platform === 'win32') {
+    const { createWindowsDriver } = await import('@aleph/driver-windows');
+    return createWindowsDriver({
+      protectedPaths: config.windows.protectedPaths,
+      requireAppContainer: config.windows.requireAppContainer,
+      maxProcesses: config.windows.maxProcesses,
+      platform,
+    });
+  }
   throw new DriverError(
     'ALEPH_DRIVER_UNAVAILABLE',
     platform,
-    `no sandbox driver is available for ${platform} in this release (Linux and macOS; the Windows driver is not shipped yet); pass options.driver, or run on Linux or macOS`,
+    `no sandbox driver is available for ${platform} (there are drivers for Linux, macOS and Windows); pass options.driver, or run on one of those`,
   );
 }
 

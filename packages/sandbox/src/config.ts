@@ -184,6 +184,23 @@ export const ConfigFileSchema = z
           .strict()
           .prefault({})
           .describe('The macOS driver.'),
+        windows: z
+          .object({
+            protected_paths: z
+              .array(z.string())
+              .default(['.git', '.aleph', '.codex', '.agents'])
+              .describe('Sub-paths of writable roots denied to the sandbox (DENY ACEs; stubs when missing).'),
+            require_appcontainer: z
+              .boolean({ error: 'must be true or false' })
+              .default(false)
+              .describe('Refuse to run when the AppContainer tier cannot be set up, instead of degrading.'),
+            max_processes: positiveInt('processes', 200)
+              .default(200)
+              .describe('JobObject process limit when subprocesses are allowed.'),
+          })
+          .strict()
+          .prefault({})
+          .describe('The Windows driver.'),
         audit: z
           .object({
             jsonl_path: absoluteOrHome
@@ -235,6 +252,11 @@ export interface AlephConfig {
     readonly protectAllGit: boolean;
     readonly collectViolations: boolean;
   };
+  readonly windows: {
+    readonly protectedPaths: readonly string[];
+    readonly requireAppContainer: boolean;
+    readonly maxProcesses: number;
+  };
   readonly audit: { readonly jsonlPath?: string };
   /** The file this came from, if any. */
   readonly source?: string;
@@ -284,6 +306,11 @@ function toConfig(file: FileConfig, home: string, source?: string): AlephConfig 
       protectedPaths: file.macos.protected_paths,
       protectAllGit: file.macos.protect_all_git,
       collectViolations: file.macos.collect_violations,
+    },
+    windows: {
+      protectedPaths: file.windows.protected_paths,
+      requireAppContainer: file.windows.require_appcontainer,
+      maxProcesses: file.windows.max_processes,
     },
     audit: file.audit.jsonl_path === undefined ? {} : { jsonlPath: abs(file.audit.jsonl_path) },
     ...(source === undefined ? {} : { source }),

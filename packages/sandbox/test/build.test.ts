@@ -123,9 +123,26 @@ describe('buildSandbox', () => {
   });
 
   it('refuses a platform without a driver, clearly', async () => {
-    const e = await rejection(buildSandbox(config(), { platform: 'win32' }));
+    const e = await rejection(buildSandbox(config(), { platform: 'freebsd' }));
     expect(e.code).toBe('ALEPH_DRIVER_UNAVAILABLE');
-    expect(e.message).toMatch(/no sandbox driver is available for win32/);
+    expect(e.message).toMatch(/no sandbox driver is available for freebsd/);
+  });
+
+  it('picks the Windows driver on win32, configured from [sandbox.windows]', async () => {
+    const sandbox = await buildSandbox(config({ windows: { require_appcontainer: true } }), {
+      platform: 'win32',
+    });
+    try {
+      expect(sandbox.driver?.name).toBe('windows');
+      const ws = sandbox.workspacePath('s');
+      const profile = (await sandbox.driver?.profileFor(strictCapabilities(), ws, {
+        sessionId: 's',
+        workspace: ws,
+      })) as unknown as { tiers: string[] };
+      expect(profile.tiers).toEqual(['appcontainer']);
+    } finally {
+      await sandbox.dispose();
+    }
   });
 
   it('picks the macOS driver on darwin, configured from [sandbox.macos]', async () => {

@@ -1,0 +1,148 @@
+import { rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { OutputCapture, outputBudgets } from '@aleph/sandbox-core';
+import type { Handle, Win32 } from './win32.js';
+
+/** Where a named pipe for `tag` lives: `\\.\pipe\…` on Windows, a Unix socket elsewhere (tests). */
+export function pipePath(tag: string, name: string, platform: NodeJS.Platform = process.platform): string {
+  return platform === 'win32' ? `\\\\.\\pipe\\${tag}-${name}` : path.join(os.tmpdir(), `${tag}-${name}.sock`);
+}
+
+/** The child's standard handles and the output they carry back. */
+export interface Stdio {
+  readonly stdin: Handle;
+  readonly stdout: Handle;
+  readonly stderr: Handle;
+  /** Closes this process's copies of the child's ends (after the child has them), so EOF can arrive. */
+  closeChildEnds(): void;
+  /** Resolves once stdout and stderr have ended, or after `graceMs` once asked to stop waiting. */
+  finished(graceMs: number): Promise<void>;
+  readonly stdoutCapture: OutputCapture;
+  readonly stderrCapture: OutputCapture;
+  /** Closes the pipe servers and any socket still open; removes socket files. Idempotent. */
+  dispose(): void;
+}
+
+/**
+ * Serves the child's stdio through named pipes this process listens on: the child gets inheritable
+ * client handles opened by us (`CreateFileW`), and Node reads and writes the server ends asynchronously,
+ * feeding the output budget.
+ */
+export async function openStdio(
+  win32: Win32,
+  tag: string,
+  options: {
+    stdin?: string | Uint8Array | undefined;
+    maxOutputBytes: number;
+    onStdout?: ((chunk: Uint8Array) => void) | undefined;
+    onStderr?: ((chunk: Uint8Array) => void) | undefined;
+  },
+): Promise<Stdio> {
+  const budgets = outputBudgets(options.maxOutputBytes);
+  const stdoutCapture = new OutputCapture(budgets.stdout);
+  const stderrCapture = new OutputCapture(budgets.stderr);
+  const servers: { server: net.Server; path: string }[] = [];
+  const sockets = new Set<net.Socket>();
+  const childEnds: Handle[] = [];
+  let disposed = false;
+
+  const serve = async (name: string, onSocket: (s: net.Socket) => void) => {
+    const where = pipePath(tag, name);
+    const server = net.createServer((socket) => {
+      sockets.add(socket);
+      socket.once('close', () => sockets.delete(socket));
+      socket.on('error', () => socket.destroy());
+      onSocket(socket);
+    });
+    server.maxConnections = 1;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(where, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    servers.push({ server, path: where });
+    return where;
+  };
+  const reader = (capture: OutputCapture, callback: ((c: Uint8Array) => void) | undefined) => {
+    let done!: () => void;
+    const ended = new Promise<void>((r) => {
+      done = r;
+    });
+    return {
+      ended,
+      onSocket: (s: net.Socket) => {
+        s.on('data', (chunk: Uint8Array) => {
+          capture.push(chunk);
+          callback?.(chunk);
+        });
+        s.once('close', () => done());
+      },
+    };
+  };
+
+  const out = reader(stdoutCapture, options.onStdout);
+  const err = reader(stderrCapture, options.onStderr);
+  const stdio: Stdio = {
+    stdin: 0n,
+    stdout: 0n,
+    stderr: 0n,
+    stdoutCapture,
+    stderrCapture,
+    closeChildEnds() {
+      while (childEnds.length > 0) win32.closeHandle(childEnds.pop() as Handle);
+    },
+    async finished(graceMs: number) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all([out.ended, err.ended]),
+        new Promise<void>((r) => {
+          timer = setTimeout(r, graceMs);
+        }),
+      ]);
+      clearTimeout(timer);
+    },
+    dispose() {
+      if (disposed) return;
+      disposed = true;
+      try {
+        stdio.closeChildEnds();
+      } catch {
+        // Best effort: the handles may already be gone.
+      }
+      for (const s of sockets) s.destroy();
+      for (const { server, path: p } of servers) {
+        server.close();
+        if (!p.startsWith('\\\\.\\pipe\\')) rmSync(p, { force: true });
+      }
+    },
+  };
+  try {
+    const outPath = await serve('out', out.onSocket);
+    const errPath = await serve('err', err.onSocket);
+    const open = (spec: Parameters<Win32['openStdHandle']>[0]) => {
+      const h = win32.openStdHandle(spec);
+      childEnds.push(h);
+      return h;
+    };
+    let stdinHandle: Handle;
+    if (options.stdin === undefined) stdinHandle = open({ kind: 'nul' });
+    else {
+      const data = typeof options.stdin === 'string' ? Buffer.from(options.stdin, 'utf8') : options.stdin;
+      const inPath = await serve('in', (s) => s.end(data));
+      stdinHandle = open({ kind: 'pipe', path: inPath, write: false });
+    }
+    Object.assign(stdio, {
+      stdin: stdinHandle,
+      stdout: open({ kind: 'pipe', path: outPath, write: true }),
+      stderr: open({ kind: 'pipe', path: errPath, write: true }),
+    });
+    return stdio;
+  } catch (error) {
+    stdio.dispose();
+    throw error;
+  }
+}
