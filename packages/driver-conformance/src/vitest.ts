@@ -13,6 +13,11 @@ export interface DescribeConformanceOptions {
   readonly requireAvailable?: boolean;
   /** Per-case timeout in ms. Default 60 s. */
   readonly timeoutMs?: number;
+  /**
+   * Platforms whose paths the driver can plan with (a POSIX driver cannot form a profile from Windows
+   * paths). Elsewhere the suite is one skipped test that says so. Default: every platform.
+   */
+  readonly platforms?: readonly NodeJS.Platform[];
 }
 
 /**
@@ -31,6 +36,12 @@ export function describeDriverConformance(
   factory: DriverFactory,
   options: DescribeConformanceOptions = {},
 ): void {
+  if (options.platforms !== undefined && !options.platforms.includes(process.platform)) {
+    describe(`driver conformance: ${name}`, () => {
+      it.skip(`every case [skipped: driver ${name} plans with ${options.platforms?.join('/')} paths, this is ${process.platform}]`, () => {});
+    });
+    return;
+  }
   describe(`driver conformance: ${name}`, async () => {
     const probeDriver = await factory();
     const probe = await probeDriver.probe();

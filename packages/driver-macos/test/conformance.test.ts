@@ -1,3 +1,4 @@
+import { POSIX_PLATFORMS } from '@aleph/driver-conformance';
 import { describeDriverConformance } from '@aleph/driver-conformance/vitest';
 import { createMacosDriver } from '../src/index.js';
 
@@ -5,4 +6,7 @@ import { createMacosDriver } from '../src/index.js';
 // Elsewhere every case that runs a program is skipped with the probe's reason in its name.
 const required = (process.env.ALEPH_REQUIRE ?? '').split(',').includes('sandbox-exec');
 
-describeDriverConformance('macos', () => createMacosDriver(), { requireAvailable: required });
+describeDriverConformance('macos', () => createMacosDriver(), {
+  requireAvailable: required,
+  platforms: POSIX_PLATFORMS,
+});

@@ -75,7 +75,7 @@ describe('planWindowsProfile', () => {
     const ws = tmp();
     const real = tmp();
     const link = path.join(tmp(), 'link');
-    symlinkSync(real, link);
+    symlinkSync(real, link, 'junction'); // a junction on Windows (no privilege needed), a symlink elsewhere
     expect(() => planWindowsProfile(caps({ fsWrite: [path.join(link, 'sub')] }), ws, ws, options)).toThrow(
       /capabilities\.fsWrite\[0\].*symbolic link or junction at .*link/,
     );
