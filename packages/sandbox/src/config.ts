@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
+  DEFAULT_PROTECTED_PATHS,
   expandHome,
   InvalidInputError,
   type NetworkPolicy,
@@ -16,6 +17,18 @@ const positiveInt = (what: string, example: number) =>
     .number({ error: `must be a number of ${what}; e.g. ${example}` })
     .int({ message: `must be a whole number of ${what}; e.g. ${example}` })
     .positive({ message: `must be a positive number of ${what}; e.g. ${example}` });
+
+/** The protected-path settings the Linux and macOS drivers share. */
+const protectedPathFields = {
+  protected_paths: z
+    .array(z.string({ error: 'must be relative paths such as ".git/hooks"' }))
+    .default([...DEFAULT_PROTECTED_PATHS])
+    .describe('Sub-paths kept read-only inside writable roots.'),
+  protect_all_git: z
+    .boolean({ error: 'must be true or false' })
+    .default(false)
+    .describe('Protect all of .git.'),
+};
 
 const absoluteOrHome = z
   .string({ error: 'must be a path string; e.g. "~/projects"' })
@@ -147,14 +160,7 @@ export const ConfigFileSchema = z
               .optional()
               .describe('CPU limit in percent of one core (cgroup v2 only).'),
             max_pids: positiveInt('processes', 200).default(200).describe('Process limit per execution.'),
-            protected_paths: z
-              .array(z.string())
-              .default(['.git/hooks', '.git/config', '.aleph', '.codex', '.agents'])
-              .describe('Sub-paths kept read-only inside writable roots.'),
-            protect_all_git: z
-              .boolean({ error: 'must be true or false' })
-              .default(false)
-              .describe('Protect all of .git.'),
+            ...protectedPathFields,
             landlock: z
               .enum(['best-effort', 'required'], { error: 'must be "best-effort" or "required"' })
               .default('best-effort')
@@ -168,14 +174,7 @@ export const ConfigFileSchema = z
           .describe('The Linux driver.'),
         macos: z
           .object({
-            protected_paths: z
-              .array(z.string())
-              .default(['.git/hooks', '.git/config', '.aleph', '.codex', '.agents'])
-              .describe('Sub-paths kept read-only inside writable roots.'),
-            protect_all_git: z
-              .boolean({ error: 'must be true or false' })
-              .default(false)
-              .describe('Protect all of .git.'),
+            ...protectedPathFields,
             collect_violations: z
               .boolean({ error: 'must be true or false' })
               .default(true)
