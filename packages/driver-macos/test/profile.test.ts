@@ -193,22 +193,26 @@ describe('properties', () => {
     protectAllGit: fc.boolean(),
   });
   const writeOps = ['file-write-create', 'file-write-data', 'file-write-unlink'];
+  /** The profile for a generated capability set (and its protectAllGit choice). */
+  const profileOf = (c: {
+    fsRead: string[];
+    fsWrite: string[];
+    network: SandboxCapabilities['network'];
+    spawnSubprocess: boolean;
+    protectAllGit: boolean;
+  }) =>
+    buildMacosProfile(
+      caps({ fsRead: c.fsRead, fsWrite: c.fsWrite, network: c.network, spawnSubprocess: c.spawnSubprocess }),
+      WS,
+      WS,
+      inputs({ proxyPort: 40000, protectedPaths: resolveProtectedPaths({ protectAllGit: c.protectAllGit }) }),
+    );
 
   it('a protected path, a parent of one, or a vault path is never writable; vault never readable', () => {
     fc.assert(
       fc.property(capsArb, fc.constantFrom<SbplSemantics>('deny-wins', 'last-match-wins'), (c, semantics) => {
         const protectedRel = resolveProtectedPaths({ protectAllGit: c.protectAllGit });
-        const profile = buildMacosProfile(
-          caps({
-            fsRead: c.fsRead,
-            fsWrite: c.fsWrite,
-            network: c.network,
-            spawnSubprocess: c.spawnSubprocess,
-          }),
-          WS,
-          WS,
-          inputs({ proxyPort: 40000, protectedPaths: protectedRel }),
-        );
+        const profile = profileOf(c);
         expect(checkSbpl(profile.sbpl, profile.params)).toEqual([]);
         const roots = [WS, ...c.fsWrite];
         const targets: string[] = [];
@@ -255,17 +259,7 @@ describe('properties', () => {
     const ops = ['file-read-data', 'file-read-metadata', 'file-write-create', 'file-write-unlink'];
     fc.assert(
       fc.property(capsArb, (c) => {
-        const profile = buildMacosProfile(
-          caps({
-            fsRead: c.fsRead,
-            fsWrite: c.fsWrite,
-            network: c.network,
-            spawnSubprocess: c.spawnSubprocess,
-          }),
-          WS,
-          WS,
-          inputs({ proxyPort: 40000 }),
-        );
+        const profile = profileOf(c);
         for (const t of probes) {
           for (const op of ops) {
             const a = evaluateFileAccess(profile.sbpl, profile.params, op, t, 'deny-wins');
