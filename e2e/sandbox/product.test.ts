@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { linuxStack, REQUIRED, repoRoot, runAsync } from '../support.js';
 
 const stack = linuxStack();
-const cli = path.join(repoRoot, 'packages/sandbox/dist/cli-bundle/aleph-sandbox.mjs');
+const cli = path.join(repoRoot, 'packages/sandbox/dist/cli-bundle/aleph-sandbox.cjs');
 
 function tmp(prefix: string): string {
   return mkdtempSync(path.join(os.tmpdir(), prefix));

@@ -198,14 +198,14 @@ function bound(text: string, used = 0): { text: string; truncated: boolean } {
 interface CompiledSet {
   readonly set: InstanceType<typeof RE2.Set> | undefined;
   readonly entries: readonly CompiledEntry[];
-  /** Per-rule compiled patterns for the exemption slow path. */
-  readonly perRule: Map<number, { patterns: RE2[]; exempt: RE2[] }>;
+  /** Per-rule patterns for the exemption slow path, compiled on first use (exemptions rarely fire). */
+  readonly perRule: Map<number, () => { patterns: RE2[]; exempt: RE2[] }>;
 }
 
 function compile(rules: readonly Rule[], active: (rule: Rule) => boolean): CompiledSet {
   const patterns: string[] = [];
   const entries: CompiledEntry[] = [];
-  const perRule = new Map<number, { patterns: RE2[]; exempt: RE2[] }>();
+  const perRule = new Map<number, () => { patterns: RE2[]; exempt: RE2[] }>();
   rules.forEach((rule, index) => {
     if (!active(rule)) return;
     for (const p of rule.patterns) {
@@ -217,9 +217,13 @@ function compile(rules: readonly Rule[], active: (rule: Rule) => boolean): Compi
       entries.push({ rule: index, exempt: true });
     }
     if ((rule.exempt ?? []).length > 0) {
-      perRule.set(index, {
-        patterns: rule.patterns.map((p) => new RE2(`(?m)${p}`, 'u')),
-        exempt: (rule.exempt ?? []).map((p) => new RE2(`(?m)${p}`, 'u')),
+      let regexes: { patterns: RE2[]; exempt: RE2[] } | undefined;
+      perRule.set(index, () => {
+        regexes ??= {
+          patterns: rule.patterns.map((p) => new RE2(`(?m)${p}`, 'u')),
+          exempt: (rule.exempt ?? []).map((p) => new RE2(`(?m)${p}`, 'u')),
+        };
+        return regexes;
       });
     }
   });
@@ -245,7 +249,7 @@ function decide(
   // patterns and none of its exemptions.
   for (const ruleIndex of exempted) {
     if (!hit.has(ruleIndex)) continue;
-    const compiledRule = compiled.perRule.get(ruleIndex);
+    const compiledRule = compiled.perRule.get(ruleIndex)?.();
     if (compiledRule === undefined) continue;
     const stillHits = scanText
       .split('\n')

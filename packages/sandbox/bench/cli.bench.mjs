@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const cli = fileURLToPath(new URL('../dist/cli-bundle/aleph-sandbox.mjs', import.meta.url));
+const cli = fileURLToPath(new URL('../dist/cli-bundle/aleph-sandbox.cjs', import.meta.url));
 const home = mkdtempSync(path.join(os.tmpdir(), 'aleph-cli-bench-'));
 const env = { ...process.env, HOME: home };
 const variants = {

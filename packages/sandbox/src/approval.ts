@@ -1,4 +1,3 @@
-import { createInterface } from 'node:readline';
 import type { ApprovalOutcome, ApprovalRequest, ApprovalRequester } from '@aleph/sandbox-core';
 
 /** Renders what a request asks for beyond the baseline, one `+` line each. */
@@ -40,6 +39,8 @@ export function createTtyApprovalRequester(options: TtyApprovalOptions = {}): Ap
         if (signal.aborted) throw signal.reason ?? new Error('aborted');
         const input = options.input ?? process.stdin;
         const output = options.output ?? process.stderr;
+        // Loaded here, not at the top: a CLI run that never prompts does not pay for node:readline.
+        const { createInterface } = await import('node:readline');
         const rl = createInterface({ input, output, terminal: false });
         try {
           output.write(`\n${describeElevation(request)}\n`);

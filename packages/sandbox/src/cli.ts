@@ -188,11 +188,17 @@ function exitCodeOf(out: SandboxOutput): number {
   return out.exitCode ?? 1;
 }
 
+/** The config loader and the factory, loaded only once the flags parse (so --help and usage errors stay fast). */
+async function loadSandboxModules() {
+  const [config, build] = await Promise.all([import('./config.js'), import('./build.js')]);
+  return { loadConfig: config.loadConfig, buildSandbox: build.buildSandbox };
+}
+
 const DENIALS = new Set(['ALEPH_POLICY_DENIED', 'ALEPH_CAPABILITY_DENIED', 'ALEPH_RATE_LIMITED']);
 
 async function run(argv: string[]): Promise<number> {
   const plan = parseRun(argv, 'run');
-  const [{ loadConfig }, { buildSandbox }] = await Promise.all([import('./config.js'), import('./build.js')]);
+  const { loadConfig, buildSandbox } = await loadSandboxModules();
   const config = await loadConfig(plan.values.config);
   const stdin =
     plan.values.approve === 'prompt' || (plan.values.approve === undefined && process.stdin.isTTY)
@@ -257,7 +263,7 @@ async function run(argv: string[]): Promise<number> {
 
 async function profile(argv: string[]): Promise<number> {
   const plan = parseRun(argv, 'profile');
-  const [{ loadConfig }, { buildSandbox }] = await Promise.all([import('./config.js'), import('./build.js')]);
+  const { loadConfig, buildSandbox } = await loadSandboxModules();
   const { parseCapabilities } = await import('@aleph/sandbox-core');
   const config = await loadConfig(plan.values.config);
   const workspaceDir = plan.workspaceDir;
@@ -301,7 +307,7 @@ async function doctor(argv: string[]): Promise<number> {
     strict: true,
   });
   if (values.help) throw Object.assign(new Error(HELP.doctor), { help: true });
-  const [{ loadConfig }, { buildSandbox }] = await Promise.all([import('./config.js'), import('./build.js')]);
+  const { loadConfig, buildSandbox } = await loadSandboxModules();
   const config = await loadConfig(values.config);
   let report: Record<string, unknown>;
   try {

@@ -1,0 +1,92 @@
+#!/usr/bin/env node
+// The aleph-sandbox command. Copied next to the CLI bundle by scripts/bundle.mjs.
+//
+// A CLI start spends most of its time compiling JavaScript. Node 20 has no compile cache for modules,
+// but V8 can cache classic scripts, so the bundle is CommonJS and this file compiles its chunks itself
+// with `vm.Script` and cached data kept per user:
+//   ${XDG_CACHE_HOME:-~/.cache}/aleph-sandbox/v8-<node version>-<arch>/<chunk>.v8
+// (%LOCALAPPDATA% instead of ~/.cache on Windows).
+// Chunk names carry a content hash, and V8 checks the source, its own version and the V8 flags before
+// using a cache, so a stale or foreign cache is only recompiled. The directory is used only when it is
+// this user's and nobody else can write to it. ALEPH_COMPILE_CACHE=0 turns the cache off.
+'use strict';
+const fs = require('node:fs');
+const Module = require('node:module');
+const os = require('node:os');
+const path = require('node:path');
+const vm = require('node:vm');
+
+const bundleDir = __dirname;
+
+function cacheDirectory() {
+  if (process.env.ALEPH_COMPILE_CACHE === '0') return undefined;
+  const base =
+    process.env.XDG_CACHE_HOME ||
+    (process.platform === 'win32'
+      ? process.env.LOCALAPPDATA || path.join(os.homedir(), 'AppData', 'Local')
+      : path.join(os.homedir(), '.cache'));
+  if (!path.isAbsolute(base)) return undefined;
+  return path.join(base, 'aleph-sandbox', `v8-${process.version}-${process.arch}`);
+}
+
+/**
+ * True when `dir` exists, is a real directory owned by us, and only we can write to it. On Windows the
+ * per-user LOCALAPPDATA is protected by its ACL, and mode bits say nothing, so a directory is enough.
+ */
+function trusted(dir) {
+  try {
+    const st = fs.lstatSync(dir);
+    if (process.platform === 'win32') return st.isDirectory();
+    return st.isDirectory() && st.uid === process.getuid() && (st.mode & 0o022) === 0;
+  } catch {
+    return false;
+  }
+}
+
+const cacheDir = cacheDirectory();
+const readable = cacheDir !== undefined && trusted(cacheDir);
+/** Scripts compiled without a usable cache, written out when the process exits. */
+const fresh = [];
+
+const compile = Module.prototype._compile;
+Module.prototype._compile = function compileWithCache(content, filename) {
+  if (cacheDir === undefined || path.dirname(filename) !== bundleDir) {
+    return compile.call(this, content, filename);
+  }
+  const cacheFile = path.join(cacheDir, `${path.basename(filename)}.v8`);
+  let cachedData;
+  if (readable) {
+    try {
+      cachedData = fs.readFileSync(cacheFile);
+    } catch {
+      cachedData = undefined;
+    }
+  }
+  const source = content.startsWith('#!') ? `//${content.slice(2)}` : content;
+  const script = new vm.Script(Module.wrap(source), {
+    filename,
+    ...(cachedData === undefined ? {} : { cachedData }),
+  });
+  if (cachedData === undefined || script.cachedDataRejected) fresh.push([cacheFile, script]);
+  const wrapper = script.runInThisContext({ displayErrors: true });
+  const require = Module.createRequire(filename);
+  return wrapper.call(this.exports, this.exports, require, this, filename, bundleDir);
+};
+
+process.once('exit', () => {
+  if (fresh.length === 0 || cacheDir === undefined) return;
+  try {
+    fs.mkdirSync(cacheDir, { recursive: true, mode: 0o700 });
+    if (!trusted(cacheDir)) return;
+    for (const [file, script] of fresh) {
+      // Written whole under a temporary name, then renamed: a concurrent start never reads half a cache.
+      const temp = `${file}.${process.pid}.tmp`;
+      fs.writeFileSync(temp, script.createCachedData(), { mode: 0o600 });
+      fs.renameSync(temp, file);
+    }
+  } catch {
+    // A read-only or full home only means the next start compiles again.
+  }
+});
+
+require('./cli.cjs');
