@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createCommandPolicy, normalizeText } from '../src/index.js';
+import { lexPosix, type Token } from '../src/internal/posix-lexer.js';
+import { createParser, type Pipeline } from '../src/internal/posix-scan.js';
 import { buildScanText } from '../src/internal/scan-text.js';
 
 const policy = createCommandPolicy();
@@ -140,4 +142,80 @@ describe('program names that are Object.prototype keys', () => {
       }
     },
   );
+});
+
+describe('long scripts, read in batches', () => {
+  // The lexer hands tokens over in batches of a few hundred at line ends (so a long script is never held
+  // whole); what is read must not depend on where a batch ends.
+  const lineOf = fc.array(interesting, { maxLength: 40 }).map((a) => `a b ${a.join('').replace(/\n/g, ' ')}`);
+  const script = fc
+    .array(lineOf, { minLength: 100, maxLength: 400 })
+    .map((lines) => normalizeText(lines.join('\n')));
+  const batched = (src: string, leaves: readonly number[]) => {
+    const seen: Token[] = [];
+    let calls = 0;
+    const { tokens: rest } = lexPosix(src, (batch) => {
+      const keep = leaves[calls++ % leaves.length] as number;
+      seen.push(...batch.splice(0, Math.max(0, batch.length - keep)));
+    });
+    return { tokens: [...seen, ...rest], calls };
+  };
+
+  it('hands tokens over in batches', () => {
+    expect(batched('a b c\n'.repeat(1000), [0]).calls).toBeGreaterThan(10);
+  });
+
+  it('gives the same tokens as one pass, however many tokens each batch leaves behind', () => {
+    fc.assert(
+      fc.property(script, fc.array(fc.nat(3), { minLength: 1, maxLength: 20 }), (src, leaves) => {
+        expect(batched(src, leaves).tokens).toEqual(lexPosix(src).tokens);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('parses the same pipelines however the tokens are split between feeds', () => {
+    const parse = (tokens: readonly Token[], cuts: readonly number[]) => {
+      const out: Pipeline[] = [];
+      const parser = createParser((p) => out.push(p));
+      const pending: Token[] = [];
+      let at = 0;
+      for (const cut of cuts) {
+        const end = Math.min(tokens.length, at + cut);
+        pending.push(...tokens.slice(at, end));
+        at = end;
+        parser.feed(pending, false);
+      }
+      pending.push(...tokens.slice(at));
+      parser.feed(pending, true);
+      return out;
+    };
+    const functionLines = fc.constantFrom(
+      'f() { f | f & }; f',
+      'function g { g; }; g',
+      'h ( ) ( h )',
+      'x=1 y',
+      '{ a; }',
+    );
+    const src = fc
+      .array(fc.oneof(lineOf, functionLines), { minLength: 5, maxLength: 60 })
+      .map((lines) => normalizeText(lines.join('\n')));
+    fc.assert(
+      fc.property(src, fc.array(fc.integer({ min: 1, max: 7 }), { maxLength: 80 }), (text, cuts) => {
+        const { tokens } = lexPosix(text);
+        expect(parse(tokens, cuts)).toEqual(parse(tokens, []));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('finds a fork bomb wherever a batch boundary falls inside it', () => {
+    for (let filler = 240; filler < 300; filler++) {
+      const src = `${'true\n'.repeat(filler)}fork() { fork | fork & }; fork`;
+      expect(
+        policy.evaluateCommand({ program: 'bash', args: ['-s'], stdin: src }).decision,
+        `after ${filler} lines`,
+      ).toBe('block');
+    }
+  });
 });

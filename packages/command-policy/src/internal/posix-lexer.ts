@@ -32,12 +32,15 @@ export interface RedirToken {
 export type Token = WordToken | OpToken | RedirToken;
 
 export interface LexResult {
+  /** The tokens not yet handed to `flush` (all of them without one). */
   readonly tokens: Token[];
   /** Code found inside substitutions, to be scanned as its own segment. */
   readonly nested: string[];
 }
 
-const META = new Set([' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>']);
+/** Metacharacters, which end a word unquoted. */
+const META = new Uint8Array(128);
+for (const c of ' \t\n;&|()<>') META[c.charCodeAt(0)] = 1;
 
 /** Characters that are copied into a word as they are (not metacharacters, quotes, escapes or `$`). */
 const PLAIN = new Uint8Array(128).fill(1);
@@ -135,8 +138,20 @@ function decodeAnsiC(body: string): string {
   return out.replace(/[\u0000-\u0009\u000b-\u001f\u007f]/g, ' ');
 }
 
-/** Lexes `src` (already character-normalised). */
-export function lexPosix(src: string): LexResult {
+/** One shared token per operator: a long script repeats them thousands of times. */
+const OPS = new Map<string, OpToken>(
+  ['\n', ';', '&&', '&', '||', '|', '(', ')'].map((op) => [op, Object.freeze({ kind: 'op', op } as const)]),
+);
+
+/** How many tokens collect before the lexer offers them to `flush`. */
+const FLUSH_AT = 256;
+
+/**
+ * Lexes `src` (already character-normalised). With `flush`, tokens are offered in batches as the lexer
+ * goes, each at the end of a line with no here-document pending; `flush` removes from the front of the
+ * array the tokens it is done with. A long script so never holds all its tokens at once.
+ */
+export function lexPosix(src: string, flush?: (tokens: Token[]) => void): LexResult {
   const tokens: Token[] = [];
   const nested: string[] = [];
   const pendingHeredocs: { token: RedirToken; strip: boolean }[] = [];
@@ -166,16 +181,23 @@ export function lexPosix(src: string): LexResult {
     let text = '';
     let quoted = false;
     while (i < n) {
-      // Copy a run of plain characters in one slice.
+      // Copy a run of plain characters in one slice. The loop keeps a local index: `i` lives in the
+      // closure context the other readers share, which is slow in a tight loop.
       const runStart = i;
-      let code = src.charCodeAt(i);
-      while (i < n && (code >= 128 || PLAIN[code] === 1)) code = src.charCodeAt(++i);
+      let j = i;
+      let code = 0;
+      while (j < n) {
+        code = src.charCodeAt(j);
+        if (code < 128 && PLAIN[code] === 0) break;
+        j++;
+      }
+      i = j;
       if (i > runStart) {
         text += src.slice(runStart, i);
         if (i >= n) break;
       }
       const c = src[i] as string;
-      if (META.has(c)) {
+      if (code < 128 && META[code] === 1) {
         // `<(` / `>(` process substitution is part of a word.
         if ((c === '<' || c === '>') && src[i + 1] === '(' && text === '') {
           const end = scanBalanced(src, i + 2, '(', ')');
@@ -318,7 +340,7 @@ export function lexPosix(src: string): LexResult {
     return '$';
   };
 
-  const pushOp = (op: string) => tokens.push({ kind: 'op', op });
+  const pushOp = (op: string) => tokens.push(OPS.get(op) as OpToken);
 
   const readRedirect = (fd: string) => {
     let op: string;
@@ -359,6 +381,7 @@ export function lexPosix(src: string): LexResult {
       pushOp('\n');
       i++;
       if (pendingHeredocs.length > 0) readHeredocBodies();
+      if (flush !== undefined && tokens.length >= FLUSH_AT) flush(tokens);
       continue;
     }
     if (c === '#') {

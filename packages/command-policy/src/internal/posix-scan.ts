@@ -11,12 +11,12 @@ import {
 import { lexPosix, type RedirToken, type Token } from './posix-lexer.js';
 import type { ScanContext } from './scan-context.js';
 
-interface Command {
+export interface Command {
   words: string[];
   redirects: RedirToken[];
 }
 
-interface Pipeline {
+export interface Pipeline {
   commands: Command[];
   background: boolean;
 }
@@ -25,9 +25,17 @@ const START_KEYWORDS = new Set(['if', 'then', 'else', 'elif', 'do', 'while', 'un
 const END_KEYWORDS = new Set(['fi', 'done', 'esac']);
 const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=/;
 
-/** Turns tokens into pipelines; function bodies that call their own function get {@link SELF}. */
-function parse(tokens: readonly Token[]): Pipeline[] {
-  const pipelines: Pipeline[] = [];
+/** Tokens a parse step may look ahead (`function NAME ( )`). */
+const LOOKAHEAD = 3;
+
+/**
+ * Turns tokens into pipelines, handing each to `emit` as soon as it ends; function bodies that call their
+ * own function get {@link SELF}. `feed` may be called many times as tokens arrive: it consumes (removes
+ * from the front of `tokens`) all but the last few, which a later call or the final one consumes.
+ */
+export function createParser(emit: (pipeline: Pipeline) => void): {
+  feed(tokens: Token[], final: boolean): void;
+} {
   let pipeline: Pipeline = { commands: [], background: false };
   let command: Command = { words: [], redirects: [] };
   const functions: { name: string; brace: number; paren: number }[] = [];
@@ -36,12 +44,17 @@ function parse(tokens: readonly Token[]): Pipeline[] {
   let parenDepth = 0;
 
   const endCommand = () => {
-    if (command.words.length > 0 || command.redirects.length > 0) pipeline.commands.push(command);
+    if (command.words.length === 0 && command.redirects.length === 0) return;
+    pipeline.commands.push(command);
     command = { words: [], redirects: [] };
   };
   const endPipeline = () => {
     endCommand();
-    if (pipeline.commands.length > 0) pipelines.push(pipeline);
+    if (pipeline.commands.length === 0) {
+      pipeline.background = false;
+      return;
+    }
+    emit(pipeline);
     pipeline = { commands: [], background: false };
   };
   const openBody = (kind: 'brace' | 'paren') => {
@@ -63,94 +76,108 @@ function parse(tokens: readonly Token[]): Pipeline[] {
     }
   };
 
-  for (let k = 0; k < tokens.length; k++) {
-    const t = tokens[k] as Token;
-    if (t.kind === 'redir') {
-      command.redirects.push(t);
-      continue;
-    }
-    if (t.kind === 'op') {
-      switch (t.op) {
-        case '|':
-          endCommand();
-          break;
-        case '&':
-          endCommand();
-          pipeline.background = true;
+  const feed = (tokens: Token[], final: boolean) => {
+    const stop = final ? tokens.length : tokens.length - LOOKAHEAD;
+    let k = 0;
+    for (; k < stop; k++) {
+      const t = tokens[k] as Token;
+      if (t.kind === 'redir') {
+        command.redirects.push(t);
+        continue;
+      }
+      if (t.kind === 'op') {
+        switch (t.op) {
+          case '|':
+            endCommand();
+            break;
+          case '&':
+            endCommand();
+            pipeline.background = true;
+            endPipeline();
+            break;
+          case '(':
+            endPipeline();
+            parenDepth++;
+            openBody('paren');
+            break;
+          case ')':
+            endPipeline();
+            parenDepth--;
+            closeBodies();
+            break;
+          default:
+            endPipeline();
+        }
+        continue;
+      }
+      const atStart = command.words.length === 0;
+      if (atStart && !t.quoted) {
+        const next = tokens[k + 1];
+        const after = tokens[k + 2];
+        if (next?.kind === 'op' && next.op === '(' && after?.kind === 'op' && after.op === ')') {
+          pendingFunction = t.text;
+          k += 2;
+          continue;
+        }
+        if (t.text === 'function' && tokens[k + 1]?.kind === 'word') {
+          pendingFunction = (tokens[k + 1] as { text: string }).text;
+          k++;
+          const p = tokens[k + 1];
+          const q = tokens[k + 2];
+          if (p?.kind === 'op' && p.op === '(' && q?.kind === 'op' && q.op === ')') k += 2;
+          continue;
+        }
+        if (t.text === '{') {
+          braceDepth++;
+          openBody('brace');
+          continue;
+        }
+        if (t.text === '}') {
           endPipeline();
-          break;
-        case '(':
-          endPipeline();
-          parenDepth++;
-          openBody('paren');
-          break;
-        case ')':
-          endPipeline();
-          parenDepth--;
+          braceDepth--;
           closeBodies();
-          break;
-        default:
+          continue;
+        }
+        if (START_KEYWORDS.has(t.text)) continue;
+        if (END_KEYWORDS.has(t.text)) {
           endPipeline();
+          continue;
+        }
+        if (t.text.includes('=') && ASSIGNMENT.test(t.text)) continue;
       }
-      continue;
+      if (atStart && functions.length > 0 && functions.some((f) => f.name === t.text)) {
+        command.words.push(SELF);
+        continue;
+      }
+      // Brace expansion: `{rm,-rf,/}` runs `rm -rf /`; `/{,}` is `/ /`.
+      const brace =
+        t.quoted || !t.text.includes('{') ? null : /^([^{}$]*)\{([^{}\s]*,[^{}\s]*)\}([^{}]*)$/.exec(t.text);
+      if (brace !== null) {
+        const items = (brace[2] as string).split(',').slice(0, 16);
+        command.words.push(...items.map((item) => `${brace[1]}${item}${brace[3]}`).filter((w) => w !== ''));
+        continue;
+      }
+      command.words.push(t.text);
     }
-    const atStart = command.words.length === 0;
-    if (atStart && !t.quoted) {
-      const next = tokens[k + 1];
-      const after = tokens[k + 2];
-      if (next?.kind === 'op' && next.op === '(' && after?.kind === 'op' && after.op === ')') {
-        pendingFunction = t.text;
-        k += 2;
-        continue;
-      }
-      if (t.text === 'function' && tokens[k + 1]?.kind === 'word') {
-        pendingFunction = (tokens[k + 1] as { text: string }).text;
-        k++;
-        const p = tokens[k + 1];
-        const q = tokens[k + 2];
-        if (p?.kind === 'op' && p.op === '(' && q?.kind === 'op' && q.op === ')') k += 2;
-        continue;
-      }
-      if (t.text === '{') {
-        braceDepth++;
-        openBody('brace');
-        continue;
-      }
-      if (t.text === '}') {
-        endPipeline();
-        braceDepth--;
-        closeBodies();
-        continue;
-      }
-      if (START_KEYWORDS.has(t.text)) continue;
-      if (END_KEYWORDS.has(t.text)) {
-        endPipeline();
-        continue;
-      }
-      if (t.text.includes('=') && ASSIGNMENT.test(t.text)) continue;
-    }
-    if (atStart && functions.length > 0 && functions.some((f) => f.name === t.text)) {
-      command.words.push(SELF);
-      continue;
-    }
-    // Brace expansion: `{rm,-rf,/}` runs `rm -rf /`; `/{,}` is `/ /`.
-    const brace =
-      t.quoted || !t.text.includes('{') ? null : /^([^{}$]*)\{([^{}\s]*,[^{}\s]*)\}([^{}]*)$/.exec(t.text);
-    if (brace !== null) {
-      const items = (brace[2] as string).split(',').slice(0, 16);
-      command.words.push(...items.map((item) => `${brace[1]}${item}${brace[3]}`).filter((w) => w !== ''));
-      continue;
-    }
-    command.words.push(t.text);
-  }
-  endPipeline();
-  return pipelines;
+    // A skip past `( )` may have gone beyond `stop`; never past the end.
+    tokens.splice(0, Math.min(k, tokens.length));
+    if (final) endPipeline();
+  };
+  return { feed };
 }
 
 /** `/usr/bin/rm` → `rm`; program names are compared case-insensitively. */
 export function programName(word: string): string {
-  const slash = word.lastIndexOf('/');
-  return (slash >= 0 ? word.slice(slash + 1) : word).toLowerCase();
+  // One pass for the common case, a lowercase ASCII name without a directory, which is returned as is.
+  let slash = -1;
+  let lower = true;
+  for (let i = 0; i < word.length; i++) {
+    const c = word.charCodeAt(i);
+    if (c === 0x2f) slash = i;
+    else if ((c >= 0x41 && c <= 0x5a) || c >= 0x80) lower = false;
+  }
+  const name = slash >= 0 ? word.slice(slash + 1) : word;
+  return lower ? name : name.toLowerCase();
 }
 
 const HOME_STANDIN = '/home/\u0000';
@@ -168,10 +195,17 @@ function renderWord(word: string): string {
     const resolved = normalizeAbsolutePath(w.replace(/^(~|\$HOME)/, HOME_STANDIN));
     if (!resolved.startsWith(HOME_STANDIN)) w = resolved;
   }
-  return HAS_BLANK.test(w) ? joinWordSpaces(w) : w;
+  return hasBlank(w) ? joinWordSpaces(w) : w;
 }
 
-const HAS_BLANK = /[ \n\t]/;
+function hasBlank(w: string): boolean {
+  if (w.length > 64) return w.indexOf(' ') >= 0 || w.indexOf('\n') >= 0 || w.indexOf('\t') >= 0;
+  for (let i = 0; i < w.length; i++) {
+    const c = w.charCodeAt(i);
+    if (c === 0x20 || c === 0x0a || c === 0x09) return true;
+  }
+  return false;
+}
 
 interface WrapperSpec {
   /** Single-letter options that take an argument. */
@@ -360,6 +394,19 @@ const XARGS: WrapperSpec = {
 };
 const ENV_ARG = new Set(['-u', '--unset', '-C', '--chdir']);
 
+/** Programs {@link analyze} strips or looks through to find the command they run. */
+const UNWRAPPED = new Set([
+  'busybox',
+  'toybox',
+  'command',
+  'env',
+  'xargs',
+  'flock',
+  'su',
+  'runuser',
+  ...WRAPPERS.keys(),
+]);
+
 /** Finds the code string of `sh -c CODE` (and clusters like `-lc`, `-ec`). */
 function shellCode(words: readonly string[]): { code?: string; readsStdin: boolean } {
   let hasC = false;
@@ -449,12 +496,22 @@ function readLiteral(code: string, start: number): { text: string; end: number }
 
 /** What a command turned into once wrappers were stripped. */
 interface Analyzed {
-  readonly words: string[];
+  readonly words: readonly string[];
   readonly rendered: string;
 }
 
-function render(words: readonly string[], redirects: readonly RedirToken[], background: boolean): string {
-  let line = words.map(renderWord).join(' ');
+/** Renders a command line; `program`, when given, stands for `words[0]`. */
+function render(
+  words: readonly string[],
+  redirects: readonly RedirToken[],
+  background: boolean,
+  program?: string,
+): string {
+  let line = '';
+  for (let i = 0; i < words.length; i++) {
+    const word = i === 0 && program !== undefined ? program : (words[i] as string);
+    line = i === 0 ? renderWord(word) : `${line} ${renderWord(word)}`;
+  }
   for (const r of redirects) {
     if (r.op === '>&' || r.op === '<&') {
       if (/^(\d+|-)$/.test(r.target)) continue; // fd duplication, not a file
@@ -498,10 +555,15 @@ function analyze(
   stdinWords: readonly string[] | undefined,
   cwd?: string,
 ): Analyzed {
-  let words = [...command.words];
+  let words: readonly string[] = command.words;
   let guard = 0;
+  // The program name of `words`, remembered for the words it was computed from.
+  let prog = '';
+  let progOf: readonly string[] | undefined;
   while (words.length > 0 && guard++ < 32) {
-    const prog = programName(words[0] as string);
+    prog = programName(words[0] as string);
+    progOf = words;
+    if (!UNWRAPPED.has(prog)) break;
     if (prog === 'busybox' || prog === 'toybox') {
       words = words.slice(1);
       continue;
@@ -578,25 +640,39 @@ function analyze(
     }
     break;
   }
-  if (stdinWords !== undefined && words.length > 0 && programName(words[0] as string) === 'xargs') {
-    words = [...words, ...stdinWords];
-  }
-  const display = words.length > 0 ? [programName(words[0] as string), ...words.slice(1)] : words;
-  if (words[0] === SELF) display[0] = SELF;
+  if (progOf !== words) prog = words.length > 0 ? programName(words[0] as string) : '';
+  if (stdinWords !== undefined && prog === 'xargs') words = [...words, ...stdinWords];
+  const program = words[0] === SELF ? SELF : prog;
+  let display = words;
   let redirects: readonly RedirToken[] = command.redirects;
   if (cwd !== undefined) {
-    if (PATH_SENSITIVE.has(display[0] ?? '')) {
-      for (let i = 1; i < display.length; i++) display[i] = resolveRelative(display[i] as string, cwd);
-    }
+    if (PATH_SENSITIVE.has(program)) display = words.map((w, i) => (i === 0 ? w : resolveRelative(w, cwd)));
     redirects = redirects.map((r) =>
       r.op === '<<' || r.op === '<<<' ? r : { ...r, target: resolveRelative(r.target, cwd) },
     );
   }
-  const rendered = render(display, redirects, background);
+  const rendered = render(display, redirects, background, program);
   ctx.push(`${POSIX_LINE}${rendered}`);
-  launchers(ctx, words, command.redirects, depth, stdinWords);
+  launchers(ctx, words, command.redirects, depth, stdinWords, prog);
   return { words, rendered };
 }
+
+/** Programs {@link launchers} looks into, besides interpreters ({@link interpreterKind}). */
+const LAUNCHERS = new Set([
+  ...SHELLS,
+  'eval',
+  'source',
+  '.',
+  'watch',
+  'script',
+  'find',
+  'cmd',
+  'cmd.exe',
+  'powershell',
+  'powershell.exe',
+  'pwsh',
+  'pwsh.exe',
+]);
 
 /** Queues the code that launchers run: `sh -c`, `eval`, heredocs fed to a shell, `find -exec`, … */
 function launchers(
@@ -605,9 +681,9 @@ function launchers(
   redirects: readonly RedirToken[],
   depth: number,
   stdinWords: readonly string[] | undefined,
+  prog: string,
 ): void {
-  if (words.length === 0) return;
-  const prog = programName(words[0] as string);
+  if (words.length === 0 || (!LAUNCHERS.has(prog) && interpreterKind(prog) === undefined)) return;
   const stdinCode = () => {
     for (const r of redirects) {
       if (r.op === '<<' && r.body !== undefined) ctx.enqueue('posix', r.body, depth + 1);
@@ -692,8 +768,12 @@ function literalOutput(words: readonly string[]): string[] | undefined {
 
 /** Scans POSIX shell text: every simple command it would run becomes a line. */
 export function scanPosixText(ctx: ScanContext, text: string, depth: number): void {
-  const { tokens, nested } = lexPosix(text);
-  scanPipelines(ctx, parse(tokens), depth);
+  // Streamed: the lexer hands tokens to the parser in batches and the parser hands each pipeline to the
+  // scanner as it ends, so a long script is never held as tokens or pipelines all at once.
+  const scanner = createPipelineScanner(ctx, depth);
+  const parser = createParser(scanner);
+  const { tokens, nested } = lexPosix(text, (batch) => parser.feed(batch, false));
+  parser.feed(tokens, true);
   for (const inner of nested) ctx.enqueue('posix', inner, depth + 1);
 }
 
@@ -706,17 +786,18 @@ export function scanPosixWords(
 ): void {
   const command: Command = { words: [...words], redirects: [] };
   if (stdin !== undefined) command.redirects.push({ kind: 'redir', op: '<<<', fd: '', target: stdin });
-  scanPipelines(ctx, [{ commands: [command], background: false }], depth);
+  createPipelineScanner(ctx, depth)({ commands: [command], background: false });
 }
 
-function scanPipelines(ctx: ScanContext, pipelines: readonly Pipeline[], depth: number): void {
+/** Scans pipelines in order; a `cd` carries over to the pipelines after it. */
+function createPipelineScanner(ctx: ScanContext, depth: number): (pipeline: Pipeline) => void {
   let cwd: string | undefined;
-  for (const p of pipelines) {
-    const rendered: string[] = [];
+  return (p) => {
+    const rendered: string[] | undefined = p.commands.length > 1 ? [] : undefined;
     let previous: Analyzed | undefined;
     for (const c of p.commands) {
-      const first = c.words[0] === undefined ? '' : programName(c.words[0]);
-      if ((first === 'cd' || first === 'pushd') && p.commands.length === 1) {
+      const first = p.commands.length === 1 && c.words[0] !== undefined ? programName(c.words[0]) : '';
+      if (first === 'cd' || first === 'pushd') {
         const target = c.words.slice(1).find((w) => !w.startsWith('-'));
         if (target === undefined || target.startsWith('~') || target.startsWith('$')) cwd = undefined;
         else if (target.startsWith('/')) cwd = normalizeAbsolutePath(target);
@@ -724,11 +805,11 @@ function scanPipelines(ctx: ScanContext, pipelines: readonly Pipeline[], depth: 
       }
       const stdinWords = previous === undefined ? undefined : literalOutput(previous.words);
       const analyzed = analyze(ctx, c, p.background, depth, stdinWords, cwd);
-      if (p.commands.length > 1) rendered.push(analyzed.rendered.replace(` ${BACKGROUND}&`, ''));
+      rendered?.push(p.background ? analyzed.rendered.replace(` ${BACKGROUND}&`, '') : analyzed.rendered);
       previous = analyzed;
     }
-    if (p.commands.length > 1) {
+    if (rendered !== undefined) {
       ctx.push(`${POSIX_LINE}${META}P ${rendered.join(` ${PIPE} `)}${p.background ? ` ${BACKGROUND}&` : ''}`);
     }
-  }
+  };
 }
