@@ -187,8 +187,11 @@ const ALLOW: Decision = Object.freeze({ decision: 'allow', rules: [], matches: [
 function bound(text: string, used = 0): { text: string; truncated: boolean } {
   const budget = Math.max(0, SCAN_LIMIT_BYTES - used);
   if (text.length * 3 <= budget) return { text, truncated: false };
+  const length = Buffer.byteLength(text, 'utf8');
+  if (length <= budget) return { text, truncated: false };
+  // As many bytes as characters: all ASCII, so the string itself is cut.
+  if (length === text.length) return { text: text.slice(0, budget), truncated: true };
   const bytes = Buffer.from(text, 'utf8');
-  if (bytes.length <= budget) return { text, truncated: false };
   // Cut on a character boundary.
   let end = budget;
   while (end > 0 && ((bytes[end] as number) & 0xc0) === 0x80) end--;

@@ -3,11 +3,17 @@ import { scanPosixText, scanPosixWords } from './posix-scan.js';
 import type { ScanContext } from './scan-context.js';
 import { scanWindowsText } from './windows-scan.js';
 
+/**
+ * Lines are joined into one string every this many. A joined chunk is one flat string, so the words and
+ * pieces each line was built from can be collected young instead of surviving until the end.
+ */
+const CHUNK_LINES = 512;
+
 /** How deep launchers may nest (`bash -c "eval '…'"`), and how much nested text is scanned in total. */
 const MAX_DEPTH = 4;
 const MAX_NESTED_CHARS = 1 << 20;
 
-/** A command to scan: shell text, or argv as an agent tool passes it. */
+/** A command to scan, already normalised ({@link normalizeText}): shell text, or argv as an agent tool passes it. */
 export type ScanInput =
   | { readonly text: string }
   | { readonly program: string; readonly args: readonly string[]; readonly stdin?: string };
@@ -19,6 +25,7 @@ export type ScanInput =
  * as commands of their own.
  */
 export function buildScanText(input: ScanInput, platform: 'posix' | 'windows'): string {
+  const chunks: string[] = [];
   const lines: string[] = [];
   const queue: {
     kind: 'posix' | 'windows' | 'words';
@@ -27,13 +34,19 @@ export function buildScanText(input: ScanInput, platform: 'posix' | 'windows'): 
     depth: number;
   }[] = [];
   let nestedChars = 0;
+  // The stdin comes normalised; when a shell reads it as code it is not normalised (read) again.
+  const stdin = 'stdin' in input ? input.stdin : undefined;
   const ctx: ScanContext = {
-    push: (line) => lines.push(line),
+    push(line) {
+      if (lines.push(line) < CHUNK_LINES) return;
+      chunks.push(lines.join('\n'));
+      lines.length = 0;
+    },
     enqueue(kind, text, depth) {
       if (depth > MAX_DEPTH || text.length === 0) return;
       nestedChars += text.length;
       if (nestedChars > MAX_NESTED_CHARS) return;
-      queue.push({ kind, text: normalizeText(text), depth });
+      queue.push({ kind, text: text === stdin ? text : normalizeText(text), depth });
     },
     enqueueWords(words, depth) {
       if (depth > MAX_DEPTH) return;
@@ -61,5 +74,6 @@ export function buildScanText(input: ScanInput, platform: 'posix' | 'windows'): 
       scanWindowsText(ctx, item.text, item.depth);
     } else scanPosixWords(ctx, item.words ?? [], item.depth);
   }
-  return lines.join('\n');
+  if (lines.length > 0) chunks.push(lines.join('\n'));
+  return chunks.join('\n');
 }
