@@ -143,6 +143,9 @@ const OPS = new Map<string, OpToken>(
   ['\n', ';', '&&', '&', '||', '|', '(', ')'].map((op) => [op, Object.freeze({ kind: 'op', op } as const)]),
 );
 
+/** A word that, glued to a redirection, is its file descriptor: `2>file`, `{fd}>file`. */
+const FD_WORD = /^(\d+|\{[A-Za-z_]\w*\})$/;
+
 /** How many tokens collect before the lexer offers them to `flush`. */
 const FLUSH_AT = 256;
 
@@ -372,6 +375,26 @@ export function lexPosix(src: string, flush?: (tokens: Token[]) => void): LexRes
   };
 
   while (i < n) {
+    const code = src.charCodeAt(i);
+    // Most words are plain characters up to a metacharacter: read them here, without readWord.
+    if (code < 128 && PLAIN[code] === 1 && code !== 0x23 /* # */) {
+      let j = i + 1;
+      let next = 0;
+      while (j < n) {
+        next = src.charCodeAt(j);
+        if (next < 128 && PLAIN[next] === 0) break;
+        j++;
+      }
+      if (j >= n || META[next] === 1) {
+        const text = src.slice(i, j);
+        i = j;
+        if ((next === 0x3c || next === 0x3e) && j < n && src[j + 1] !== '(' && FD_WORD.test(text)) {
+          readRedirect(text);
+        } else tokens.push({ kind: 'word', text, quoted: false });
+        continue;
+      }
+      // A quote, escape or expansion follows: the general reader below.
+    }
     const c = src[i] as string;
     if (c === ' ' || c === '\t') {
       i++;
@@ -434,12 +457,7 @@ export function lexPosix(src: string, flush?: (tokens: Token[]) => void): LexRes
       continue;
     }
     // `2>file`, `{fd}>file`: an unquoted all-digit word glued to a redirection is its fd.
-    if (
-      !word.quoted &&
-      (src[i] === '<' || src[i] === '>') &&
-      src[i + 1] !== '(' &&
-      /^(\d+|\{[A-Za-z_]\w*\})$/.test(word.text)
-    ) {
+    if (!word.quoted && (src[i] === '<' || src[i] === '>') && src[i + 1] !== '(' && FD_WORD.test(word.text)) {
       readRedirect(word.text);
       continue;
     }

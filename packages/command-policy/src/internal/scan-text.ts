@@ -7,7 +7,7 @@ import { scanWindowsText } from './windows-scan.js';
  * Lines are joined into one string every this many. A joined chunk is one flat string, so the words and
  * pieces each line was built from can be collected young instead of surviving until the end.
  */
-const CHUNK_LINES = 512;
+const CHUNK_LINES = 128;
 
 /** How deep launchers may nest (`bash -c "eval '…'"`), and how much nested text is scanned in total. */
 const MAX_DEPTH = 4;
