@@ -8,6 +8,11 @@ const DOWNSTREAM_READ_BYTES = 1024 * 1024;
  * large buffers of its own.
  */
 const SHARED_READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
+/**
+ * Large buffers a tunnel keeps for reuse once their data is written. A fresh 1 MiB buffer is fresh
+ * memory the kernel must map and zero page by page, which costs about as much as copying the data.
+ */
+const SPARE_BUFFERS = 3;
 
 /**
  * The upstream → client direction of a tunnel. `stream.pipe` moves data in 64 KiB chunks, one callback
@@ -17,7 +22,8 @@ const SHARED_READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
  * the tunnel is established is held (and reading paused) until `forward` is called.
  */
 export class DownstreamReader {
-  #buffer = SHARED_READ_BUFFER;
+  #buffer: Buffer = SHARED_READ_BUFFER;
+  #spare: Buffer[] = [];
   #held: Buffer[] = [];
   #source: net.Socket | undefined;
   #sink: net.Socket | undefined;
@@ -26,9 +32,15 @@ export class DownstreamReader {
     buffer: () => this.#buffer,
     callback: (bytes: number, buffer: Uint8Array): boolean => {
       let chunk: Buffer;
+      let done: (() => void) | undefined;
       if (this.#buffer !== SHARED_READ_BUFFER && bytes >= SHARED_READ_BUFFER.length) {
-        chunk = Buffer.from(buffer.buffer, buffer.byteOffset, bytes);
-        this.#buffer = Buffer.allocUnsafe(DOWNSTREAM_READ_BYTES);
+        // Written from where it was read; the buffer is reused once the write has taken the data.
+        const full = this.#buffer;
+        chunk = full.subarray(0, bytes);
+        this.#buffer = this.#spare.pop() ?? Buffer.allocUnsafe(DOWNSTREAM_READ_BYTES);
+        done = () => {
+          if (this.#spare.length < SPARE_BUFFERS) this.#spare.push(full);
+        };
       } else {
         chunk = Buffer.allocUnsafe(bytes);
         chunk.set(buffer.subarray(0, bytes));
@@ -41,7 +53,7 @@ export class DownstreamReader {
         this.#held.push(chunk);
         return false;
       }
-      if (sink.write(chunk)) return true;
+      if (sink.write(chunk, done)) return true;
       sink.once('drain', () => this.#source?.resume());
       return false;
     },

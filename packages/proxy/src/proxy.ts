@@ -120,6 +120,11 @@ interface Upstream {
   readonly reader: DownstreamReader;
 }
 
+/** The CONNECT success reply, encoded once: every tunnel sends it. */
+const CONNECT_ESTABLISHED = new Map(
+  ['1.0', '1.1'].map((v) => [v, Buffer.from(`HTTP/${v} 200 Connection Established\r\n\r\n`, 'latin1')]),
+);
+
 const HOP_BY_HOP = new Set([
   'connection',
   'keep-alive',
@@ -435,7 +440,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
         return;
       }
       counters.allowed++;
-      client.write(`HTTP/${version} 200 Connection Established\r\n\r\n`);
+      client.write(CONNECT_ESTABLISHED.get(version) ?? `HTTP/${version} 200 Connection Established\r\n\r\n`);
       if (head.length > 0) upstream.socket.write(head);
       relay(client, upstream, {
         entry: 'connect',
