@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { PatternError } from './allowlist.js';
-import { startProxy } from './proxy.js';
+import { parseParentProxy } from './parent.js';
+import { type ParentProxy, startProxy } from './proxy.js';
 import { createStaticResolver } from './resolver.js';
 import { normalizeHost, TargetError } from './target.js';
 
@@ -9,8 +10,10 @@ const HELP = `aleph-proxy: the Aleph managed egress proxy (HTTP CONNECT, HTTP an
 
 Usage:
   aleph-proxy [--allow PATTERN]... [--deny PATTERN]... [--listen HOST:PORT] [--unix PATH] [--resolve NAME=IP]...
+              [--parent HOST:PORT]
 
 PATTERN: name, *.suffix (subdomains only), IPv4, [IPv6], each with an optional :port.
+--parent: reach allowed hosts through this HTTP proxy (CONNECT), e.g. a corporate proxy.
 Prints one JSON line {"listen": "HOST:PORT", "unix": PATH|null} when ready; runs until SIGTERM or SIGINT.
 Denied: HTTP 403 / SOCKS5 0x02. Allowed but unreachable: 502 / SOCKS5 0x04 or 0x05. Malformed: 400 / 0x01.
 Exit codes: 0 after a clean shutdown, 2 for usage errors (a malformed pattern names the pattern and why).`;
@@ -35,6 +38,7 @@ async function main(): Promise<void> {
       listen: { type: 'string' },
       unix: { type: 'string' },
       resolve: { type: 'string', multiple: true, default: [] },
+      parent: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -57,12 +61,19 @@ async function main(): Promise<void> {
     }
   }
   const listen = values.listen === undefined ? { host: '127.0.0.1', port: 0 } : parseListen(values.listen);
+  let parent: ParentProxy | undefined;
+  try {
+    parent = values.parent === undefined ? undefined : parseParentProxy(values.parent);
+  } catch (error) {
+    throw new UsageError(`--parent: ${(error as Error).message}`);
+  }
   const proxy = await startProxy({
     allow: values.allow,
     deny: values.deny,
     listen,
     ...(values.unix === undefined ? {} : { unixPath: values.unix }),
     ...(values.resolve.length === 0 ? {} : { resolver: createStaticResolver(table) }),
+    ...(parent === undefined ? {} : { parent }),
   });
   const a = proxy.address;
   process.stdout.write(

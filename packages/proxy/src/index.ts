@@ -7,8 +7,10 @@ export {
   patternMatches,
   type Verdict,
 } from './allowlist.js';
+export { parseParentProxy } from './parent.js';
 export {
   DEFAULT_LIMITS,
+  type ParentProxy,
   PROXY_CHANNEL,
   type ProxyLimits,
   type ProxyOptions,

@@ -59,6 +59,18 @@ export interface ProxyOptions {
   readonly unixMode?: number;
   readonly resolver?: Resolver;
   readonly limits?: Partial<ProxyLimits>;
+  /**
+   * A parent HTTP proxy (one that accepts CONNECT) to reach the internet through, for hosts behind a
+   * corporate proxy. Every upstream connection becomes a CONNECT to the parent for the address this
+   * proxy resolved and checked, so the allowlist and the address checks stay this proxy's own.
+   */
+  readonly parent?: ParentProxy;
+}
+
+/** Where a parent proxy listens. */
+export interface ParentProxy {
+  readonly host: string;
+  readonly port: number;
 }
 
 /** Counters; `openSockets` and `activeTunnels` are zero when nothing is in flight. */
@@ -117,7 +129,8 @@ type Authorization =
 
 interface Upstream {
   readonly socket: net.Socket;
-  readonly reader: DownstreamReader;
+  /** Moves what the upstream sends to the client. */
+  readonly reader: { forward(source: net.Socket, sink: net.Socket): void };
 }
 
 /** The CONNECT success reply, encoded once: every tunnel sends it. */
@@ -296,8 +309,13 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
     return { ok: true, address: chosen.host, family: chosen.family, pattern };
   };
 
-  /** Opens the upstream connection to the exact checked address. */
+  /** Opens the upstream connection to the exact checked address (through the parent proxy, if any). */
   const dial = (address: string, family: 4 | 6, port: number): Promise<Upstream> =>
+    options.parent === undefined
+      ? dialDirect(address, family, port)
+      : dialParent(options.parent, address, port);
+
+  const dialDirect = (address: string, family: 4 | 6, port: number): Promise<Upstream> =>
     new Promise((resolve, reject) => {
       const reader = new DownstreamReader();
       const upstream = net.connect({
@@ -325,6 +343,55 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
         clearTimeout(timer);
         reject(error);
       });
+    });
+
+  /** Asks the parent proxy for a tunnel to `address:port`; resolves once it answered 2xx. */
+  const dialParent = (parent: ParentProxy, address: string, port: number): Promise<Upstream> =>
+    new Promise((resolve, reject) => {
+      const where = formatTarget({ host: address, port });
+      const via = formatTarget(parent);
+      const socket = net.connect({
+        host: parent.host,
+        port: parent.port,
+        allowHalfOpen: true,
+        noDelay: true,
+      });
+      track(socket);
+      let head = Buffer.alloc(0);
+      const fail = (message: string, code: string) => {
+        clearTimeout(timer);
+        socket.destroy();
+        reject(Object.assign(new Error(message), { code }));
+      };
+      const timer = setTimeout(
+        () => fail(`connect to ${where} through parent proxy ${via} timed out`, 'ETIMEDOUT'),
+        limits.connectTimeoutMs,
+      );
+      const onData = (chunk: Buffer) => {
+        head = Buffer.concat([head, chunk]);
+        const end = head.indexOf('\r\n\r\n');
+        if (end < 0) {
+          if (head.length > limits.maxHeaderBytes)
+            fail(`parent proxy ${via} sent an oversized reply`, 'EPROTO');
+          return;
+        }
+        socket.removeListener('data', onData);
+        socket.removeListener('end', onEnd);
+        const status = head.subarray(0, head.indexOf('\r\n')).toString('latin1');
+        if (!/^HTTP\/1\.[01] 2\d\d(?: |$)/.test(status)) {
+          fail(`parent proxy ${via} refused ${where}: ${status.slice(0, 100)}`, 'EPARENT');
+          return;
+        }
+        clearTimeout(timer);
+        socket.pause();
+        if (end + 4 < head.length) socket.unshift(head.subarray(end + 4));
+        resolve({ socket, reader: { forward: (source, sink) => source.pipe(sink) } });
+      };
+      const onEnd = () => fail(`parent proxy ${via} closed before answering`, 'ECONNRESET');
+      socket.once('connect', () => socket.write(`CONNECT ${where} HTTP/1.1\r\nHost: ${where}\r\n\r\n`));
+      socket.on('data', onData);
+      socket.once('end', onEnd);
+      socket.once('error', (error) => fail(`parent proxy ${via}: ${error.message}`, 'EPARENT'));
     });
 
   /** Pipes both ways with half-close, an idle timeout, and one audit record when both sides are done. */
@@ -593,15 +660,33 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
           bytesDown: down,
         });
       };
+      // Through a parent proxy, the request goes down a tunnel to the checked address.
+      let tunnel: net.Socket | undefined;
+      if (options.parent !== undefined) {
+        try {
+          tunnel = (await dialParent(options.parent, auth.address, target.port)).socket;
+        } catch (error) {
+          counters.allowed--;
+          counters.failed++;
+          finish('unreachable', (error as Error).message);
+          fail(502, `${formatTarget(target)} is unreachable: ${(error as Error).message}`);
+          return;
+        }
+      }
+      // (Node uses createConnection only when no agent is given, not even `agent: false`.)
+      const connectTo =
+        tunnel === undefined
+          ? { host: auth.address, family: auth.family, port: target.port, agent: false as const }
+          : {
+              // The tunnel comes paused; nothing arrives on it before the request is sent.
+              createConnection: () => (tunnel as net.Socket).resume(),
+            };
       const upstreamReq = http.request({
-        host: auth.address,
-        family: auth.family,
-        port: target.port,
+        ...connectTo,
         method: req.method,
         path: `${url.pathname}${url.search}`,
         headers,
         setHost: false,
-        agent: false,
         timeout: limits.connectTimeoutMs,
       });
       upstreamReq.on('socket', (s) => track(s));

@@ -71,6 +71,11 @@ describe('aleph-proxy CLI', () => {
     [['--listen', 'nowhere'], /--listen "nowhere" must be HOST:PORT/],
     [['--resolve', 'api.test'], /--resolve "api\.test" must be NAME=IP/],
     [['--resolve', 'api.test=not-an-ip'], /not an IP address/],
+    [
+      ['--parent', 'socks5://proxy.corp:1080'],
+      /--parent: parent proxy "socks5:\/\/proxy\.corp:1080": only an http:\/\/ proxy/,
+    ],
+    [['--parent', 'proxy.corp'], /--parent: parent proxy "proxy\.corp" must be HOST:PORT/],
     [['--bogus'], /Unknown option/],
   ])('usage error %j exits 2 naming the problem', (args, message) => {
     requireBuilt();
