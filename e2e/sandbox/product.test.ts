@@ -5,6 +5,7 @@ import http from 'node:http';
 import type net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { startProxy } from '@aleph/proxy';
 import { buildSandbox, createCallbackApprovalRequester, parseConfig } from '@aleph/sandbox';
 import {
   CAPABILITY_LEDGER_CHANNEL,
@@ -123,6 +124,43 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         expect(hits).toEqual([`api.test:${port}/ok`]);
       } finally {
         await sandbox.dispose();
+      }
+    });
+
+    it('goes through the parent proxy set in the config, asking it only for hosts it allowed', async () => {
+      hits = [];
+      const parent = await startProxy({ allow: [`127.0.0.1:${port}`] });
+      const sandbox = await buildSandbox(
+        config({
+          network: { parent_proxy: `http://127.0.0.1:${(parent.address as { port: number }).port}` },
+        }),
+        {
+          approvalRequester: createCallbackApprovalRequester(() => 'session'),
+          resolver: async (name) => (name.endsWith('.test') ? ['127.0.0.1'] : []),
+        },
+      );
+      try {
+        const caps = { network: { kind: 'allowHosts' as const, hosts: ['api.test', `127.0.0.1:${port}`] } };
+        const ok = await sandbox.execute({
+          sessionId: 'p',
+          program: 'curl',
+          args: ['-sS', `http://api.test:${port}/via-parent`],
+          capabilities: caps,
+        });
+        expect(ok.stdoutText).toBe('hello /via-parent');
+        expect(parent.stats().allowed).toBe(1);
+        const denied = await sandbox.execute({
+          sessionId: 'p',
+          program: 'curl',
+          args: ['-sS', '-o', '/dev/null', '-w', '%{http_code}', `http://other.test:${port}/`],
+          capabilities: caps,
+        });
+        expect(denied.stdoutText).toBe('403');
+        expect(parent.stats().connections).toBe(1);
+        expect(hits).toEqual([`api.test:${port}/via-parent`]);
+      } finally {
+        await sandbox.dispose();
+        await parent.close();
       }
     });
 

@@ -123,6 +123,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
     ...(options.proxy?.deny === undefined ? {} : { deny: options.proxy.deny }),
     ...(options.proxy?.resolver === undefined ? {} : { resolver: options.proxy.resolver }),
     ...(options.proxy?.idleMs === undefined ? {} : { idleMs: options.proxy.idleMs }),
+    ...(options.proxy?.parent === undefined ? {} : { parent: options.proxy.parent }),
     // The sandboxed program (and its bridge) run as another uid when the host is root.
     transport: { kind: 'unix', socketMode: host.isRoot ? 0o666 : 0o600 },
   });

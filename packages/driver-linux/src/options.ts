@@ -1,4 +1,4 @@
-import type { Resolver } from '@aleph/proxy';
+import type { ParentProxy, Resolver } from '@aleph/proxy';
 
 export { DEFAULT_ENV_ALLOWLIST, DEFAULT_PROTECTED_PATHS } from '@aleph/sandbox-core';
 
@@ -32,6 +32,8 @@ export interface LinuxDriverOptions {
     readonly resolver?: Resolver;
     /** Close an unused proxy after this long. Default 30 s. */
     readonly idleMs?: number;
+    /** A parent HTTP proxy (CONNECT) the managed proxy reaches allowed hosts through. */
+    readonly parent?: ParentProxy;
   };
   /** cgroup v2 mount point. Default: detected. Tests point it at a fake tree. */
   readonly cgroupRoot?: string;

@@ -101,6 +101,7 @@ export function createMacosDriver(options: MacosDriverOptions = {}): MacosDriver
     ...(options.proxy?.deny === undefined ? {} : { deny: options.proxy.deny }),
     ...(options.proxy?.resolver === undefined ? {} : { resolver: options.proxy.resolver }),
     ...(options.proxy?.idleMs === undefined ? {} : { idleMs: options.proxy.idleMs }),
+    ...(options.proxy?.parent === undefined ? {} : { parent: options.proxy.parent }),
   });
   let disposed = false;
   let probed: Promise<MacosProbe> | undefined;

@@ -1,4 +1,4 @@
-import type { Resolver } from '@aleph/proxy';
+import type { ParentProxy, Resolver } from '@aleph/proxy';
 
 /** Options of `createMacosDriver`. */
 export interface MacosDriverOptions {
@@ -24,6 +24,8 @@ export interface MacosDriverOptions {
     readonly resolver?: Resolver;
     /** Close an unused proxy after this long. Default 30 s. */
     readonly idleMs?: number;
+    /** A parent HTTP proxy (CONNECT) the managed proxy reaches allowed hosts through. */
+    readonly parent?: ParentProxy;
   };
 }
 

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { ProxyServer, Resolver } from './proxy.js';
+import type { ParentProxy, ProxyServer, Resolver } from './proxy.js';
 
 interface Entry {
   proxy: Promise<ProxyServer>;
@@ -17,6 +17,8 @@ export interface ProxyPoolOptions {
   readonly resolver?: Resolver;
   /** Close a proxy nobody has used for this long. Default 30 s. */
   readonly idleMs?: number;
+  /** A parent HTTP proxy every proxy of the pool reaches allowed hosts through. */
+  readonly parent?: ParentProxy;
   /**
    * Where each proxy listens: its own Unix socket in a private directory (`unix`, for sandboxes that
    * bind-mount it), or an ephemeral port on 127.0.0.1 (`loopback`, for sandboxes that may reach one
@@ -47,6 +49,7 @@ export class ProxyPool {
   readonly #entries = new Map<string, Entry>();
   readonly #deny: readonly string[];
   readonly #resolver: Resolver | undefined;
+  readonly #parent: ParentProxy | undefined;
   readonly #idleMs: number;
   readonly #transport: ProxyPoolOptions['transport'];
   #dir: string | undefined;
@@ -54,6 +57,7 @@ export class ProxyPool {
   constructor(options: ProxyPoolOptions) {
     this.#deny = options.deny ?? [];
     this.#resolver = options.resolver;
+    this.#parent = options.parent;
     this.#idleMs = options.idleMs ?? 30_000;
     this.#transport = options.transport;
   }
@@ -99,6 +103,7 @@ export class ProxyPool {
           deny: this.#deny,
           ...where,
           ...(this.#resolver === undefined ? {} : { resolver: this.#resolver }),
+          ...(this.#parent === undefined ? {} : { parent: this.#parent }),
         }),
       );
       const fresh: Entry = { proxy: start, refs: 0 };

@@ -67,7 +67,11 @@ async function platformDriver(
       ...(config.linux.cpuQuotaPercent === undefined
         ? {}
         : { cpuQuotaPercent: config.linux.cpuQuotaPercent }),
-      proxy: { deny: config.network.deny, ...(resolver === undefined ? {} : { resolver }) },
+      proxy: {
+        deny: config.network.deny,
+        ...(resolver === undefined ? {} : { resolver }),
+        ...(config.network.parentProxy === undefined ? {} : { parent: config.network.parentProxy }),
+      },
     });
   }
   if (platform === 'darwin') {
@@ -76,7 +80,11 @@ async function platformDriver(
       protectedPaths: config.macos.protectedPaths,
       protectAllGit: config.macos.protectAllGit,
       collectViolations: config.macos.collectViolations,
-      proxy: { deny: config.network.deny, ...(resolver === undefined ? {} : { resolver }) },
+      proxy: {
+        deny: config.network.deny,
+        ...(resolver === undefined ? {} : { resolver }),
+        ...(config.network.parentProxy === undefined ? {} : { parent: config.network.parentProxy }),
+      },
     });
   }
   if (platform === 'win32') {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { type ParentProxy, parseParentProxy } from '@aleph/proxy';
 import {
   DEFAULT_PROTECTED_PATHS,
   expandHome,
@@ -146,6 +147,23 @@ export const ConfigFileSchema = z
               .array(z.string({ error: 'must be host patterns' }))
               .default([])
               .describe('Hosts never reachable; wins over any allow.'),
+            parent_proxy: z
+              .string({ error: 'must be a proxy address such as "proxy.example.com:3128"' })
+              .superRefine((value, ctx) => {
+                try {
+                  parseParentProxy(value);
+                } catch (error) {
+                  // "parent proxy "…" must be HOST:PORT; e.g. …": the key and value are named already.
+                  ctx.addIssue({
+                    code: 'custom',
+                    message: (error as Error).message.replace(/^parent proxy "[^"]*":? /, ''),
+                  });
+                }
+              })
+              .optional()
+              .describe(
+                'A parent HTTP proxy (host:port or http://host:port, accepting CONNECT) the managed proxy reaches allowed hosts through, e.g. a corporate proxy.',
+              ),
           })
           .strict()
           .prefault({})
@@ -237,7 +255,12 @@ export interface AlephConfig {
   };
   readonly rateLimit: { readonly capacity: number; readonly refillPerSecond: number };
   readonly approval: { readonly timeoutSeconds: number };
-  readonly network: { readonly allow: readonly string[]; readonly deny: readonly string[] };
+  readonly network: {
+    readonly allow: readonly string[];
+    readonly deny: readonly string[];
+    /** The parent proxy the managed proxy goes through, if any. */
+    readonly parentProxy?: ParentProxy;
+  };
   readonly linux: {
     readonly cpuQuotaPercent?: number;
     readonly maxPids: number;
@@ -290,7 +313,13 @@ function toConfig(file: FileConfig, home: string, source?: string): AlephConfig 
     },
     rateLimit: { capacity: file.rate_limit.capacity, refillPerSecond: file.rate_limit.refill_per_second },
     approval: { timeoutSeconds: file.approval.timeout_seconds },
-    network: { allow: file.network.allow, deny: file.network.deny },
+    network: {
+      allow: file.network.allow,
+      deny: file.network.deny,
+      ...(file.network.parent_proxy === undefined
+        ? {}
+        : { parentProxy: parseParentProxy(file.network.parent_proxy) }),
+    },
     linux: {
       ...(file.linux.cpu_quota_percent === undefined
         ? {}

@@ -98,6 +98,18 @@ jsonl_path = "~/.aleph/audit.jsonl"
     );
   });
 
+  it('reads a parent proxy, and names a bad one with the forms that work', async () => {
+    const ok = await loadConfig(write('[sandbox.network]\nparent_proxy = "http://proxy.corp:3128/"\n'));
+    expect(ok.network.parentProxy).toEqual({ host: 'proxy.corp', port: 3128 });
+    expect(parseConfig({}).network.parentProxy).toBeUndefined();
+    const file = write('[sandbox.network]\nallow = []\nparent_proxy = "socks5://proxy.corp:1080"\n');
+    const e = await rejection(loadConfig(file));
+    expect(isAlephError(e, 'ALEPH_CONFIG_INVALID')).toBe(true);
+    expect(e.message).toBe(
+      `${file}:3: sandbox.network.parent_proxy only an http:// proxy that accepts CONNECT is supported, not socks5:// (got "socks5://proxy.corp:1080"); e.g. proxy.example.com:3128 or http://10.0.0.1:8080`,
+    );
+  });
+
   it('an unknown key is named with its line', async () => {
     const file = write('[sandbox]\nworkspace_rot = "/x"\n');
     const e = await rejection(loadConfig(file));
