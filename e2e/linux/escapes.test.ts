@@ -309,6 +309,27 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
             ),
           },
           {
+            // A socketpair is how libuv makes a child's stdio pipes: node's child_process must work
+            // under allowHosts, while an AF_UNIX socket (which could reach a socket file) still fails.
+            id: 'net-unix',
+            command: {
+              program: 'python3',
+              args: [
+                '-c',
+                [
+                  'import socket, subprocess',
+                  'a, b = socket.socketpair(); a.sendall(b"pair"); print(b.recv(4).decode())',
+                  'print(subprocess.run(["node", "-e", "require(\'child_process\').execFileSync(\'true\'); console.log(\'child\')"], capture_output=True, text=True).stdout.strip())',
+                  'try:',
+                  '    socket.socket(socket.AF_UNIX).close(); print("unix socket")',
+                  'except OSError as e:',
+                  '    print("unix socket refused", e.errno)',
+                ].join('\n'),
+              ],
+              capabilities: netCaps,
+            },
+          },
+          {
             id: 'net-all',
             command: sh(`curl -sS http://127.0.0.1:${upstreamPort}/all`, {
               network: { kind: 'allowAll' },
@@ -501,6 +522,10 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         expect(get('net-denied').stdout).toBe('403');
         failed('net-bypass');
         expect(get('net-bypass').stdout).not.toContain('bypass');
+      });
+
+      it('allowHosts keeps socketpairs (so node child_process works) and refuses AF_UNIX sockets', () => {
+        expect(get('net-unix').stdout).toBe('pair\nchild\nunix socket refused 1\n');
       });
 
       it('allowAll shares the host network', () => {

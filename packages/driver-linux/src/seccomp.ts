@@ -7,7 +7,9 @@ export type SeccompArch = 'x86_64' | 'aarch64';
  * The socket gate.
  * - `unix-only` (network none): only AF_UNIX sockets and socketpairs; connect, bind, listen, accept denied.
  * - `proxy-routed` (allowHosts): only AF_INET / AF_INET6 sockets (they reach nothing but the in-namespace
- *   bridge); AF_UNIX sockets and socketpairs denied.
+ *   bridge) and AF_UNIX socketpairs (a connected pair reaches nothing else; libuv, and so Node's
+ *   child_process, makes its stdio pipes with them); AF_UNIX sockets, which could connect to a socket
+ *   file, denied.
  * - `unrestricted` (allowAll): no socket filtering.
  */
 export type SeccompNetworkMode = 'unix-only' | 'proxy-routed' | 'unrestricted';
@@ -272,9 +274,14 @@ export function buildSeccompProgram(options: SeccompOptions): SeccompProgram {
       b.ret(SECCOMP_RET.ALLOW);
       b.ret(errno(ERRNO.EPERM));
     });
-    a.block(nr('socketpair'), (b) => b.ret(errno(ERRNO.EPERM)));
+    a.block(nr('socketpair'), (b) => {
+      b.stmt(BPF.LD_W_ABS, SECCOMP_DATA.argLow(0));
+      b.jump(BPF.JMP_JEQ_K, AF.UNIX, 0, 1);
+      b.ret(SECCOMP_RET.ALLOW);
+      b.ret(errno(ERRNO.EPERM));
+    });
     a.rules.push(
-      'sockets: AF_INET and AF_INET6 only (they reach only the in-namespace bridge); AF_UNIX and socketpair: EPERM',
+      'sockets: AF_INET and AF_INET6 only (they reach only the in-namespace bridge), and AF_UNIX socketpairs; AF_UNIX sockets: EPERM',
     );
   } else {
     a.rules.push('sockets: unrestricted (shared network)');
