@@ -118,9 +118,21 @@ try {
   const ROUNDS = 5;
   await transfer('direct', px.port, up.port); // warm-up
   const runs = { direct: [], connect: [], socks5: [] };
+  // CPU spent per 100 MiB: by the proxy relaying it, and by this process receiving it directly.
+  let proxyCpu = 0;
+  let clientCpu = 0;
   for (let i = 0; i < ROUNDS; i++) {
-    for (const mode of Object.keys(runs)) runs[mode].push(await transfer(mode, px.port, up.port));
+    for (const mode of Object.keys(runs)) {
+      const px0 = cpuMicros(px.child.pid);
+      const me0 = process.cpuUsage();
+      runs[mode].push(await transfer(mode, px.port, up.port));
+      if (mode === 'direct') {
+        const me = process.cpuUsage(me0);
+        clientCpu += me.user + me.system;
+      } else proxyCpu += cpuMicros(px.child.pid) - px0;
+    }
   }
+  const per100MiB = (us, transfers) => (us / 1000 / transfers) * ((100 * MiB) / SIZE);
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const direct = median(runs.direct);
   const connect = median(runs.connect);
@@ -134,6 +146,9 @@ try {
   );
   console.log(
     `  through SOCKS5       ${socks.toFixed(0).padStart(6)} MiB/s  = ${((socks / direct) * 100).toFixed(0)}% of direct (target >= 70%)`,
+  );
+  console.log(
+    `  CPU per 100 MiB: the proxy relaying it ${per100MiB(proxyCpu, 2 * ROUNDS).toFixed(0)} ms; a client receiving it directly ${per100MiB(clientCpu, ROUNDS).toFixed(0)} ms (${os.cpus().length} cores for client, proxy and upstream)`,
   );
   await tunnels('direct', px.port, up.port, 0, 1000);
   const d = await tunnels('direct', px.port, up.port, 0);
