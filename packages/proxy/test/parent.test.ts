@@ -154,6 +154,42 @@ describe('a parent proxy', () => {
     expect(upstream.connections()).toBe(0);
   });
 
+  it('leaks nothing when the client leaves while a silent parent is still to answer', async () => {
+    const upstream = await startUpstream();
+    const held: net.Socket[] = [];
+    // Silent until told to answer; like any server, it closes its side when its peer has.
+    const silent = net.createServer({ allowHalfOpen: true }, (s) => {
+      held.push(
+        s
+          .on('error', () => {})
+          .on('end', () => s.end())
+          .resume(),
+      );
+    });
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    try {
+      const child = await childOf(
+        { host: '127.0.0.1', port: (silent.address() as net.AddressInfo).port },
+        upstream,
+      );
+      const viaHttp = await rawConnect(portOf(child));
+      viaHttp.write(`GET http://api.test:${upstream.port}/blob HTTP/1.1\r\nHost: api.test\r\n\r\n`);
+      const viaConnect = await rawConnect(portOf(child));
+      viaConnect.write(`CONNECT api.test:${upstream.port} HTTP/1.1\r\n\r\n`);
+      expect(await eventually(() => held.length === 2)).toBe(true);
+      viaHttp.destroy();
+      viaConnect.destroy();
+      // The parent answers late: both tunnels close like any tunnel whose client has gone.
+      for (const s of held) s.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      expect(await eventually(() => child.stats().openSockets === 0)).toBe(true);
+      expect(await eventually(() => held.every((s) => s.destroyed || s.readableEnded))).toBe(true);
+      expect(upstream.connections()).toBe(0);
+    } finally {
+      for (const s of held) s.destroy();
+      await new Promise((r) => silent.close(r));
+    }
+  });
+
   it('never asks the parent about a host this proxy denies', async () => {
     const upstream = await startUpstream();
     const parent = await proxyFor(upstream);
