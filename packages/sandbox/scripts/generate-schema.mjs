@@ -1,6 +1,8 @@
 #!/usr/bin/env node
-// Generates config.schema.json (JSON Schema of the config file) and the README's configuration reference
-// from the zod schema in src/config.ts. `--check` fails when either is out of date (the tests use it).
+// Generates, from the zod schema in src/config.ts: config.schema.json (JSON Schema of the config file),
+// config-defaults.json (what an empty config file parses to, which loadConfig uses when there is no file
+// without building the schema) and the README's configuration reference. `--check` fails when any of
+// them is out of date (the tests use it).
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -47,19 +49,27 @@ const readmePath = path.join(pkg, 'README.md');
 const readme = readFileSync(readmePath, 'utf8');
 const updated = readme.replace(/<!-- config-reference:start[\s\S]*?<!-- config-reference:end -->/, reference);
 const schemaPath = path.join(pkg, 'config.schema.json');
+const defaultsPath = path.join(pkg, 'config-defaults.json');
+const defaultsText = `${JSON.stringify(ConfigFileSchema.parse({}), null, 2)}\n`;
 if (process.argv.includes('--check')) {
-  let current = '';
-  try {
-    current = readFileSync(schemaPath, 'utf8');
-  } catch {}
-  const stale = [current !== schemaText && 'config.schema.json', updated !== readme && 'README.md'].filter(
-    Boolean,
-  );
+  const read = (file) => {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  const stale = [
+    read(schemaPath) !== schemaText && 'config.schema.json',
+    read(defaultsPath) !== defaultsText && 'config-defaults.json',
+    updated !== readme && 'README.md',
+  ].filter(Boolean);
   if (stale.length > 0) {
     console.error(`out of date: ${stale.join(', ')}; run node scripts/generate-schema.mjs`);
     process.exit(1);
   }
 } else {
   writeFileSync(schemaPath, schemaText);
+  writeFileSync(defaultsPath, defaultsText);
   writeFileSync(readmePath, updated);
 }

@@ -19,7 +19,7 @@ import {
   WorkspaceSandbox,
 } from '@aleph/sandbox-core';
 import { denyAllApprovalRequester } from './approval.js';
-import type { AlephConfig } from './config.js';
+import type { AlephConfig } from './config-shape.js';
 
 /** Options of {@link buildSandbox}. */
 export interface BuildSandboxOptions {

@@ -190,7 +190,7 @@ function exitCodeOf(out: SandboxOutput): number {
 
 /** The config loader and the factory, loaded only once the flags parse (so --help and usage errors stay fast). */
 async function loadSandboxModules() {
-  const [config, build] = await Promise.all([import('./config.js'), import('./build.js')]);
+  const [config, build] = await Promise.all([import('./config-load.js'), import('./build.js')]);
   return { loadConfig: config.loadConfig, buildSandbox: build.buildSandbox };
 }
 

@@ -1,17 +1,8 @@
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
-import { type ParentProxy, parseParentProxy } from '@aleph/proxy';
-import {
-  DEFAULT_PROTECTED_PATHS,
-  expandHome,
-  InvalidInputError,
-  type NetworkPolicy,
-  type SandboxCapabilities,
-  strictCapabilities,
-} from '@aleph/sandbox-core';
-import { parse as parseToml, type TomlError } from 'smol-toml';
+import { parseParentProxy } from '@aleph/proxy';
+import { DEFAULT_PROTECTED_PATHS, InvalidInputError } from '@aleph/sandbox-core';
 import { z } from 'zod';
+import { type AlephConfig, toConfig } from './config-shape.js';
 
 const positiveInt = (what: string, example: number) =>
   z
@@ -232,119 +223,6 @@ export const ConfigFileSchema = z
   })
   .strict();
 
-type FileConfig = z.output<typeof ConfigFileSchema>['sandbox'];
-
-/** The parsed configuration, camelCase, paths absolute. */
-export interface AlephConfig {
-  readonly workspaceRoot: string;
-  readonly enabled: boolean;
-  readonly defaultTimeoutSeconds: number;
-  readonly maxOutputBytes: number;
-  readonly baseline: SandboxCapabilities;
-  readonly commandPolicy: {
-    readonly enabled: boolean;
-    readonly enforcement: 'block' | 'warn' | 'off';
-    readonly useDefaultRules: boolean;
-    readonly customRules: readonly {
-      name: string;
-      regex: string;
-      action: 'block' | 'warn';
-      description: string;
-      platform: 'posix' | 'windows' | 'any';
-    }[];
-  };
-  readonly rateLimit: { readonly capacity: number; readonly refillPerSecond: number };
-  readonly approval: { readonly timeoutSeconds: number };
-  readonly network: {
-    readonly allow: readonly string[];
-    readonly deny: readonly string[];
-    /** The parent proxy the managed proxy goes through, if any. */
-    readonly parentProxy?: ParentProxy;
-  };
-  readonly linux: {
-    readonly cpuQuotaPercent?: number;
-    readonly maxPids: number;
-    readonly protectedPaths: readonly string[];
-    readonly protectAllGit: boolean;
-    readonly landlock: 'best-effort' | 'required';
-    readonly sandboxUid: number;
-  };
-  readonly macos: {
-    readonly protectedPaths: readonly string[];
-    readonly protectAllGit: boolean;
-    readonly collectViolations: boolean;
-  };
-  readonly windows: {
-    readonly protectedPaths: readonly string[];
-    readonly requireAppContainer: boolean;
-    readonly maxProcesses: number;
-  };
-  readonly audit: { readonly jsonlPath?: string };
-  /** The file this came from, if any. */
-  readonly source?: string;
-}
-
-/** The default config path: `~/.aleph/config.toml`. */
-export const DEFAULT_CONFIG_PATH = path.join(os.homedir(), '.aleph', 'config.toml');
-
-function toConfig(file: FileConfig, home: string, source?: string): AlephConfig {
-  const abs = (p: string) => expandHome(p, home);
-  const network: NetworkPolicy =
-    file.network.allow.length > 0 ? { kind: 'allowHosts', hosts: file.network.allow } : { kind: 'none' };
-  const baseline: SandboxCapabilities = {
-    ...strictCapabilities(),
-    fsRead: file.baseline.fs_read.map(abs),
-    fsWrite: file.baseline.fs_write.map(abs),
-    network,
-    spawnSubprocess: file.baseline.spawn_subprocess,
-    ...(file.baseline.max_memory_mb === undefined ? {} : { maxMemoryMb: file.baseline.max_memory_mb }),
-  };
-  return {
-    workspaceRoot: abs(file.workspace_root),
-    enabled: file.enabled,
-    defaultTimeoutSeconds: file.default_timeout_seconds,
-    maxOutputBytes: file.max_output_bytes,
-    baseline,
-    commandPolicy: {
-      enabled: file.command_policy.enabled,
-      enforcement: file.command_policy.enforcement,
-      useDefaultRules: file.command_policy.use_default_rules,
-      customRules: file.command_policy.custom_rules,
-    },
-    rateLimit: { capacity: file.rate_limit.capacity, refillPerSecond: file.rate_limit.refill_per_second },
-    approval: { timeoutSeconds: file.approval.timeout_seconds },
-    network: {
-      allow: file.network.allow,
-      deny: file.network.deny,
-      ...(file.network.parent_proxy === undefined
-        ? {}
-        : { parentProxy: parseParentProxy(file.network.parent_proxy) }),
-    },
-    linux: {
-      ...(file.linux.cpu_quota_percent === undefined
-        ? {}
-        : { cpuQuotaPercent: file.linux.cpu_quota_percent }),
-      maxPids: file.linux.max_pids,
-      protectedPaths: file.linux.protected_paths,
-      protectAllGit: file.linux.protect_all_git,
-      landlock: file.linux.landlock,
-      sandboxUid: file.linux.sandbox_uid,
-    },
-    macos: {
-      protectedPaths: file.macos.protected_paths,
-      protectAllGit: file.macos.protect_all_git,
-      collectViolations: file.macos.collect_violations,
-    },
-    windows: {
-      protectedPaths: file.windows.protected_paths,
-      requireAppContainer: file.windows.require_appcontainer,
-      maxProcesses: file.windows.max_processes,
-    },
-    audit: file.audit.jsonl_path === undefined ? {} : { jsonlPath: abs(file.audit.jsonl_path) },
-    ...(source === undefined ? {} : { source }),
-  };
-}
-
 /** The line (1-based) where `key` is set in table `table` of a TOML text, if it can be found. */
 function lineOf(text: string, table: readonly string[], key: string | undefined): number | undefined {
   const lines = text.split('\n');
@@ -411,42 +289,4 @@ export function parseConfig(
     );
   }
   return toConfig(result.data.sandbox, options.home ?? os.homedir(), options.source);
-}
-
-/**
- * Loads the config file: `file`, or `~/.aleph/config.toml` when absent. A missing default file means all
- * defaults; a missing explicit file is an error.
- *
- * @throws {InvalidInputError} `ALEPH_CONFIG_INVALID` for unreadable files, TOML syntax errors (with line and
- *   column) and invalid values.
- */
-export async function loadConfig(file?: string): Promise<AlephConfig> {
-  const target = file ?? DEFAULT_CONFIG_PATH;
-  let text: string;
-  try {
-    text = readFileSync(target, 'utf8');
-  } catch (error) {
-    if (file === undefined && (error as NodeJS.ErrnoException).code === 'ENOENT') return parseConfig({});
-    throw new InvalidInputError(
-      'ALEPH_CONFIG_INVALID',
-      'config file',
-      target,
-      `cannot be read (${(error as Error).message})`,
-      'check the path',
-    );
-  }
-  let data: unknown;
-  try {
-    data = parseToml(text);
-  } catch (error) {
-    const e = error as TomlError;
-    throw new InvalidInputError(
-      'ALEPH_CONFIG_INVALID',
-      `${target}:${e.line ?? '?'}:${e.column ?? '?'}`,
-      text.split('\n')[(e.line ?? 1) - 1]?.trim() ?? '',
-      'is not valid TOML',
-      (e.message ?? '').split('\n')[0] ?? 'fix the syntax',
-    );
-  }
-  return parseConfig(data, { text, source: target });
 }

@@ -8,10 +8,6 @@ export {
   type TtyApprovalOptions,
 } from './approval.js';
 export { type AlephSandbox, type BuildSandboxOptions, buildSandbox } from './build.js';
-export {
-  type AlephConfig,
-  ConfigFileSchema,
-  DEFAULT_CONFIG_PATH,
-  loadConfig,
-  parseConfig,
-} from './config.js';
+export { ConfigFileSchema, parseConfig } from './config.js';
+export { loadConfig } from './config-load.js';
+export { type AlephConfig, DEFAULT_CONFIG_PATH } from './config-shape.js';

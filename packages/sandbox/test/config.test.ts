@@ -133,6 +133,23 @@ jsonl_path = "~/.aleph/audit.jsonl"
     expect((await rejection(loadConfig('/nonexistent/aleph.toml'))).message).toMatch(/cannot be read/);
   });
 
+  it('without a config file, loadConfig gives exactly what an empty file parses to', async () => {
+    // loadConfig reads the generated config-defaults.json instead of building the schema; the --check
+    // below keeps that file in step with the schema, and this keeps the result the same.
+    const home = mkdtempSync(path.join(os.tmpdir(), 'aleph-config-home-'));
+    const script = `
+      const [{ loadConfig, parseConfig }] = await Promise.all([import(${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)})]);
+      process.stdout.write(JSON.stringify({ loaded: await loadConfig(), parsed: parseConfig({}) }));`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      env: { ...process.env, HOME: home },
+    });
+    expect(r.stderr).toBe('');
+    const { loaded, parsed } = JSON.parse(r.stdout);
+    expect(loaded).toEqual(parsed);
+    expect(loaded.workspaceRoot).toBe(path.join(home, '.aleph', 'workspaces'));
+  });
+
   it('the shipped JSON Schema and README reference match the zod schema', () => {
     const script = fileURLToPath(new URL('../scripts/generate-schema.mjs', import.meta.url));
     const r = spawnSync(process.execPath, [script, '--check'], { encoding: 'utf8' });

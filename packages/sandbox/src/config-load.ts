@@ -1,0 +1,57 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import { InvalidInputError } from '@aleph/sandbox-core';
+import { parse as parseToml, type TomlError } from 'smol-toml';
+import { type AlephConfig, DEFAULT_CONFIG_PATH, type FileConfig, toConfig } from './config-shape.js';
+
+/**
+ * The config with no file: what an empty file parses to (config-defaults.json, generated from the schema
+ * at build time and checked against it by the tests), so a run without a config file never builds the
+ * schema.
+ */
+function defaultConfig(): AlephConfig {
+  // By name, not by relative path: this module runs from dist/ or from the CLI bundle.
+  const file = createRequire(import.meta.url).resolve('@aleph/sandbox/config-defaults.json');
+  const defaults = JSON.parse(readFileSync(file, 'utf8')) as { sandbox: FileConfig };
+  return toConfig(defaults.sandbox, os.homedir());
+}
+
+/**
+ * Loads the config file: `file`, or `~/.aleph/config.toml` when absent. A missing default file means all
+ * defaults; a missing explicit file is an error.
+ *
+ * @throws {InvalidInputError} `ALEPH_CONFIG_INVALID` for unreadable files, TOML syntax errors (with line and
+ *   column) and invalid values.
+ */
+export async function loadConfig(file?: string): Promise<AlephConfig> {
+  const target = file ?? DEFAULT_CONFIG_PATH;
+  let text: string;
+  try {
+    text = readFileSync(target, 'utf8');
+  } catch (error) {
+    if (file === undefined && (error as NodeJS.ErrnoException).code === 'ENOENT') return defaultConfig();
+    throw new InvalidInputError(
+      'ALEPH_CONFIG_INVALID',
+      'config file',
+      target,
+      `cannot be read (${(error as Error).message})`,
+      'check the path',
+    );
+  }
+  let data: unknown;
+  try {
+    data = parseToml(text);
+  } catch (error) {
+    const e = error as TomlError;
+    throw new InvalidInputError(
+      'ALEPH_CONFIG_INVALID',
+      `${target}:${e.line ?? '?'}:${e.column ?? '?'}`,
+      text.split('\n')[(e.line ?? 1) - 1]?.trim() ?? '',
+      'is not valid TOML',
+      (e.message ?? '').split('\n')[0] ?? 'fix the syntax',
+    );
+  }
+  const { parseConfig } = await import('./config.js');
+  return parseConfig(data, { text, source: target });
+}
