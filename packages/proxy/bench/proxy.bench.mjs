@@ -1,7 +1,8 @@
 // Proxy throughput and tunnel setup rate, each measured against direct loopback in the same run.
-// The proxy (the aleph-proxy CLI) and the upstream run in their own processes.
+// The proxy (the aleph-proxy CLI) and the upstream run in their own processes. A last run pins the proxy
+// to a core of its own, to tell the proxy's own cost from the competition for cores.
 // Reproduce: pnpm --filter @aleph/proxy bench
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -11,7 +12,11 @@ const MiB = 1024 * 1024;
 const SIZE = Number(process.env.BENCH_MIB ?? 100) * MiB;
 const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 
-function upstreamProcess() {
+/** Runs a command on the given CPUs (`taskset`), or as it is when `cpus` is undefined. */
+const onCpus = (cpus, cmd, args) =>
+  cpus === undefined ? [cmd, args] : ['taskset', ['-c', cpus, cmd, ...args]];
+
+function upstreamProcess(cpus) {
   // On connect: read one byte (1 = bulk, 0 = small), then send SIZE bytes or one byte, then end.
   const code = `
     const net = require('net'); const chunk = Buffer.alloc(1 << 20, 120); const SIZE = ${SIZE};
@@ -20,11 +25,11 @@ function upstreamProcess() {
       let left = SIZE; const pump = () => { while (left > 0) { const n = Math.min(left, chunk.length); left -= n;
         if (!c.write(n === chunk.length ? chunk : chunk.subarray(0, n))) { c.once('drain', pump); return; } } c.end(); }; pump(); }); });
     s.listen(0, '127.0.0.1', () => process.stdout.write(s.address().port + '\\n'));`;
-  return start(process.execPath, ['-e', code], (line) => Number(line));
+  return start(...onCpus(cpus, process.execPath, ['-e', code]), (line) => Number(line));
 }
 
-function proxyProcess(upPort) {
-  return start(process.execPath, [cli, '--allow', `127.0.0.1:${upPort}`], (line) =>
+function proxyProcess(upPort, cpus) {
+  return start(...onCpus(cpus, process.execPath, [cli, '--allow', `127.0.0.1:${upPort}`]), (line) =>
     Number(JSON.parse(line).listen.split(':')[1]),
   );
 }
@@ -162,8 +167,32 @@ try {
   console.log(
     `    SOCKS5 tunnels     ${k.perSec.toFixed(0).padStart(6)} /s  (${((k.perSec / d.perSec) * 100).toFixed(0)}% of direct; proxy CPU ${k.cpuUs.toFixed(0)} µs per tunnel) target >= 3000/s`,
   );
-  console.log('  reproduce: pnpm --filter @aleph/proxy bench');
 } finally {
   px.child.kill('SIGTERM');
   up.child.kill('SIGTERM');
 }
+
+// The same transfers with the proxy on a core of its own while the client (this process) and the upstream
+// share the other: whether the proxy, rather than the competition for cores, is what slows a transfer.
+const pinnable =
+  os.cpus().length >= 2 && spawnSync('taskset', ['-p', '-c', '0', String(process.pid)]).status === 0;
+if (pinnable) {
+  const up2 = await upstreamProcess('0');
+  const px2 = await proxyProcess(up2.port, '1');
+  try {
+    await transfer('direct', px2.port, up2.port);
+    const runs = { direct: [], connect: [], socks5: [] };
+    for (let i = 0; i < 3; i++) {
+      for (const mode of Object.keys(runs)) runs[mode].push(await transfer(mode, px2.port, up2.port));
+    }
+    const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    const pct = (mode) => ((median(runs[mode]) / median(runs.direct)) * 100).toFixed(0);
+    console.log(
+      `  with the proxy on a core of its own (client and upstream share the other; direct ${median(runs.direct).toFixed(0)} MiB/s): CONNECT ${pct('connect')}%, SOCKS5 ${pct('socks5')}% of direct`,
+    );
+  } finally {
+    px2.child.kill('SIGTERM');
+    up2.child.kill('SIGTERM');
+  }
+} else console.log('  (pinned run skipped: taskset is not available or there is only one core)');
+console.log('  reproduce: pnpm --filter @aleph/proxy bench');
