@@ -1,4 +1,5 @@
 import type { SandboxCommand } from './command.js';
+import { monotonicMs } from './internal/clock.js';
 import { canonicalJson, type SessionId } from './session.js';
 
 /** A before-hook's answer. `warn` lets the command run and records the reason in the audit. */
@@ -99,7 +100,7 @@ export interface RateLimitOptions {
   readonly refillPerSecond?: number;
   /** Most sessions tracked at once; the least recently used is forgotten first. Default 10,000. */
   readonly maxSessions?: number;
-  /** Clock in milliseconds (tests inject a fake). Default `performance.now`. */
+  /** Clock in milliseconds (tests inject a fake). Default: a monotonic clock. */
   readonly now?: () => number;
 }
 
@@ -129,7 +130,7 @@ export class RateLimitHook implements SandboxBeforeHook {
     this.#capacity = options.capacity ?? 30;
     this.#refillPerMs = (options.refillPerSecond ?? 2) / 1000;
     this.#maxSessions = options.maxSessions ?? 10_000;
-    this.#now = options.now ?? (() => performance.now());
+    this.#now = options.now ?? monotonicMs;
     if (!(this.#capacity >= 1)) throw new RangeError('RateLimitHook capacity must be at least 1');
     if (!(this.#refillPerMs >= 0)) throw new RangeError('RateLimitHook refillPerSecond must be >= 0');
   }

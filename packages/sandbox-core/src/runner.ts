@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { execa } from 'execa';
+import { monotonicMs } from './internal/clock.js';
 import type { KillReason } from './output.js';
 
 /** Options of {@link runBoundedProcess}. */
@@ -219,7 +220,7 @@ function killTree(pid: number, pipeInodes: ReadonlySet<string>): void {
  * ```
  */
 export async function runBoundedProcess(options: BoundedRunOptions): Promise<BoundedRunResult> {
-  const started = performance.now();
+  const started = monotonicMs();
   const budgets = outputBudgets(options.maxOutputBytes);
   const stdoutCap = new OutputCapture(budgets.stdout);
   const stderrCap = new OutputCapture(budgets.stderr);
@@ -327,7 +328,7 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
     stderrTruncated: stderrCap.truncated,
     timedOut: killedBy === 'timeout',
     killedBy,
-    durationMs: performance.now() - started,
+    durationMs: monotonicMs() - started,
     pid: subprocess.pid ?? 0,
   };
 }

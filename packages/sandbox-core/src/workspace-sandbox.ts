@@ -22,6 +22,7 @@ import {
   PolicyDeniedError,
 } from './errors.js';
 import { HookChain, type SandboxBeforeHook } from './hooks.js';
+import { monotonicMs } from './internal/clock.js';
 import type { SandboxOutput } from './output.js';
 import type { ExecuteOptions, Sandbox } from './sandbox.js';
 import { canonicalJson, type SessionId, sessionKeyToFilename } from './session.js';
@@ -176,7 +177,7 @@ export class WorkspaceSandbox implements Sandbox {
    */
   async execute(input: SandboxCommandInput, options: ExecuteOptions = {}): Promise<SandboxOutput> {
     const startedAt = new Date();
-    const t0 = performance.now();
+    const t0 = monotonicMs();
     const raw = input as Partial<SandboxCommandInput> | null | undefined;
     const audit: Mutable<CapabilityLedgerRecord> = {
       type: 'capability_ledger',
@@ -295,7 +296,7 @@ export class WorkspaceSandbox implements Sandbox {
       }
       throw aleph;
     } finally {
-      audit.durationMs = performance.now() - t0;
+      audit.durationMs = monotonicMs() - t0;
       publishLedgerRecord(audit);
     }
   }
