@@ -6,7 +6,12 @@ import type net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { startProxy } from '@aleph/proxy';
-import { buildSandbox, createCallbackApprovalRequester, parseConfig } from '@aleph/sandbox';
+import {
+  type AlephSandbox,
+  buildSandbox,
+  createCallbackApprovalRequester,
+  parseConfig,
+} from '@aleph/sandbox';
 import {
   CAPABILITY_LEDGER_CHANNEL,
   type CapabilityLedgerRecord,
@@ -99,28 +104,36 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
       }
     });
 
-    it('reaches an allowed host through the managed proxy; a disallowed one gets the denial', async () => {
-      hits = [];
-      const sandbox = await buildSandbox(config(), {
+    /** A sandbox whose managed proxy resolves *.test to the local upstream. */
+    const networked = (over: Record<string, unknown> = {}) =>
+      buildSandbox(config(over), {
         approvalRequester: createCallbackApprovalRequester(() => 'session'),
         resolver: async (name) => (name.endsWith('.test') ? ['127.0.0.1'] : []),
       });
+
+    /** curl to api.test (allowed) and to other.test (not) under allowHosts: the body and the status. */
+    async function curlBoth(sandbox: AlephSandbox, sessionId: string, pathName: string) {
+      const capabilities = {
+        network: { kind: 'allowHosts' as const, hosts: ['api.test', `127.0.0.1:${port}`] },
+      };
+      const curl = (args: string[]) => sandbox.execute({ sessionId, program: 'curl', args, capabilities });
+      const ok = await curl(['-sS', `http://api.test:${port}${pathName}`]);
+      const denied = await curl([
+        '-sS',
+        '-o',
+        '/dev/null',
+        '-w',
+        '%{http_code}',
+        `http://other.test:${port}/`,
+      ]);
+      return { ok: ok.stdoutText, denied: denied.stdoutText };
+    }
+
+    it('reaches an allowed host through the managed proxy; a disallowed one gets the denial', async () => {
+      hits = [];
+      const sandbox = await networked();
       try {
-        const caps = { network: { kind: 'allowHosts' as const, hosts: ['api.test', `127.0.0.1:${port}`] } };
-        const ok = await sandbox.execute({
-          sessionId: 'n',
-          program: 'curl',
-          args: ['-sS', `http://api.test:${port}/ok`],
-          capabilities: caps,
-        });
-        expect(ok.stdoutText).toBe('hello /ok');
-        const denied = await sandbox.execute({
-          sessionId: 'n',
-          program: 'curl',
-          args: ['-sS', '-o', '/dev/null', '-w', '%{http_code}', `http://other.test:${port}/`],
-          capabilities: caps,
-        });
-        expect(denied.stdoutText).toBe('403');
+        expect(await curlBoth(sandbox, 'n', '/ok')).toEqual({ ok: 'hello /ok', denied: '403' });
         expect(hits).toEqual([`api.test:${port}/ok`]);
       } finally {
         await sandbox.dispose();
@@ -130,32 +143,15 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
     it('goes through the parent proxy set in the config, asking it only for hosts it allowed', async () => {
       hits = [];
       const parent = await startProxy({ allow: [`127.0.0.1:${port}`] });
-      const sandbox = await buildSandbox(
-        config({
-          network: { parent_proxy: `http://127.0.0.1:${(parent.address as { port: number }).port}` },
-        }),
-        {
-          approvalRequester: createCallbackApprovalRequester(() => 'session'),
-          resolver: async (name) => (name.endsWith('.test') ? ['127.0.0.1'] : []),
-        },
-      );
+      const parentAt = `http://127.0.0.1:${(parent.address as { port: number }).port}`;
+      const sandbox = await networked({ network: { parent_proxy: parentAt } });
       try {
-        const caps = { network: { kind: 'allowHosts' as const, hosts: ['api.test', `127.0.0.1:${port}`] } };
-        const ok = await sandbox.execute({
-          sessionId: 'p',
-          program: 'curl',
-          args: ['-sS', `http://api.test:${port}/via-parent`],
-          capabilities: caps,
+        expect(await curlBoth(sandbox, 'p', '/via-parent')).toEqual({
+          ok: 'hello /via-parent',
+          denied: '403',
         });
-        expect(ok.stdoutText).toBe('hello /via-parent');
+        // One tunnel asked of the parent: the allowed one. The denied host never reached it.
         expect(parent.stats().allowed).toBe(1);
-        const denied = await sandbox.execute({
-          sessionId: 'p',
-          program: 'curl',
-          args: ['-sS', '-o', '/dev/null', '-w', '%{http_code}', `http://other.test:${port}/`],
-          capabilities: caps,
-        });
-        expect(denied.stdoutText).toBe('403');
         expect(parent.stats().connections).toBe(1);
         expect(hits).toEqual([`api.test:${port}/via-parent`]);
       } finally {
