@@ -295,6 +295,40 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         expect((await runCli(['run', '--', 'cat'], { home, input: 'piped in' })).stdout).toBe('piped in');
       });
 
+      /** Runs the CLI with stdin an open pipe that `feed` may write to; the pipe is never closed by us. */
+      const withOpenStdin = (args: string[], feed: (stdin: NodeJS.WritableStream) => void) =>
+        new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+          const child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, HOME: home } });
+          let stdout = '';
+          let stderr = '';
+          child.stdout.on('data', (c) => {
+            stdout += c;
+          });
+          child.stderr.on('data', (c) => {
+            stderr += c;
+          });
+          child.on('close', (code) => resolve({ code, stdout, stderr }));
+          feed(child.stdin);
+        });
+
+      it('does not wait forever on a stdin pipe nobody writes to or closes', async () => {
+        const r = await withOpenStdin(['run', '--', 'echo', 'ran'], () => {});
+        expect(r.code).toBe(0);
+        expect(r.stdout).toBe('ran\n');
+        expect(r.stderr).toMatch(/nothing arrived on stdin within 0\.25 s; running without it/);
+      });
+
+      it('reads a stdin pipe to its end once something arrives, and the filter sees it', async () => {
+        const late = await withOpenStdin(['run', '--', 'sh', '-s'], (stdin) => {
+          setTimeout(() => stdin.write('echo arrived late\n'), 50);
+          setTimeout(() => stdin.end(), 400);
+        });
+        expect(late).toMatchObject({ code: 0, stdout: 'arrived late\n', stderr: '' });
+        const blocked = await runCli(['run', '--', 'bash', '-s'], { home, input: 'echo hi\nrm -rf /\n' });
+        expect(blocked.code).toBe(126);
+        expect(blocked.stderr).toMatch(/command-policy denied/);
+      });
+
       it('doctor reports the tier and mechanisms; --json too', async () => {
         const text = await runCli(['doctor'], { home });
         expect(text.code).toBe(0);

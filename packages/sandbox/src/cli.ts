@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, fstatSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
@@ -27,7 +27,9 @@ Run "aleph-sandbox <command> --help" for the flags of a command.`,
   run: `aleph-sandbox run [flags] -- PROGRAM [ARGS...]
 
 Runs PROGRAM in the session's workspace under the sandbox, streaming its output, and exits with its code
-(124 on timeout, 128+N when killed by signal N).
+(124 on timeout, 128+N when killed by signal N). Piped stdin is read to its end and given to PROGRAM (the
+command filter reads it too, for \`bash -s\`); a stdin pipe on which nothing arrives within 0.25 s is
+left alone.
 
 Flags:
   --workspace DIR      use DIR as the session workspace (created if missing)
@@ -172,10 +174,50 @@ function resolveCwd(cwd: string | undefined, workspace: string): string | undefi
   return path.isAbsolute(cwd) ? cwd : path.join(workspace, cwd);
 }
 
+/**
+ * How long an open stdin pipe may stay silent before the command runs without it. Programs that start
+ * this CLI often leave its stdin an open pipe they never write to or close; waiting for its end would
+ * wait forever.
+ */
+const STDIN_GRACE_MS = 250;
+
+/**
+ * What the command gets on its stdin (and the policy scans, for `bash -s`): a file or /dev/null is read
+ * whole; a pipe or socket is read to its end once something (data or the end) has arrived on it within
+ * {@link STDIN_GRACE_MS}, and otherwise left alone with a warning.
+ */
 async function readStdin(): Promise<Uint8Array | undefined> {
   if (process.stdin.isTTY) return undefined;
+  let streaming: boolean;
+  try {
+    const st = fstatSync(0);
+    streaming = st.isFIFO() || st.isSocket();
+  } catch {
+    return undefined; // no stdin at all
+  }
+  const stdin = process.stdin;
+  if (streaming) {
+    const spoke = await new Promise<boolean>((resolve) => {
+      const onReadable = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        stdin.removeListener('readable', onReadable);
+        resolve(false);
+      }, STDIN_GRACE_MS);
+      stdin.once('readable', onReadable);
+    });
+    if (!spoke) {
+      stdin.destroy();
+      process.stderr.write(
+        `aleph-sandbox: nothing arrived on stdin within ${STDIN_GRACE_MS / 1000} s; running without it (close stdin, or pipe the input in)\n`,
+      );
+      return undefined;
+    }
+  }
   const chunks: Buffer[] = [];
-  for await (const c of process.stdin) chunks.push(c as Buffer);
+  for await (const c of stdin) chunks.push(c as Buffer);
   return chunks.length === 0 ? undefined : Buffer.concat(chunks);
 }
 
