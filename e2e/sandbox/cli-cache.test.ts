@@ -7,6 +7,7 @@ import {
   readdirSync,
   readFileSync,
   statSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs';
 import os from 'node:os';
@@ -75,6 +76,23 @@ describe('aleph-sandbox compile cache', () => {
     writeFileSync(entry, garbage, { mode: 0o600 });
     expect(cli(['--version'], env)).toMatchObject({ code: 0, stdout: `${version}\n` });
     expect(readFileSync(entry).equals(garbage)).toBe(false);
+  });
+
+  it('removes caches written more than 30 days ago when it writes new ones', () => {
+    const { env, dir } = setup();
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const old = path.join(dir, 'chunk-of-an-old-version.cjs.v8');
+    const leftover = path.join(dir, 'cli.cjs.v8.4242.tmp');
+    const recent = path.join(dir, 'chunk-still-recent.cjs.v8');
+    for (const f of [old, leftover, recent]) writeFileSync(f, 'x', { mode: 0o600 });
+    const longAgo = new Date(Date.now() - 40 * 24 * 60 * 60 * 1000);
+    utimesSync(old, longAgo, longAgo);
+    utimesSync(leftover, longAgo, longAgo);
+    expect(cli(['--version'], env)).toMatchObject({ code: 0, stdout: `${version}\n` });
+    expect(existsSync(old)).toBe(false);
+    expect(existsSync(leftover)).toBe(false);
+    expect(existsSync(recent)).toBe(true);
+    expect(existsSync(path.join(dir, 'cli.cjs.v8'))).toBe(true);
   });
 
   it('ignores a cache directory that others can write to', () => {

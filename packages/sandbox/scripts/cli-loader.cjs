@@ -73,6 +73,26 @@ Module.prototype._compile = function compileWithCache(content, filename) {
   return wrapper.call(this.exports, this.exports, require, this, filename, bundleDir);
 };
 
+/**
+ * Caches written longer ago than this are removed whenever new ones are written: every upgrade leaves the
+ * old chunks' caches behind. One still in use is simply written again on the next start.
+ */
+const MAX_AGE_MS = 30 * 24 * 60 * 60 * 1000;
+
+/** Removes caches (and leftovers of interrupted writes) written more than MAX_AGE_MS ago. */
+function prune(dir) {
+  const now = Date.now();
+  for (const name of fs.readdirSync(dir)) {
+    if (!name.endsWith('.v8') && !name.endsWith('.tmp')) continue;
+    const file = path.join(dir, name);
+    try {
+      if (now - fs.lstatSync(file).mtimeMs > MAX_AGE_MS) fs.unlinkSync(file);
+    } catch {
+      // gone already
+    }
+  }
+}
+
 process.once('exit', () => {
   if (fresh.length === 0 || cacheDir === undefined) return;
   try {
@@ -84,6 +104,7 @@ process.once('exit', () => {
       fs.writeFileSync(temp, script.createCachedData(), { mode: 0o600 });
       fs.renameSync(temp, file);
     }
+    prune(cacheDir);
   } catch {
     // A read-only or full home only means the next start compiles again.
   }
