@@ -168,7 +168,11 @@ export function createParser(emit: (pipeline: Pipeline) => void): {
 
 /** `/usr/bin/rm` → `rm`; program names are compared case-insensitively. */
 export function programName(word: string): string {
-  // One pass for the common case, a lowercase ASCII name without a directory, which is returned as is.
+  if (word.length > 64) {
+    const slash = word.lastIndexOf('/');
+    return (slash >= 0 ? word.slice(slash + 1) : word).toLowerCase();
+  }
+  // One pass for the common case, a short lowercase ASCII name without a directory, returned as is.
   let slash = -1;
   let lower = true;
   for (let i = 0; i < word.length; i++) {
