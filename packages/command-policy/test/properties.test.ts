@@ -209,6 +209,22 @@ describe('long scripts, read in batches', () => {
     );
   });
 
+  it.each([
+    ['f() { f() { true; }; f | f & }; f', 'block'],
+    ['f() { g() { true; }; f | f & }; f', 'block'],
+    ['f() { f() { f | f & }; }; f', 'block'],
+    ['f() { true; }; f | f &', 'allow'],
+  ])('knows a function by name until its last open body closes: %s', (cmd, decision) => {
+    expect(policy.evaluate(cmd).decision).toBe(decision);
+  });
+
+  it('reads 200 KB of nested function definitions and still finds the command after them', () => {
+    let src = '';
+    for (let i = 0; src.length < 200_000; i++) src += `f${i}() { f${i} ; `;
+    const d = policy.evaluateCommand({ program: 'bash', args: ['-s'], stdin: `${src}\nrm -rf /` });
+    expect(d.decision).toBe('block');
+  });
+
   it('finds a fork bomb wherever a batch boundary falls inside it', () => {
     for (let filler = 240; filler < 300; filler++) {
       const src = `${'true\n'.repeat(filler)}fork() { fork | fork & }; fork`;

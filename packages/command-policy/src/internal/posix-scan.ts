@@ -39,6 +39,8 @@ export function createParser(emit: (pipeline: Pipeline) => void): {
   let pipeline: Pipeline = { commands: [], background: false };
   let command: Command = { words: [], redirects: [] };
   const functions: { name: string; brace: number; paren: number }[] = [];
+  /** How many of the open function bodies have each name (a lookup per command, not a scan). */
+  const openNames = new Map<string, number>();
   let pendingFunction: string | undefined;
   let braceDepth = 0;
   let parenDepth = 0;
@@ -64,15 +66,19 @@ export function createParser(emit: (pipeline: Pipeline) => void): {
         brace: kind === 'brace' ? braceDepth : -1,
         paren: kind === 'paren' ? parenDepth : -1,
       });
+      openNames.set(pendingFunction, (openNames.get(pendingFunction) ?? 0) + 1);
       pendingFunction = undefined;
     }
   };
   const closeBodies = () => {
     while (functions.length > 0) {
-      const top = functions[functions.length - 1] as { brace: number; paren: number };
-      if ((top.brace >= 0 && braceDepth < top.brace) || (top.paren >= 0 && parenDepth < top.paren))
+      const top = functions[functions.length - 1] as { name: string; brace: number; paren: number };
+      if ((top.brace >= 0 && braceDepth < top.brace) || (top.paren >= 0 && parenDepth < top.paren)) {
         functions.pop();
-      else break;
+        const left = (openNames.get(top.name) ?? 1) - 1;
+        if (left === 0) openNames.delete(top.name);
+        else openNames.set(top.name, left);
+      } else break;
     }
   };
 
@@ -145,7 +151,7 @@ export function createParser(emit: (pipeline: Pipeline) => void): {
         }
         if (t.text.includes('=') && ASSIGNMENT.test(t.text)) continue;
       }
-      if (atStart && functions.length > 0 && functions.some((f) => f.name === t.text)) {
+      if (atStart && openNames.size > 0 && openNames.has(t.text)) {
         command.words.push(SELF);
         continue;
       }
