@@ -142,7 +142,7 @@ jsonl_path = "~/.aleph/audit.jsonl"
       process.stdout.write(JSON.stringify({ loaded: await loadConfig(), parsed: parseConfig({}) }));`;
     const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
       encoding: 'utf8',
-      env: { ...process.env, HOME: home },
+      env: { ...process.env, HOME: home, USERPROFILE: home }, // os.homedir() reads USERPROFILE on Windows
     });
     expect(r.stderr).toBe('');
     const { loaded, parsed } = JSON.parse(r.stdout);
