@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import { InvalidInputError } from '@aleph/sandbox-core';
-import { parse as parseToml, type TomlError } from 'smol-toml';
+import type { TomlError } from 'smol-toml';
 import { type AlephConfig, DEFAULT_CONFIG_PATH, type FileConfig, toConfig } from './config-shape.js';
 
 /**
@@ -54,9 +54,11 @@ export async function loadConfig(file?: string): Promise<AlephConfig> {
       'check the path',
     );
   }
+  // The TOML parser, like the schema, is loaded only when there is a file to read.
+  const { parse } = await import('smol-toml');
   let data: unknown;
   try {
-    data = parseToml(text);
+    data = parse(text);
   } catch (error) {
     const e = error as TomlError;
     throw new InvalidInputError(
