@@ -57,7 +57,12 @@ export function canSwitchUid(): boolean {
 export function runAsync(
   cmd: string,
   args: readonly string[],
-  options: { input?: string | undefined; env?: NodeJS.ProcessEnv } = {},
+  options: {
+    input?: string | undefined;
+    env?: NodeJS.ProcessEnv;
+    /** Writes to the child's stdin instead of `input`, and is left to end it (or not). */
+    feed?: (stdin: NodeJS.WritableStream) => void;
+  } = {},
 ): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(cmd, args, { env: options.env ?? process.env });
@@ -70,6 +75,7 @@ export function runAsync(
       stderr += c;
     });
     child.on('close', (status) => resolve({ status, stdout, stderr }));
-    child.stdin.end(options.input ?? '');
+    if (options.feed) options.feed(child.stdin);
+    else child.stdin.end(options.input ?? '');
   });
 }

@@ -296,20 +296,13 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
       });
 
       /** Runs the CLI with stdin an open pipe that `feed` may write to; the pipe is never closed by us. */
-      const withOpenStdin = (args: string[], feed: (stdin: NodeJS.WritableStream) => void) =>
-        new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-          const child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, HOME: home } });
-          let stdout = '';
-          let stderr = '';
-          child.stdout.on('data', (c) => {
-            stdout += c;
-          });
-          child.stderr.on('data', (c) => {
-            stderr += c;
-          });
-          child.on('close', (code) => resolve({ code, stdout, stderr }));
-          feed(child.stdin);
+      const withOpenStdin = async (args: string[], feed: (stdin: NodeJS.WritableStream) => void) => {
+        const r = await runAsync(process.execPath, [cli, ...args], {
+          env: { ...process.env, HOME: home },
+          feed,
         });
+        return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+      };
 
       it('does not wait forever on a stdin pipe nobody writes to or closes', async () => {
         const r = await withOpenStdin(['run', '--', 'echo', 'ran'], () => {});

@@ -249,37 +249,29 @@ export function buildSeccompProgram(options: SeccompOptions): SeccompProgram {
     a.rules.push('process creation (fork, vfork, clone without CLONE_THREAD): EPERM; threads allowed');
   }
 
+  /** `name` (socket, socketpair) allowed only for these address families; EPERM for any other. */
+  const onlyFamilies = (name: 'socket' | 'socketpair', families: readonly number[]) =>
+    a.block(nr(name), (b) => {
+      b.stmt(BPF.LD_W_ABS, SECCOMP_DATA.argLow(0));
+      // Each match jumps over the remaining tests to ALLOW; the last miss skips ALLOW to EPERM.
+      families.forEach((family, i) => {
+        const last = i === families.length - 1;
+        b.jump(BPF.JMP_JEQ_K, family, families.length - 1 - i, last ? 1 : 0);
+      });
+      b.ret(SECCOMP_RET.ALLOW);
+      b.ret(errno(ERRNO.EPERM));
+    });
+
   if (options.network === 'unix-only') {
-    a.block(nr('socket'), (b) => {
-      b.stmt(BPF.LD_W_ABS, SECCOMP_DATA.argLow(0));
-      b.jump(BPF.JMP_JEQ_K, AF.UNIX, 0, 1);
-      b.ret(SECCOMP_RET.ALLOW);
-      b.ret(errno(ERRNO.EPERM));
-    });
-    a.block(nr('socketpair'), (b) => {
-      b.stmt(BPF.LD_W_ABS, SECCOMP_DATA.argLow(0));
-      b.jump(BPF.JMP_JEQ_K, AF.UNIX, 0, 1);
-      b.ret(SECCOMP_RET.ALLOW);
-      b.ret(errno(ERRNO.EPERM));
-    });
+    onlyFamilies('socket', [AF.UNIX]);
+    onlyFamilies('socketpair', [AF.UNIX]);
     for (const name of ['connect', 'bind', 'listen', 'accept', 'accept4'] as const) {
       a.block(nr(name), (b) => b.ret(errno(ERRNO.EPERM)));
     }
     a.rules.push('sockets: AF_UNIX only (socket, socketpair); connect, bind, listen, accept: EPERM');
   } else if (options.network === 'proxy-routed') {
-    a.block(nr('socket'), (b) => {
-      b.stmt(BPF.LD_W_ABS, SECCOMP_DATA.argLow(0));
-      b.jump(BPF.JMP_JEQ_K, AF.INET, 1, 0);
-      b.jump(BPF.JMP_JEQ_K, AF.INET6, 0, 1);
-      b.ret(SECCOMP_RET.ALLOW);
-      b.ret(errno(ERRNO.EPERM));
-    });
-    a.block(nr('socketpair'), (b) => {
-      b.stmt(BPF.LD_W_ABS, SECCOMP_DATA.argLow(0));
-      b.jump(BPF.JMP_JEQ_K, AF.UNIX, 0, 1);
-      b.ret(SECCOMP_RET.ALLOW);
-      b.ret(errno(ERRNO.EPERM));
-    });
+    onlyFamilies('socket', [AF.INET, AF.INET6]);
+    onlyFamilies('socketpair', [AF.UNIX]);
     a.rules.push(
       'sockets: AF_INET and AF_INET6 only (they reach only the in-namespace bridge), and AF_UNIX socketpairs; AF_UNIX sockets: EPERM',
     );
