@@ -20,7 +20,7 @@ const bundle = await rolldown({
   logLevel: 'warn',
 });
 // Chunks follow the dynamic imports, so a run loads neither the proxy (node:http) nor the approval prompt
-// (node:readline) unless it needs them. Chunk names carry a content hash, which keys the compile cache.
+// (node:readline) unless it needs them. The loader keys its compile cache on each chunk file's identity.
 await bundle.write({
   dir: outDir,
   entryFileNames: 'cli.cjs',

@@ -3,12 +3,14 @@
 //
 // A CLI start spends most of its time compiling JavaScript. Node 20 has no compile cache for modules,
 // but V8 can cache classic scripts, so the bundle is CommonJS and this file compiles its chunks itself
-// with `vm.Script` and cached data kept per user:
-//   ${XDG_CACHE_HOME:-~/.cache}/aleph-sandbox/v8-<node version>-<arch>/<chunk>.v8
-// (%LOCALAPPDATA% instead of ~/.cache on Windows).
-// Chunk names carry a content hash, and V8 checks the source, its own version and the V8 flags before
-// using a cache, so a stale or foreign cache is only recompiled. The directory is used only when it is
-// this user's and nobody else can write to it. ALEPH_COMPILE_CACHE=0 turns the cache off.
+// with `vm.Script` and cached data kept per user (%LOCALAPPDATA% instead of ~/.cache on Windows):
+//   ${XDG_CACHE_HOME:-~/.cache}/aleph-sandbox/v8-<node version>-<arch>/<chunk>.<file identity>.v8
+// V8 checks its own version, its flags and the source's *length* before using a cache, not the source
+// itself: a cache of other code of the same length would be run as if it were this chunk. So a cache is
+// named after the chunk file's identity (device, inode, size, mtime and ctime): a new install is a new
+// file, and writing to a file changes its ctime, so a cache is only ever used for the file it was compiled
+// from. The directory is used only when it is this user's and nobody else can write to it.
+// ALEPH_COMPILE_CACHE=0 turns the cache off.
 'use strict';
 const fs = require('node:fs');
 const Module = require('node:module');
@@ -43,6 +45,13 @@ function trusted(dir) {
   }
 }
 
+/** `<chunk>.<identity>.v8`: the cache of exactly this file, as it is now (see the top of this file). */
+function cacheName(filename) {
+  const st = fs.statSync(filename, { bigint: true });
+  const identity = [st.dev, st.ino, st.size, st.mtimeNs, st.ctimeNs].map((n) => n.toString(36));
+  return `${path.basename(filename)}.${identity.join('-')}.v8`;
+}
+
 const cacheDir = cacheDirectory();
 const readable = cacheDir !== undefined && trusted(cacheDir);
 /** Scripts compiled without a usable cache, written out when the process exits. */
@@ -53,7 +62,7 @@ Module.prototype._compile = function compileWithCache(content, filename) {
   if (cacheDir === undefined || path.dirname(filename) !== bundleDir) {
     return compile.call(this, content, filename);
   }
-  const cacheFile = path.join(cacheDir, `${path.basename(filename)}.v8`);
+  const cacheFile = path.join(cacheDir, cacheName(filename));
   let cachedData;
   if (readable) {
     try {
