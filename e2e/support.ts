@@ -1,6 +1,9 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { accessSync, constants, existsSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll } from 'vitest';
 
 /**
  * Mechanisms CI requires (`ALEPH_REQUIRE=bwrap,userns,…`): a test that needs one that is missing fails
@@ -14,6 +17,22 @@ export const REQUIRED = new Set(
 );
 
 export const repoRoot = fileURLToPath(new URL('..', import.meta.url));
+
+/**
+ * A maker of temp directories that are all removed when the test file ends. Call it at the top of a
+ * test file: `const tempDir = tempDirs();`, then `tempDir('aleph-…-')` anywhere in the file.
+ */
+export function tempDirs(): (prefix: string) => string {
+  const made: string[] = [];
+  afterAll(() => {
+    for (const dir of made) rmSync(dir, { recursive: true, force: true });
+  });
+  return (prefix) => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+    made.push(dir);
+    return dir;
+  };
+}
 
 /** Whether the Linux stack can run here, and why not. */
 export function linuxStack(): { ok: boolean; reason: string; missing: string[] } {

@@ -2,7 +2,8 @@
 // Runs the whole suite (building first, because the CLI e2e tests run the built bins), then prints what
 // was skipped and why, and a closing `N passed, N failed` line that CI reads.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -24,6 +25,7 @@ if (!process.argv.includes('--no-build')) {
 }
 
 // Static checks count as tests: a type error or a lint finding fails the suite like a failing test.
+// So does the leak check after the run.
 const staticFailures = [];
 if (!process.argv.includes('--no-static')) {
   for (const [label, args] of [
@@ -38,6 +40,20 @@ if (!process.argv.includes('--no-static')) {
     if (r.status !== 0) staticFailures.push(label);
   }
 }
+
+// What the tests leave behind counts too: every temp directory a test or the code under test makes is
+// named aleph-…, and every one must be gone when the suite ends (as must any mount made for a sandbox).
+const leftovers = () => {
+  const dirs = readdirSync(os.tmpdir()).filter((n) => n.startsWith('aleph-'));
+  const mounts =
+    process.platform === 'linux'
+      ? readFileSync('/proc/self/mounts', 'utf8')
+          .split('\n')
+          .filter((l) => l.includes('aleph'))
+      : [];
+  return new Set([...dirs.map((d) => path.join(os.tmpdir(), d)), ...mounts.map((m) => `mount: ${m}`)]);
+};
+const before = leftovers();
 
 rmSync(report, { force: true });
 const extra = process.argv.slice(2).filter((a) => a !== '--no-build' && a !== '--no-static');
@@ -71,12 +87,18 @@ if (skipped.length > 0) {
   console.log(`\nskipped (${skipped.length}); the reason is in each name:`);
   for (const s of skipped) console.log(`  - ${s}`);
 }
+const left = [...leftovers()].filter((x) => !before.has(x));
+const leakCheck = 'nothing left behind (temp directories, mounts)';
+console.log(`${left.length === 0 ? '✓' : '×'} ${leakCheck}`);
+for (const x of left) console.log(`  left behind: ${x}`);
+if (left.length > 0) staticFailures.push(leakCheck);
+
 const failedSuites = (results.testResults ?? []).filter(
   (f) => f.status === 'failed' && (f.assertionResults ?? []).length === 0,
 );
 const failed = results.numFailedTests + failedSuites.length + staticFailures.length;
 const passed =
-  results.numPassedTests + (process.argv.includes('--no-static') ? 0 : 2 - staticFailures.length);
-for (const f of staticFailures) console.log(`failed static check: ${f}`);
+  results.numPassedTests + (process.argv.includes('--no-static') ? 1 : 3) - staticFailures.length;
+for (const f of staticFailures) console.log(`failed check: ${f}`);
 console.log(`\n${passed} passed, ${failed} failed`);
 process.exit(failed > 0 || vitest.status !== 0 ? 1 : 0);

@@ -3,19 +3,17 @@ import {
   chmodSync,
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   renameSync,
-  rmSync,
   statSync,
   utimesSync,
   writeFileSync,
 } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { repoRoot } from '../support.js';
+import { describe, expect, it } from 'vitest';
+import { repoRoot, tempDirs } from '../support.js';
 
 // The aleph-sandbox command compiles its chunks with a per-user V8 compile cache. These tests pin what
 // the cache may and may not do: speed a start up, never change what the command prints, never trust a
@@ -33,16 +31,7 @@ function cli(args: string[], env: Record<string, string>, file = command) {
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-const made: string[] = [];
-afterAll(() => {
-  for (const dir of made) rmSync(dir, { recursive: true, force: true });
-});
-
-function tempDir(prefix: string) {
-  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
-  made.push(dir);
-  return dir;
-}
+const tempDir = tempDirs();
 
 /** The one cache file of a chunk (its name carries the chunk file's identity; see cli-loader.cjs). */
 function cacheOf(dir: string, chunk: string) {

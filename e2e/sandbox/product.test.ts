@@ -1,9 +1,8 @@
 import { spawn } from 'node:child_process';
 import diagnosticsChannel from 'node:diagnostics_channel';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { startProxy } from '@aleph/proxy';
 import {
@@ -18,14 +17,12 @@ import {
   COMMAND_POLICY_CHANNEL,
 } from '@aleph/sandbox-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { linuxStack, REQUIRED, repoRoot, runAsync } from '../support.js';
+import { linuxStack, REQUIRED, repoRoot, runAsync, tempDirs } from '../support.js';
 
 const stack = linuxStack();
 const cli = path.join(repoRoot, 'packages/sandbox/dist/cli-bundle/aleph-sandbox.cjs');
 
-function tmp(prefix: string): string {
-  return mkdtempSync(path.join(os.tmpdir(), prefix));
-}
+const tmp = tempDirs();
 
 /** Runs the CLI as a user would, asynchronously (the upstream server lives in this process). */
 async function runCli(

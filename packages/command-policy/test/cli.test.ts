@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 
 const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const run = (args: string[], input?: string) => {
@@ -62,6 +62,7 @@ describe('aleph-policy CLI', () => {
   it('rules lists rules; verify reports which custom rules fail and why', () => {
     expect(run(['rules']).stdout).toMatch(/block +posix +rm-rf-root: /);
     const dir = mkdtempSync(path.join(os.tmpdir(), 'aleph-policy-cli-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const file = path.join(dir, 'c.toml');
     writeFileSync(
       file,

@@ -1,8 +1,8 @@
 import diagnosticsChannel from 'node:diagnostics_channel';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import {
   COMMAND_POLICY_CHANNEL,
   checkPattern,
@@ -15,7 +15,12 @@ import {
   SCAN_LIMIT_BYTES,
 } from '../src/index.js';
 
-const tmp = () => mkdtempSync(path.join(os.tmpdir(), 'aleph-policy-'));
+/** A temp directory removed when the test finishes. */
+const tmp = () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'aleph-policy-'));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+};
 
 describe('config', () => {
   it('has the spec defaults', () => {

@@ -1,10 +1,10 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { rawConnect, readUntilClose, startUpstream } from './helpers.js';
 
 const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
@@ -35,7 +35,9 @@ describe('aleph-proxy CLI', () => {
     'prints one JSON line when ready, serves, and exits 0 on SIGTERM removing its socket [POSIX: Unix socket and SIGTERM]',
     async () => {
       const upstream = await startUpstream();
-      const unix = path.join(mkdtempSync(path.join(os.tmpdir(), 'aleph-proxy-cli-')), 'p.sock');
+      const sockDir = mkdtempSync(path.join(os.tmpdir(), 'aleph-proxy-cli-'));
+      onTestFinished(() => rmSync(sockDir, { recursive: true, force: true }));
+      const unix = path.join(sockDir, 'p.sock');
       const { child, ready } = await launch([
         '--allow',
         'api.test',

@@ -1,12 +1,12 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { SocksProxyAgent } from 'socks-proxy-agent';
 import { ProxyAgent, request } from 'undici';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { proxyFor, rawConnect, readBytes, readUntilClose, sha256, startUpstream } from './helpers.js';
 
 const hasCurl = spawnSync('curl', ['--version']).status === 0;
@@ -52,7 +52,9 @@ describe.runIf(hasCurl)('curl through the proxy (each mode moves the bytes intac
   it('uploads intact through CONNECT', async () => {
     const upstream = await startUpstream();
     const proxy = await proxyFor(upstream);
-    const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'aleph-proxy-')), 'up.bin');
+    const upDir = mkdtempSync(path.join(os.tmpdir(), 'aleph-proxy-'));
+    onTestFinished(() => rmSync(upDir, { recursive: true, force: true }));
+    const file = path.join(upDir, 'up.bin');
     const data = randomBytes(3 * 1024 * 1024 + 7);
     writeFileSync(file, data);
     const r = await curl([

@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import type net from 'node:net';
 import os from 'node:os';
@@ -135,6 +135,7 @@ describe.skipIf(missing.length > 0)(`git clone over HTTPS through the proxy's CO
   afterAll(async () => {
     await proxy?.close();
     await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('clones an allowed host, verifying its certificate, and the files arrive intact', async () => {

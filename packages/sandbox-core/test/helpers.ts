@@ -2,13 +2,13 @@ import diagnosticsChannel from 'node:diagnostics_channel';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach } from 'vitest';
+import { onTestFinished } from 'vitest';
 import { CAPABILITY_LEDGER_CHANNEL, type CapabilityLedgerRecord } from '../src/index.js';
 
 /** A fresh temp directory removed after the test. */
 export function tempDir(prefix = 'aleph-core-'): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
 }
 
@@ -17,7 +17,7 @@ export function recordLedger(): CapabilityLedgerRecord[] {
   const records: CapabilityLedgerRecord[] = [];
   const handler = (message: unknown) => records.push(message as CapabilityLedgerRecord);
   diagnosticsChannel.subscribe(CAPABILITY_LEDGER_CHANNEL, handler);
-  afterEach(() => {
+  onTestFinished(() => {
     diagnosticsChannel.unsubscribe(CAPABILITY_LEDGER_CHANNEL, handler);
   });
   return records;

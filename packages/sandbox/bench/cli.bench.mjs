@@ -2,7 +2,7 @@
 // interleaved in the same run. Library-mode overhead is in @aleph/driver-linux's bench.
 // Reproduce: pnpm --filter @aleph/sandbox bench
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 const cli = fileURLToPath(new URL('../dist/cli-bundle/aleph-sandbox.cjs', import.meta.url));
 const home = mkdtempSync(path.join(os.tmpdir(), 'aleph-cli-bench-'));
 const env = { ...process.env, HOME: home };
+process.on('exit', () => rmSync(home, { recursive: true, force: true }));
 const variants = {
   'node -e 0': [process.execPath, ['-e', '0']],
   'aleph-sandbox run -- /bin/true': [process.execPath, [cli, 'run', '--', '/bin/true']],

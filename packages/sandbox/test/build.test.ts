@@ -1,5 +1,5 @@
 import diagnosticsChannel from 'node:diagnostics_channel';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -9,10 +9,15 @@ import {
   strictCapabilities,
 } from '@aleph/sandbox-core';
 import { createFakeDriver } from '@aleph/sandbox-core/testing';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { buildSandbox, createCallbackApprovalRequester, parseConfig } from '../src/index.js';
 
-const root = () => mkdtempSync(path.join(os.tmpdir(), 'aleph-build-'));
+/** A temp directory removed when the test finishes. */
+const root = () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'aleph-build-'));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+};
 const config = (over: Record<string, unknown> = {}) =>
   parseConfig({ sandbox: { workspace_root: path.join(root(), 'ws'), ...over } });
 

@@ -1,14 +1,21 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isAlephError } from '@aleph/sandbox-core';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { loadConfig, parseConfig } from '../src/index.js';
 
+/** A temp directory removed when the test finishes. */
+const tempDir = (prefix: string) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+};
+
 const write = (text: string) => {
-  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'aleph-config-')), 'config.toml');
+  const file = path.join(tempDir('aleph-config-'), 'config.toml');
   writeFileSync(file, text);
   return file;
 };
@@ -136,7 +143,7 @@ jsonl_path = "~/.aleph/audit.jsonl"
   it('without a config file, loadConfig gives exactly what an empty file parses to', async () => {
     // loadConfig reads the generated config-defaults.json instead of building the schema; the --check
     // below keeps that file in step with the schema, and this keeps the result the same.
-    const home = mkdtempSync(path.join(os.tmpdir(), 'aleph-config-home-'));
+    const home = tempDir('aleph-config-home-');
     const script = `
       const [{ loadConfig, parseConfig }] = await Promise.all([import(${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)})]);
       process.stdout.write(JSON.stringify({ loaded: await loadConfig(), parsed: parseConfig({}) }));`;
