@@ -1,6 +1,6 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import diagnosticsChannel from 'node:diagnostics_channel';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type net from 'node:net';
 import path from 'node:path';
@@ -290,6 +290,35 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
 
       it('passes piped stdin to the command', async () => {
         expect((await runCli(['run', '--', 'cat'], { home, input: 'piped in' })).stdout).toBe('piped in');
+      });
+
+      it('gives a file on stdin to the command whole, and runs without a device that may never end', () => {
+        const file = path.join(tmp('aleph-cli-stdin-'), 'in.txt');
+        writeFileSync(file, 'from a file\n');
+        const withStdin = (fd: number | 'ignore') =>
+          spawnSync(process.execPath, [cli, 'run', '--', 'cat'], {
+            encoding: 'utf8',
+            env: { ...process.env, HOME: home },
+            stdio: [fd, 'pipe', 'pipe'],
+            timeout: 30_000,
+          });
+        const fromFile = openSync(file, 'r');
+        try {
+          expect(withStdin(fromFile)).toMatchObject({ status: 0, stdout: 'from a file\n', stderr: '' });
+        } finally {
+          closeSync(fromFile);
+        }
+        // /dev/null: nothing, and nothing to say about it.
+        expect(withStdin('ignore')).toMatchObject({ status: 0, stdout: '', stderr: '' });
+        const zero = openSync('/dev/zero', 'r');
+        try {
+          const r = withStdin(zero);
+          expect(r.status).toBe(0);
+          expect(r.stdout).toBe('');
+          expect(r.stderr).toMatch(/stdin is a device, not a file or a pipe; running without it/);
+        } finally {
+          closeSync(zero);
+        }
       });
 
       /** Runs the CLI with stdin an open pipe that `feed` may write to; the pipe is never closed by us. */

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { spawn } from 'node:child_process';
-import { existsSync, fstatSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, fstatSync, mkdirSync, readFileSync, realpathSync, type Stats, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
@@ -182,39 +182,47 @@ function resolveCwd(cwd: string | undefined, workspace: string): string | undefi
 const STDIN_GRACE_MS = 250;
 
 /**
- * What the command gets on its stdin (and the policy scans, for `bash -s`): a file or /dev/null is read
- * whole; a pipe or socket is read to its end once something (data or the end) has arrived on it within
- * {@link STDIN_GRACE_MS}, and otherwise left alone with a warning.
+ * What the command gets on its stdin (and the policy scans, for `bash -s`): a file is read whole; a pipe
+ * or socket is read to its end once something (data or the end) has arrived on it within
+ * {@link STDIN_GRACE_MS}, and otherwise left alone with a warning. /dev/null gives nothing, and so does
+ * any other device, which may never end (/dev/zero): that one is left alone with a warning.
  */
 async function readStdin(): Promise<Uint8Array | undefined> {
   if (process.stdin.isTTY) return undefined;
-  let streaming: boolean;
+  let st: Stats;
   try {
-    const st = fstatSync(0);
-    streaming = st.isFIFO() || st.isSocket();
+    st = fstatSync(0);
   } catch {
     return undefined; // no stdin at all
   }
-  const stdin = process.stdin;
-  if (streaming) {
-    const spoke = await new Promise<boolean>((resolve) => {
-      const onReadable = () => {
-        clearTimeout(timer);
-        resolve(true);
-      };
-      const timer = setTimeout(() => {
-        stdin.removeListener('readable', onReadable);
-        resolve(false);
-      }, STDIN_GRACE_MS);
-      stdin.once('readable', onReadable);
-    });
-    if (!spoke) {
-      stdin.destroy();
-      process.stderr.write(
-        `aleph-sandbox: nothing arrived on stdin within ${STDIN_GRACE_MS / 1000} s; running without it (close stdin, or pipe the input in)\n`,
-      );
-      return undefined;
+  if (st.isFile()) {
+    const data = readFileSync(0);
+    return data.length === 0 ? undefined : data;
+  }
+  if (!st.isFIFO() && !st.isSocket()) {
+    if (!st.isCharacterDevice() || st.rdev !== statSync('/dev/null').rdev) {
+      process.stderr.write('aleph-sandbox: stdin is a device, not a file or a pipe; running without it\n');
     }
+    return undefined;
+  }
+  const stdin = process.stdin;
+  const spoke = await new Promise<boolean>((resolve) => {
+    const onReadable = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    const timer = setTimeout(() => {
+      stdin.removeListener('readable', onReadable);
+      resolve(false);
+    }, STDIN_GRACE_MS);
+    stdin.once('readable', onReadable);
+  });
+  if (!spoke) {
+    stdin.destroy();
+    process.stderr.write(
+      `aleph-sandbox: nothing arrived on stdin within ${STDIN_GRACE_MS / 1000} s; running without it (close stdin, or pipe the input in)\n`,
+    );
+    return undefined;
   }
   const chunks: Buffer[] = [];
   for await (const c of stdin) chunks.push(c as Buffer);
