@@ -1,11 +1,13 @@
-// Proxy throughput and tunnel setup rate, each measured against direct loopback in the same run.
+// Proxy throughput and tunnel setup rate, each measured against direct loopback in the same run, and
+// throughput beside a zero-copy relay in C (bench/splice-relay.c) as a reference for what any relay gets.
 // The proxy (the aleph-proxy CLI) and the upstream run in their own processes. A last run pins the proxy
 // to a core of its own, to tell the proxy's own cost from the competition for cores.
 // Reproduce: pnpm --filter @aleph/proxy bench
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const MiB = 1024 * 1024;
@@ -47,8 +49,21 @@ function start(cmd, args, parse) {
 }
 
 /** Opens a connection to the upstream, directly or through the proxy, returning the ready socket. */
+/** The reference relay (bench/splice-relay.c), compiled for this run; undefined without a C compiler. */
+function compileRelay() {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'aleph-bench-relay-'));
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  const bin = path.join(dir, 'splice-relay');
+  const source = fileURLToPath(new URL('splice-relay.c', import.meta.url));
+  const cc = spawnSync('cc', ['-O2', '-o', bin, source], { stdio: ['ignore', 'ignore', 'inherit'] });
+  return cc.status === 0 ? bin : undefined;
+}
+
+let relayPort = 0;
+
 async function open(mode, proxyPort, upPort, kind) {
-  const s = net.connect(mode === 'direct' ? upPort : proxyPort, '127.0.0.1');
+  const port = mode === 'direct' ? upPort : mode === 'splice relay' ? relayPort : proxyPort;
+  const s = net.connect(port, '127.0.0.1');
   s.setNoDelay(true);
   await new Promise((r, j) => s.once('connect', r).once('error', j));
   const read = (n) =>
@@ -65,7 +80,7 @@ async function open(mode, proxyPort, upPort, kind) {
       };
       s.on('data', on).once('error', reject);
     });
-  if (mode === 'connect') {
+  if (mode === 'connect' || mode === 'splice relay') {
     s.write(`CONNECT 127.0.0.1:${upPort} HTTP/1.1\r\n\r\n`);
     const head = await read(39); // "HTTP/1.1 200 Connection Established\r\n\r\n"
     if (!head.toString().startsWith('HTTP/1.1 200')) throw new Error(head.toString());
@@ -118,11 +133,14 @@ async function tunnels(mode, proxyPort, upPort, pid, total = 6000, concurrency =
 
 const up = await upstreamProcess();
 const px = await proxyProcess(up.port);
+const relayBin = process.platform === 'linux' ? compileRelay() : undefined;
+const relay = relayBin && (await start(relayBin, [String(up.port)], (line) => Number(line)));
+if (relay) relayPort = relay.port;
 try {
   // Interleaved rounds, so a burst of load on the machine hits every mode alike.
   const ROUNDS = 5;
   await transfer('direct', px.port, up.port); // warm-up
-  const runs = { direct: [], connect: [], socks5: [] };
+  const runs = { direct: [], connect: [], socks5: [], ...(relay ? { 'splice relay': [] } : {}) };
   // CPU spent per 100 MiB: by the proxy relaying it, and by this process receiving it directly.
   let proxyCpu = 0;
   let clientCpu = 0;
@@ -134,7 +152,7 @@ try {
       if (mode === 'direct') {
         const me = process.cpuUsage(me0);
         clientCpu += me.user + me.system;
-      } else proxyCpu += cpuMicros(px.child.pid) - px0;
+      } else if (mode !== 'splice relay') proxyCpu += cpuMicros(px.child.pid) - px0;
     }
   }
   const per100MiB = (us, transfers) => (us / 1000 / transfers) * ((100 * MiB) / SIZE);
@@ -152,6 +170,12 @@ try {
   console.log(
     `  through SOCKS5       ${socks.toFixed(0).padStart(6)} MiB/s  = ${((socks / direct) * 100).toFixed(0)}% of direct (target >= 70%)`,
   );
+  if (relay) {
+    const spliced = median(runs['splice relay']);
+    console.log(
+      `  through a C splice relay ${spliced.toFixed(0).padStart(6)} MiB/s  = ${((spliced / direct) * 100).toFixed(0)}% of direct (reference: zero-copy, no checks; bench/splice-relay.c)`,
+    );
+  } else console.log('  (C splice relay reference skipped: not Linux, or no C compiler (cc))');
   console.log(
     `  CPU per 100 MiB: the proxy relaying it ${per100MiB(proxyCpu, 2 * ROUNDS).toFixed(0)} ms; a client receiving it directly ${per100MiB(clientCpu, ROUNDS).toFixed(0)} ms (${os.cpus().length} cores for client, proxy and upstream)`,
   );
@@ -170,6 +194,7 @@ try {
 } finally {
   px.child.kill('SIGTERM');
   up.child.kill('SIGTERM');
+  relay?.child.kill('SIGTERM');
 }
 
 // The same transfers with the proxy on a core of its own while the client (this process) and the upstream

@@ -1,18 +1,50 @@
 // The CLI's cost: `aleph-sandbox run -- /bin/true` wall time against `node -e 0` (target <= 2x), measured
-// interleaved in the same run. Library-mode overhead is in @aleph/driver-linux's bench.
+// interleaved in the same run, beside two floors: node spawning bare bwrap, and the least a run can do
+// with the libraries the issues name (bench/floor-entry.mjs). Library-mode overhead is in @aleph/driver-linux's bench.
 // Reproduce: pnpm --filter @aleph/sandbox bench
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { rolldown } from 'rolldown';
 
-const cli = fileURLToPath(new URL('../dist/cli-bundle/aleph-sandbox.cjs', import.meta.url));
+const pkg = fileURLToPath(new URL('..', import.meta.url));
+const cli = path.join(pkg, 'dist/cli-bundle/aleph-sandbox.cjs');
 const home = mkdtempSync(path.join(os.tmpdir(), 'aleph-cli-bench-'));
 const env = { ...process.env, HOME: home };
-process.on('exit', () => rmSync(home, { recursive: true, force: true }));
+// The floor (bench/floor-entry.mjs), bundled as the CLI is and started through a copy of its loader. It
+// lives inside the package so that it finds re2 where the CLI does.
+const floorDir = path.join(pkg, 'dist/bench-floor');
+process.on('exit', () => {
+  rmSync(home, { recursive: true, force: true });
+  rmSync(floorDir, { recursive: true, force: true });
+});
+rmSync(floorDir, { recursive: true, force: true });
+const floorBundle = await rolldown({
+  input: path.join(pkg, 'bench/floor-entry.mjs'),
+  platform: 'node',
+  external: [/^node:/, 're2', 'ffi-rs'],
+  logLevel: 'warn',
+});
+await floorBundle.write({
+  dir: floorDir,
+  entryFileNames: 'cli.cjs',
+  chunkFileNames: '[name]-[hash].cjs',
+  format: 'cjs',
+  dynamicImportInCjs: false,
+  minify: true,
+});
+await floorBundle.close();
+copyFileSync(cli, path.join(floorDir, 'aleph-sandbox.cjs'));
+const bwrapTrue = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-all', '/bin/true'];
 const variants = {
   'node -e 0': [process.execPath, ['-e', '0']],
+  'node spawning bare bwrap': [
+    process.execPath,
+    ['-e', `require('node:child_process').spawnSync('bwrap', ${JSON.stringify(bwrapTrue)})`],
+  ],
+  'floor (zod + RE2 policy + execa, bwrap)': [process.execPath, [path.join(floorDir, 'aleph-sandbox.cjs')]],
   'aleph-sandbox run -- /bin/true': [process.execPath, [cli, 'run', '--', '/bin/true']],
   'aleph-sandbox --version': [process.execPath, [cli, '--version']],
 };
@@ -33,9 +65,16 @@ const m = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, median(
 console.log(
   `@aleph/sandbox CLI (node ${process.version}, ${os.cpus().length} cores), median of 30 interleaved runs:`,
 );
-for (const [k, v] of Object.entries(m)) console.log(`  ${k.padEnd(34)} ${v.toFixed(1).padStart(7)} ms`);
+for (const [k, v] of Object.entries(m)) console.log(`  ${k.padEnd(42)} ${v.toFixed(1).padStart(7)} ms`);
 const ratio = m['aleph-sandbox run -- /bin/true'] / m['node -e 0'];
 console.log(`  run / node -e 0: ${ratio.toFixed(2)}x (target <= 2x) ${ratio <= 2 ? 'met' : 'NOT met'}`);
+const floor = m['floor (zod + RE2 policy + execa, bwrap)'] / m['node -e 0'];
+console.log(
+  `  floor / node -e 0: ${floor.toFixed(2)}x: what loading the named libraries (zod, RE2, execa) and running bwrap costs before the CLI does anything of its own`,
+);
+console.log(
+  `  bare bwrap from node / node -e 0: ${(m['node spawning bare bwrap'] / m['node -e 0']).toFixed(2)}x`,
+);
 console.log(
   `  loading the CLI alone (--version) costs ${(m['aleph-sandbox --version'] - m['node -e 0']).toFixed(1)} ms over node -e 0`,
 );
