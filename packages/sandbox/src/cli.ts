@@ -4,6 +4,7 @@ import { existsSync, fstatSync, mkdirSync, readFileSync, realpathSync, type Stat
 import { createRequire } from 'node:module';
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
+import { isatty } from 'node:tty';
 import { parseArgs } from 'node:util';
 import type {
   AlephError,
@@ -163,7 +164,7 @@ async function approvalFor(mode: string | undefined): Promise<ApprovalRequester>
   const { approveAllApprovalRequester, createTtyApprovalRequester, denyAllApprovalRequester } = await import(
     './approval.js'
   );
-  const chosen = mode ?? (process.stdin.isTTY ? 'prompt' : 'none');
+  const chosen = mode ?? (stdinIsTerminal() ? 'prompt' : 'none');
   if (chosen === 'all') return approveAllApprovalRequester;
   if (chosen === 'none') return denyAllApprovalRequester;
   return createTtyApprovalRequester();
@@ -172,6 +173,11 @@ async function approvalFor(mode: string | undefined): Promise<ApprovalRequester>
 function resolveCwd(cwd: string | undefined, workspace: string): string | undefined {
   if (cwd === undefined) return undefined;
   return path.isAbsolute(cwd) ? cwd : path.join(workspace, cwd);
+}
+
+/** Whether stdin is a terminal, asked of the descriptor (`process.stdin` would build a stream to say). */
+function stdinIsTerminal(): boolean {
+  return isatty(0);
 }
 
 /**
@@ -188,7 +194,7 @@ const STDIN_GRACE_MS = 250;
  * any other device, which may never end (/dev/zero): that one is left alone with a warning.
  */
 async function readStdin(): Promise<Uint8Array | undefined> {
-  if (process.stdin.isTTY) return undefined;
+  if (stdinIsTerminal()) return undefined;
   let st: Stats;
   try {
     st = fstatSync(0);
@@ -251,7 +257,7 @@ async function run(argv: string[]): Promise<number> {
   const { loadConfig, buildSandbox } = await loadSandboxModules();
   const config = await loadConfig(plan.values.config);
   const stdin =
-    plan.values.approve === 'prompt' || (plan.values.approve === undefined && process.stdin.isTTY)
+    plan.values.approve === 'prompt' || (plan.values.approve === undefined && stdinIsTerminal())
       ? undefined
       : await readStdin();
   if (plan.workspaceDir !== undefined) mkdirSync(plan.workspaceDir, { recursive: true });
