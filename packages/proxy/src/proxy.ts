@@ -8,6 +8,7 @@ import { DownstreamReader } from './downstream.js';
 import {
   forbiddenReason,
   formatTarget,
+  fromWire,
   normalizeHost,
   parseAuthority,
   type Target,
@@ -463,7 +464,9 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
     headArrived(client);
     let target: Target;
     try {
-      target = parseAuthority(authority);
+      const text = fromWire(authority);
+      if (text === undefined) throw new TargetError(`${JSON.stringify(authority)} is not UTF-8`);
+      target = parseAuthority(text);
     } catch (error) {
       recordMalformed('connect', authority.slice(0, 200), 0, (error as Error).message);
       rawReply(client, version, 400, 'Bad Request', (error as Error).message);
@@ -589,6 +592,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
       });
       res.end(`${status} ${http.STATUS_CODES[status]}: ${reason}\n`);
     };
+    // (Node's parser refuses a request-target that is not ASCII with 400 before this runs.)
     const rawUrl = req.url ?? '';
     if (!/^http:\/\//i.test(rawUrl)) {
       counters.malformed++;

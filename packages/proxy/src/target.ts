@@ -63,6 +63,19 @@ export function normalizeHost(raw: string): { kind: 'name' | 'ip'; host: string;
   return { kind: 'name', host: parsed };
 }
 
+const NON_ASCII = /[^\x00-\x7f]/;
+
+/**
+ * A request head as it came off the wire, read one character per byte (latin1, as Node's HTTP parser
+ * and this proxy read heads), read again as the UTF-8 it is: a client may send an IDN unencoded
+ * (`CONNECT bücher.example:443`). Undefined when the bytes are not UTF-8.
+ */
+export function fromWire(text: string): string | undefined {
+  if (!NON_ASCII.test(text)) return text;
+  const utf8 = Buffer.from(text, 'latin1').toString('utf8');
+  return utf8.includes('\uFFFD') ? undefined : utf8;
+}
+
 /** Normalises `host` + `port` into a {@link Target}. @throws {TargetError} */
 export function normalizeTarget(host: string, port: number | string): Target {
   const p =

@@ -285,3 +285,75 @@ describe('audit on aleph:proxy', () => {
     }
   });
 });
+
+describe('request heads in UTF-8', () => {
+  /** A proxy allowing `bücher.test` (sent as UTF-8 or as punycode), resolved to the upstream. */
+  async function idnProxy(upstreamPort: number) {
+    const proxy = await startProxy({
+      allow: ['bücher.test', `127.0.0.1:${upstreamPort}`],
+      resolver: async (name) => (name === 'xn--bcher-kva.test' ? ['127.0.0.1'] : []),
+    });
+    return { proxy, port: proxy.address?.port ?? 0 };
+  }
+
+  /** Sends `head` as raw bytes and returns the status line of the reply. */
+  async function statusOf(port: number, head: Buffer): Promise<string> {
+    const s = await rawConnect(port);
+    s.write(head);
+    const reply = await readBytes(s, 12);
+    s.destroy();
+    return reply.toString('latin1').slice(0, 12);
+  }
+
+  it('an IDN sent unencoded in CONNECT is the same name as its punycode, whatever its case', async () => {
+    const upstream = await startUpstream();
+    const { proxy, port } = await idnProxy(upstream.port);
+    try {
+      for (const host of ['bücher.test', 'BÜCHER.test', 'xn--bcher-kva.test']) {
+        const authority = `${host}:${upstream.port}`;
+        expect(
+          await statusOf(port, Buffer.from(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`)),
+        ).toBe('HTTP/1.1 200');
+        // pip's shape: HTTP/1.0, no headers.
+        expect(await statusOf(port, Buffer.from(`CONNECT ${authority} HTTP/1.0\r\n\r\n`))).toBe(
+          'HTTP/1.0 200',
+        );
+      }
+      // A host that is not UTF-8 (latin1 "ü", one byte) is malformed, not some other name.
+      const latin1 = Buffer.concat([
+        Buffer.from('CONNECT b'),
+        Buffer.from([0xfc]),
+        Buffer.from(`cher.test:${upstream.port} HTTP/1.1\r\n\r\n`),
+      ]);
+      expect(await statusOf(port, latin1)).toBe('HTTP/1.1 400');
+      expect(
+        await statusOf(port, Buffer.from(`CONNECT bücher.other:${upstream.port} HTTP/1.1\r\n\r\n`)),
+      ).toBe('HTTP/1.1 403');
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('an absolute URL must be ASCII (400 otherwise); its punycode form reaches the upstream', async () => {
+    const upstream = await startUpstream();
+    const { proxy, port } = await idnProxy(upstream.port);
+    try {
+      const raw = await rawConnect(port);
+      raw.write(
+        Buffer.from(
+          `GET http://bücher.test:${upstream.port}/ HTTP/1.1\r\nHost: bücher.test\r\nConnection: close\r\n\r\n`,
+        ),
+      );
+      expect((await readUntilClose(raw)).toString('latin1')).toMatch(/^HTTP\/1\.1 400/);
+      const s = await rawConnect(port);
+      s.write(
+        `GET http://xn--bcher-kva.test:${upstream.port}/caf%C3%A9 HTTP/1.1\r\nHost: xn--bcher-kva.test\r\nConnection: close\r\n\r\n`,
+      );
+      const reply = (await readUntilClose(s)).toString('utf8');
+      expect(reply).toMatch(/^HTTP\/1\.1 200/);
+      expect(reply).toContain(`upstream saw GET /caf%C3%A9 host=xn--bcher-kva.test:${upstream.port}`);
+    } finally {
+      await proxy.close();
+    }
+  });
+});
