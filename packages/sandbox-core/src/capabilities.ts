@@ -41,12 +41,50 @@ const AbsolutePathSchema = z
     message: 'is not absolute; use an absolute path such as /data/project',
   });
 
-/** `name`, `*.suffix`, an IPv4 literal or a bracketed IPv6 literal, each with an optional `:port`. */
+const HOST_LABEL = /^[\p{L}\p{M}\p{N}_-]{1,63}$/u;
+
+/**
+ * Why `entry` is not a host pattern (`name`, `*.suffix`, an IPv4 literal, or an IPv6 literal bare or in
+ * brackets, each but the bare IPv6 with an optional `:port`), or undefined when it is one. The managed
+ * proxy parses patterns again, fully (IDN, numeric IPv4 spellings); this catches every malformed shape at
+ * the edge, before a request goes to approval.
+ */
+function hostPatternProblem(entry: string): string | undefined {
+  const shape = 'use name, *.suffix or an IP literal, optionally with :port';
+  if (/[\s/\\@?#]/u.test(entry)) return `is not a host pattern (no scheme, path, user or spaces); ${shape}`;
+  if (/^[0-9a-f]*:[0-9a-f]*:[0-9a-f:.]*$/i.test(entry)) return undefined; // a bare IPv6 literal
+  const m = /^(\*\.)?(\[[0-9a-fA-F:.]+\]|[^:[\]]+)(?::([^:]*))?$/u.exec(entry);
+  if (m === null) return `is not a host pattern; ${shape}`;
+  const [, wildcard, host = '', port] = m;
+  if (port !== undefined && !(/^[1-9][0-9]{0,4}$/.test(port) && Number(port) <= 65535)) {
+    return `has a bad port ${JSON.stringify(port)}; use a port from 1 to 65535, or none for any port`;
+  }
+  if (host.startsWith('['))
+    return wildcard === undefined ? undefined : 'combines * with an IP address; use the address alone';
+  if (host.includes('*')) return 'uses * other than as a whole leading label; write it as *.example.com';
+  const name = host.endsWith('.') ? host.slice(0, -1) : host;
+  if (name.length > 253 || !name.split('.').every((label) => HOST_LABEL.test(label))) {
+    return `is not a host pattern (empty, over-long or invalid label); ${shape}`;
+  }
+  // The URL standard's host parser, as the proxy uses: it rejects 256.1.1.1, 1.2.3.4.5, bad punycode.
+  let parsed: string;
+  try {
+    parsed = new URL(`http://${name}/`).hostname;
+  } catch {
+    return `is not a valid host name or IP address; ${shape}`;
+  }
+  if (wildcard !== undefined && /^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$/.test(parsed)) {
+    return 'combines * with an IP address; use the address alone';
+  }
+  return undefined;
+}
+
 const HostEntrySchema = z
   .string()
   .min(1, { message: 'is empty; use a host name such as api.example.com' })
-  .refine((h) => /^(\*\.)?(\[[0-9a-fA-F:.]+\]|[^\s/@*[\]:]+)(:\d{1,5})?$/u.test(h), {
-    message: 'is not a host pattern; use name, *.suffix or an IP literal, optionally with :port',
+  .superRefine((entry, ctx) => {
+    const problem = hostPatternProblem(entry);
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
   });
 
 /** Zod schema of {@link NetworkPolicy}. */

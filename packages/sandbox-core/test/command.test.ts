@@ -73,6 +73,62 @@ describe('parseSandboxCommand', () => {
     expect(error.message).toMatch(/got /);
   });
 
+  const withHosts = (hosts: string[]) => ({
+    sessionId: 's',
+    program: 'curl',
+    capabilities: { network: { kind: 'allowHosts', hosts } },
+  });
+
+  it.each([
+    ['*', /leading label/],
+    ['a.*.com', /leading label/],
+    ['**.a.com', /leading label/],
+    ['bad..host', /empty, over-long or invalid label/],
+    ['.a.com', /empty, over-long or invalid label/],
+    [`${'a'.repeat(64)}.com`, /empty, over-long or invalid label/],
+    ['a.com:99999', /bad port.*1 to 65535/],
+    ['a.com:0', /bad port/],
+    ['a.com:080', /bad port/],
+    ['a.com:', /bad port/],
+    ['http://a.com', /no scheme, path, user or spaces/],
+    ['a.com/x', /no scheme, path, user or spaces/],
+    ['user@a.com', /no scheme, path, user or spaces/],
+    ['*.[::1]', /combines \* with an IP address/],
+    ['a.com:80:80', /is not a host pattern/],
+    ['256.1.1.1', /not a valid host name or IP address/],
+    ['1.2.3.4.5', /not a valid host name or IP address/],
+    ['xn--zz.com', /not a valid host name or IP address/],
+    ['*.1.2.3.4', /combines \* with an IP address/],
+  ])('rejects the host pattern %j at the edge, naming it and the fix', (host, message) => {
+    const error = rejection(withHosts([host]));
+    expect(error.details.field).toBe('command.capabilities.network.hosts[0]');
+    expect(error.message).toMatch(message);
+    expect(error.message).toContain(JSON.stringify(host));
+  });
+
+  it.each([
+    'api.example.com',
+    '*.example.com',
+    'a.com.',
+    'A.COM:443',
+    'bücher.de',
+    '*.bücher.de',
+    '127.0.0.1',
+    '0x7f.1',
+    '127.1:443',
+    '[::1]',
+    '[::1]:8080',
+    '::1',
+    '::ffff:127.0.0.1',
+    'a_b.example.com',
+    'xn--bcher-kva.de',
+  ])('accepts the host pattern %j', (host) => {
+    expect(parseSandboxCommand(withHosts([host])).capabilities.network).toEqual({
+      kind: 'allowHosts',
+      hosts: [host],
+    });
+  });
+
   it('rejects a non-object', () => {
     expect(rejection('ls').code).toBe('ALEPH_INVALID_COMMAND');
   });
