@@ -237,6 +237,33 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         expect((await runCli(['run', '--', 'sh', '-c', 'exit 3'], { home })).code).toBe(3);
       });
 
+      /** Starts the CLI with piped output; resolves with its exit once `act` has done its part. */
+      const cliWith = (args: string[], act: (child: ReturnType<typeof spawn>) => void) =>
+        new Promise<{ code: number | null; stderr: string }>((resolve) => {
+          const child = spawn(process.execPath, [cli, ...args], {
+            env: { ...process.env, HOME: home },
+            stdio: ['ignore', 'pipe', 'pipe'],
+          });
+          let stderr = '';
+          child.stderr?.on('data', (c) => {
+            stderr += c;
+          });
+          child.on('exit', (code) => resolve({ code, stderr }));
+          act(child);
+        });
+
+      it('a reader that goes away ends the command with 141, quietly; SIGTERM to the CLI with 143', async () => {
+        // `aleph-sandbox run -- yes | head -1`: the reader closes after its first line.
+        const piped = await cliWith(['run', '--', 'yes'], (child) => {
+          child.stdout?.once('data', () => child.stdout?.destroy());
+        });
+        expect(piped).toEqual({ code: 141, stderr: '' });
+        const stopped = await cliWith(['run', '--', 'sh', '-c', 'echo started; exec sleep 30'], (child) => {
+          child.stdout?.once('data', () => child.kill('SIGTERM'));
+        });
+        expect(stopped.code).toBe(143);
+      });
+
       it('124 on timeout, 128+N on a signal, 126 when denied, 2 on a usage error', async () => {
         expect((await runCli(['run', '--timeout', '0.5', '--', 'sleep', '10'], { home })).code).toBe(124);
         expect((await runCli(['run', '--', 'sh', '-c', 'kill -TERM $$'], { home })).code).toBe(143);

@@ -161,6 +161,12 @@ async function main(argv: string[]): Promise<number> {
   throw new UsageError(`unknown command ${JSON.stringify(sub)}; use check, rules or verify (see --help)`);
 }
 
+// A reader that went away (`aleph-policy rules | head`) ends the command quietly, as SIGPIPE would.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') throw error;
+  process.exit(141);
+});
+
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;

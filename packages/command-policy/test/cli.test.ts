@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -44,6 +44,20 @@ describe('aleph-policy CLI', () => {
       { decision: 'block', rules: ['drive-root-recursive-delete'] },
       { decision: 'warn', rules: ['sudo-stdin-askpass'] },
     ]);
+  });
+
+  it('a reader that goes away ends the output quietly with 141, as SIGPIPE would', async () => {
+    // `aleph-policy check --jsonl < many | head -1`
+    const child = spawn(process.execPath, [cli, 'check', '--jsonl'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (c) => {
+      stderr += c;
+    });
+    child.stdout.once('data', () => child.stdout.destroy());
+    child.stdin.on('error', () => {});
+    child.stdin.end(`${JSON.stringify({ cmd: 'ls -la' })}\n`.repeat(50_000));
+    const code = await new Promise((resolve) => child.on('exit', resolve));
+    expect({ code, stderr }).toEqual({ code: 141, stderr: '' });
   });
 
   it('usage errors exit 2 with one readable line', () => {

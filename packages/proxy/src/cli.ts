@@ -91,6 +91,11 @@ async function main(): Promise<void> {
   process.once('SIGINT', stop);
 }
 
+// Whoever started the proxy may stop reading once it has the ready line; the proxy serves on.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') throw error;
+});
+
 main().catch((error: unknown) => {
   const usage =
     error instanceof UsageError ||

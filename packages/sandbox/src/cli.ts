@@ -268,11 +268,15 @@ async function run(argv: string[]): Promise<number> {
   });
   for (const w of sandbox.warnings) process.stderr.write(`aleph-sandbox: warning: ${w}\n`);
   const controller = new AbortController();
+  let stoppedBy: NodeJS.Signals | undefined;
   const stop = (signal: NodeJS.Signals) => {
+    stoppedBy ??= signal;
     controller.abort(new Error(`received ${signal}`));
   };
+  const onStdoutGone = () => stop('SIGPIPE');
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+  stdoutGone.signal.addEventListener('abort', onStdoutGone);
   const json = plan.values.json === true;
   try {
     const workspace = sandbox.workspacePath(plan.sessionId);
@@ -304,7 +308,7 @@ async function run(argv: string[]): Promise<number> {
     return exitCodeOf(out);
   } catch (error) {
     const e = error as AlephError;
-    if (e.code === 'ALEPH_ABORTED') return 130;
+    if (e.code === 'ALEPH_ABORTED') return 128 + (osConstants.signals[stoppedBy ?? 'SIGINT'] ?? 2);
     if (json) process.stdout.write(`${JSON.stringify({ error: { code: e.code, message: e.message } })}\n`);
     process.stderr.write(`aleph-sandbox: ${e.message}\n`);
     if (DENIALS.has(e.code)) return 126;
@@ -313,6 +317,7 @@ async function run(argv: string[]): Promise<number> {
   } finally {
     process.removeListener('SIGINT', stop);
     process.removeListener('SIGTERM', stop);
+    stdoutGone.signal.removeEventListener('abort', onStdoutGone);
     await sandbox.dispose();
   }
 }
@@ -459,9 +464,23 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+/**
+ * A reader that went away (`aleph-sandbox profile … | head`) is not an error to report: what is still
+ * written is dropped, a running command is stopped as for a signal, and the exit code is 141 (128 +
+ * SIGPIPE), as for a shell command killed by it.
+ */
+const stdoutGone = new AbortController();
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') throw error;
+  stdoutGone.abort(new Error('stdout was closed'));
+});
+process.stderr.on('error', () => {
+  // Nowhere left to report anything.
+});
+
 main(process.argv.slice(2)).then(
   (code) => {
-    process.exitCode = code;
+    process.exitCode = stdoutGone.signal.aborted ? 128 + (osConstants.signals.SIGPIPE ?? 13) : code;
   },
   (error: unknown) => {
     if ((error as { help?: boolean }).help) {
