@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { parseParentProxy } from '@aleph/proxy';
+import { parseParentProxy, parsePattern } from '@aleph/proxy';
 import { DEFAULT_PROTECTED_PATHS, InvalidInputError } from '@aleph/sandbox-core';
 import { z } from 'zod';
 import { type AlephConfig, toConfig } from './config-shape.js';
@@ -30,6 +30,22 @@ const absoluteOrHome = z
  * The config file, exactly as written in TOML (snake_case keys). Everything has the spec's default, so an
  * empty or missing file is a valid config.
  */
+/** A host pattern, read by the managed proxy's own parser, so the file fails where the proxy would. */
+const HostPatternSchema = z.string({ error: 'must be host patterns' }).superRefine((value, ctx) => {
+  try {
+    parsePattern(value);
+  } catch (error) {
+    // 'pattern "…" is not a valid host: …': the key and value are named already.
+    const why = (error as Error).message.replace(/^pattern "[^"]*" /, '');
+    ctx.addIssue({
+      code: 'custom',
+      message: why.includes('; ')
+        ? why
+        : `${why}; use name, *.suffix or an IP literal, optionally with :port`,
+    });
+  }
+});
+
 export const ConfigFileSchema = z
   .object({
     sandbox: z
@@ -131,11 +147,11 @@ export const ConfigFileSchema = z
         network: z
           .object({
             allow: z
-              .array(z.string({ error: 'must be host patterns' }))
+              .array(HostPatternSchema)
               .default([])
               .describe('Hosts reachable without approval (name, *.suffix, IP, optional :port).'),
             deny: z
-              .array(z.string({ error: 'must be host patterns' }))
+              .array(HostPatternSchema)
               .default([])
               .describe('Hosts never reachable; wins over any allow.'),
             parent_proxy: z

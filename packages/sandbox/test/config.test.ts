@@ -117,6 +117,31 @@ jsonl_path = "~/.aleph/audit.jsonl"
     );
   });
 
+  it('network allow and deny entries are read as the proxy reads them; a bad one is named with its line', async () => {
+    const ok = await loadConfig(
+      write(
+        '[sandbox.network]\nallow = ["*.ok.com", "1.2.3.4:80", "[::1]", "bücher.de"]\ndeny = ["x.ok.com"]\n',
+      ),
+    );
+    expect(ok.network).toMatchObject({
+      allow: ['*.ok.com', '1.2.3.4:80', '[::1]', 'bücher.de'],
+      deny: ['x.ok.com'],
+    });
+    for (const [key, value, why] of [
+      ['allow', 'bad..host', /is not a valid host: .*empty or over-long label/],
+      ['allow', 'a.*.com', /may only use \* as a whole leading label/],
+      ['deny', 'a.com:99999', /bad port/],
+      ['deny', 'http://a.com', /not a URL/],
+    ] as const) {
+      const file = write(`[sandbox.network]\n${key} = ["ok.com", ${JSON.stringify(value)}]\n`);
+      const e = await rejection(loadConfig(file));
+      expect(isAlephError(e, 'ALEPH_CONFIG_INVALID')).toBe(true);
+      expect(e.message.startsWith(`${file}:2: sandbox.network.${key}.1 `)).toBe(true);
+      expect(e.message).toMatch(why);
+      expect(e.message).toContain(`(got ${JSON.stringify(value)})`);
+    }
+  });
+
   it('an unknown key is named with its line', async () => {
     const file = write('[sandbox]\nworkspace_rot = "/x"\n');
     const e = await rejection(loadConfig(file));
