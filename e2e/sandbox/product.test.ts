@@ -237,6 +237,18 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         expect((await runCli(['run', '--', 'sh', '-c', 'exit 3'], { home })).code).toBe(3);
       });
 
+      const root = process.getuid?.() === 0;
+      it.skipIf(!root)(
+        `a write grant the sandbox uid cannot use is refused before anything is created in it${root ? '' : ' [skipped: only a root host runs commands as another uid]'}`,
+        async () => {
+          const dir = tmp('aleph-cli-grant-');
+          const r = await runCli(['run', '--approve', 'all', '--allow-write', dir, '--', 'true'], { home });
+          expect(r.code).toBe(2);
+          expect(r.stderr).toMatch(/is not writable by the sandbox uid .*chown -R/);
+          expect(readdirSync(dir)).toEqual([]);
+        },
+      );
+
       /** Starts the CLI with piped output; resolves with its exit once `act` has done its part. */
       const cliWith = (args: string[], act: (child: ReturnType<typeof spawn>) => void) =>
         new Promise<{ code: number | null; stderr: string }>((resolve) => {

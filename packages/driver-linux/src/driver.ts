@@ -230,12 +230,13 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       if (profile.driver !== 'linux' || !Array.isArray(profile.bwrapArgs)) {
         throw new DriverError('ALEPH_DRIVER_FAILED', 'linux', 'the profile was not made by the Linux driver');
       }
+      // Checked before anything is created: a refused request leaves the host as it found it.
+      checkOwnership(request);
       for (const stub of profile.stubs) {
         if (existsSync(stub.path) || lstatExists(stub.path)) continue;
         if (stub.kind === 'dir') mkdirSync(stub.path, { mode: 0o755 });
         else writeFileSync(stub.path, '', { mode: 0o644 });
       }
-      checkOwnership(request);
 
       const lease =
         request.capabilities.network.kind === 'allowHosts'
