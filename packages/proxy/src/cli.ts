@@ -76,6 +76,11 @@ async function main(): Promise<void> {
     ...(parent === undefined ? {} : { parent }),
   });
   const a = proxy.address;
+  if (a !== null && !/^(127\.|::1$|::ffff:127\.)/.test(a.host)) {
+    process.stderr.write(
+      `aleph-proxy: warning: listening on ${a.host}, not loopback: anyone who can reach this host can use the proxy to reach the allowed hosts\n`,
+    );
+  }
   process.stdout.write(
     `${JSON.stringify({
       listen: a === null ? null : a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`,

@@ -3,6 +3,7 @@ import { lookup } from 'node:dns/promises';
 import { chmodSync, existsSync, lstatSync, unlinkSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
+import { dirname } from 'node:path';
 import { type Allowlist, compileAllowlist } from './allowlist.js';
 import { DownstreamReader } from './downstream.js';
 import {
@@ -1029,6 +1030,10 @@ async function removeStaleSocket(path: string): Promise<void> {
   try {
     stat = lstatSync(path);
   } catch {
+    const dir = dirname(path);
+    if (!existsSync(dir)) {
+      throw new Error(`${path}: the directory ${dir} does not exist; create it or choose another unixPath`);
+    }
     return;
   }
   if (!stat.isSocket())

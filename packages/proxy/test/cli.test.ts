@@ -66,6 +66,42 @@ describe('aleph-proxy CLI', () => {
     },
   );
 
+  it('warns on stderr when it listens beyond loopback, and not when it does not', async () => {
+    for (const [listen, warned] of [
+      ['0.0.0.0:0', true],
+      ['127.0.0.1:0', false],
+    ] as const) {
+      requireBuilt();
+      const child = spawn(process.execPath, [cli, '--allow', 'api.test', '--listen', listen], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr?.on('data', (c) => {
+        stderr += c;
+      });
+      await new Promise((resolve) => child.stdout?.once('data', resolve));
+      const code = exited(child);
+      child.kill('SIGTERM');
+      expect(await code).toBe(0);
+      if (warned)
+        expect(stderr).toMatch(/warning: listening on 0\.0\.0\.0, not loopback: anyone who can reach/);
+      else expect(stderr).toBe('');
+    }
+  });
+
+  it.skipIf(process.platform === 'win32')(
+    'a Unix socket path in a missing directory is named with the fix [POSIX: Unix socket]',
+    () => {
+      requireBuilt();
+      const missing = path.join(os.tmpdir(), `aleph-no-such-dir-${process.pid}`, 'p.sock');
+      const r = spawnSync(process.execPath, [cli, '--allow', 'api.test', '--unix', missing], {
+        encoding: 'utf8',
+      });
+      expect(r.status).toBe(1);
+      expect(r.stderr).toContain(`the directory ${path.dirname(missing)} does not exist; create it`);
+    },
+  );
+
   it.each([
     [['--allow', 'http://x.com'], /pattern "http:\/\/x\.com" must be a host\[:port\], not a URL/],
     [['--allow', 'a.*.com'], /pattern "a\.\*\.com" may only use \*/],
