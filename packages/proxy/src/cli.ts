@@ -75,6 +75,12 @@ async function main(): Promise<void> {
     ...(values.resolve.length === 0 ? {} : { resolver: createStaticResolver(table) }),
     ...(parent === undefined ? {} : { parent }),
   });
+  // Before the ready line: whoever reads it may send SIGTERM at once.
+  const stop = () => {
+    void proxy.close().then(() => process.exit(0));
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
   const a = proxy.address;
   if (a !== null && !/^(127\.|::1$|::ffff:127\.)/.test(a.host)) {
     process.stderr.write(
@@ -89,11 +95,6 @@ async function main(): Promise<void> {
       deny: values.deny,
     })}\n`,
   );
-  const stop = () => {
-    void proxy.close().then(() => process.exit(0));
-  };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
 }
 
 // Whoever started the proxy may stop reading once it has the ready line; the proxy serves on.

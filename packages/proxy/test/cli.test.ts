@@ -66,6 +66,23 @@ describe('aleph-proxy CLI', () => {
     },
   );
 
+  it('exits 0 on a SIGTERM sent the moment the ready line arrives (20 times over)', async () => {
+    requireBuilt();
+    const codes: (number | string | null)[] = [];
+    for (let i = 0; i < 20; i++) {
+      const child = spawn(process.execPath, [cli, '--allow', 'api.test'], {
+        stdio: ['ignore', 'pipe', 'ignore'],
+      });
+      await new Promise((resolve) => child.stdout?.once('data', resolve));
+      const closed = new Promise<number | string | null>((resolve) =>
+        child.once('close', (code, signal) => resolve(code ?? signal)),
+      );
+      child.kill('SIGTERM');
+      codes.push(await closed);
+    }
+    expect(codes).toEqual(Array(20).fill(0));
+  });
+
   it('warns on stderr when it listens beyond loopback, and not when it does not', async () => {
     for (const [listen, warned] of [
       ['0.0.0.0:0', true],
@@ -80,7 +97,8 @@ describe('aleph-proxy CLI', () => {
         stderr += c;
       });
       await new Promise((resolve) => child.stdout?.once('data', resolve));
-      const code = exited(child);
+      // 'close', not 'exit': stderr is read to its end first.
+      const code = new Promise((resolve) => child.once('close', resolve));
       child.kill('SIGTERM');
       expect(await code).toBe(0);
       if (warned)
