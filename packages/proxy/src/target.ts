@@ -124,12 +124,14 @@ for (const [net, bits] of [
   FORBIDDEN.addSubnet(net, bits, 'ipv4');
 }
 FORBIDDEN.addAddress('168.63.129.16', 'ipv4'); // Azure wire server (metadata)
-// IPv6: unspecified, loopback, discard, documentation, ULA (incl. fd00:ec2::254 metadata), link-local,
-// site-local, multicast.
+// IPv6: unspecified, loopback and the deprecated IPv4-compatible ::a.b.c.d (all in ::/96), discard,
+// local-use NAT64, IETF protocol assignments (incl. Teredo), documentation, ULA (incl. fd00:ec2::254
+// metadata), link-local, site-local, multicast.
 for (const [net, bits] of [
-  ['::', 128],
-  ['::1', 128],
+  ['::', 96],
   ['100::', 64],
+  ['64:ff9b:1::', 48],
+  ['2001::', 23],
   ['2001:db8::', 32],
   ['fc00::', 7],
   ['fe80::', 10],
