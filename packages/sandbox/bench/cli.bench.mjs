@@ -3,11 +3,11 @@
 // with the libraries the issues name (bench/floor-entry.mjs). Library-mode overhead is in @aleph/driver-linux's bench.
 // Reproduce: pnpm --filter @aleph/sandbox bench
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { rolldown } from 'rolldown';
+import { bundleCommand } from '../scripts/cjs-bundle.mjs';
 
 const pkg = fileURLToPath(new URL('..', import.meta.url));
 const cli = path.join(pkg, 'dist/cli-bundle/aleph-sandbox.cjs');
@@ -20,23 +20,7 @@ process.on('exit', () => {
   rmSync(home, { recursive: true, force: true });
   rmSync(floorDir, { recursive: true, force: true });
 });
-rmSync(floorDir, { recursive: true, force: true });
-const floorBundle = await rolldown({
-  input: path.join(pkg, 'bench/floor-entry.mjs'),
-  platform: 'node',
-  external: [/^node:/, 're2', 'ffi-rs'],
-  logLevel: 'warn',
-});
-await floorBundle.write({
-  dir: floorDir,
-  entryFileNames: 'cli.cjs',
-  chunkFileNames: '[name]-[hash].cjs',
-  format: 'cjs',
-  dynamicImportInCjs: false,
-  minify: true,
-});
-await floorBundle.close();
-copyFileSync(cli, path.join(floorDir, 'aleph-sandbox.cjs'));
+const floor = await bundleCommand(path.join(pkg, 'bench/floor-entry.mjs'), floorDir);
 const bwrapTrue = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-all', '/bin/true'];
 const variants = {
   'node -e 0': [process.execPath, ['-e', '0']],
@@ -44,7 +28,7 @@ const variants = {
     process.execPath,
     ['-e', `require('node:child_process').spawnSync('bwrap', ${JSON.stringify(bwrapTrue)})`],
   ],
-  'floor (zod + RE2 policy + execa, bwrap)': [process.execPath, [path.join(floorDir, 'aleph-sandbox.cjs')]],
+  'floor (zod + RE2 policy + execa, bwrap)': [process.execPath, [floor]],
   'aleph-sandbox run -- /bin/true': [process.execPath, [cli, 'run', '--', '/bin/true']],
   'aleph-sandbox --version': [process.execPath, [cli, '--version']],
 };
@@ -68,9 +52,9 @@ console.log(
 for (const [k, v] of Object.entries(m)) console.log(`  ${k.padEnd(42)} ${v.toFixed(1).padStart(7)} ms`);
 const ratio = m['aleph-sandbox run -- /bin/true'] / m['node -e 0'];
 console.log(`  run / node -e 0: ${ratio.toFixed(2)}x (target <= 2x) ${ratio <= 2 ? 'met' : 'NOT met'}`);
-const floor = m['floor (zod + RE2 policy + execa, bwrap)'] / m['node -e 0'];
+const floorRatio = m['floor (zod + RE2 policy + execa, bwrap)'] / m['node -e 0'];
 console.log(
-  `  floor / node -e 0: ${floor.toFixed(2)}x: what loading the named libraries (zod, RE2, execa) and running bwrap costs before the CLI does anything of its own`,
+  `  floor / node -e 0: ${floorRatio.toFixed(2)}x: what loading the named libraries (zod, RE2, execa) and running bwrap costs before the CLI does anything of its own`,
 );
 console.log(
   `  bare bwrap from node / node -e 0: ${(m['node spawning bare bwrap'] / m['node -e 0']).toFixed(2)}x`,
