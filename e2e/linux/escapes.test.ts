@@ -302,6 +302,12 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
             command: sh(`curl -sS -o /dev/null -w '%{http_code}' http://evil.test:${upstreamPort}/`, netCaps),
           },
           {
+            // The allowlist names the host's loopback explicitly: reaching it directly goes through the
+            // proxy (NO_PROXY leaves it out), since the sandbox's own loopback is not the host's.
+            id: 'net-host-loopback',
+            command: sh(`curl -sS http://127.0.0.1:${upstreamPort}/host-loopback`, netCaps),
+          },
+          {
             id: 'net-bypass',
             command: sh(
               `curl -sS --noproxy '*' --max-time 3 http://127.0.0.1:${upstreamPort}/bypass`,
@@ -519,6 +525,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
 
       it('allowHosts reaches an allowed host through the proxy; others get 403; bypassing it fails', () => {
         expect(get('net-allowed').stdout).toBe('upstream says hello to /ok');
+        expect(get('net-host-loopback').stdout).toBe('upstream says hello to /host-loopback');
         expect(get('net-denied').stdout).toBe('403');
         failed('net-bypass');
         expect(get('net-bypass').stdout).not.toContain('bypass');
@@ -530,7 +537,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
 
       it('allowAll shares the host network', () => {
         expect(get('net-all').stdout).toBe('upstream says hello to /all');
-        expect(upstreamHits).toBe(2);
+        expect(upstreamHits).toBe(3);
       });
     });
   },

@@ -98,8 +98,9 @@ export interface ProxyServer {
   readonly allowlist: Allowlist;
   /**
    * Proxy variables for a client: `HTTP_PROXY`, `HTTPS_PROXY` (http://), `ALL_PROXY` (socks5h://), in
-   * both cases, and `NO_PROXY` for loopback only (so local servers inside a network namespace stay
-   * reachable directly). `at` overrides the address (the sandbox's in-namespace bridge).
+   * both cases, and `NO_PROXY` for loopback (so servers a command starts in its own network namespace
+   * stay reachable directly), less any loopback address the allowlist names explicitly: that one is the
+   * host's, and only the proxy reaches it. `at` overrides the address (the sandbox's in-namespace bridge).
    */
   env(at?: { host: string; port: number }): Record<string, string>;
   stats(): ProxyStats;
@@ -979,7 +980,16 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
       const hostPart = where.host.includes(':') ? `[${where.host}]` : where.host;
       const http = `http://${hostPart}:${where.port}`;
       const socks = `socks5h://${hostPart}:${where.port}`;
-      const noProxy = 'localhost,127.0.0.1,::1';
+      // Loopback goes direct (a server the command starts itself), except loopback the allowlist names
+      // explicitly: that is the host's, reachable only through the proxy (the sandbox's loopback is not).
+      const allowed = allowlist.allow.filter((p) => p.kind === 'ip').map((p) => p.host);
+      const v4 = allowed.some((h) => h.startsWith('127.'));
+      const v6 = allowed.includes('::1');
+      const noProxy = [
+        ...(v4 || v6 ? [] : ['localhost']),
+        ...(v4 ? [] : ['127.0.0.1']),
+        ...(v6 ? [] : ['::1']),
+      ].join(',');
       return {
         HTTP_PROXY: http,
         http_proxy: http,
