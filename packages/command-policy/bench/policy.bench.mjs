@@ -41,7 +41,7 @@ const N = Number(process.env.BENCH_N ?? 200_000);
 const full = rate('evaluate() (RE2.Set)', N, (i) => set.evaluate(typical[i % typical.length]));
 const scans = typical.map((c) => buildScanText({ text: normalizeText(c) }, 'posix'));
 const jsLoop = rate('same rules, JS RegExp loop', N, (i) => {
-  const text = buildScanText({ text: normalizeText(typical[i % typical.length]) }, 'posix');
+  const { text } = buildScanText({ text: normalizeText(typical[i % typical.length]) }, 'posix');
   let hits = 0;
   for (const re of jsRules) if (re.test(text)) hits++;
   return hits;

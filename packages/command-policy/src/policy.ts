@@ -28,7 +28,10 @@ export interface Decision {
   /** Names of the matched rules, most severe first. */
   readonly rules: readonly string[];
   readonly matches: readonly RuleMatch[];
-  /** True when part of the input lay past the scan bound and was not scanned. */
+  /**
+   * True when part of the command was not scanned: input past the scan bound (`scan-truncated`), or more
+   * expanded text than a scan reads (`scan-incomplete`).
+   */
   readonly truncated: boolean;
 }
 
@@ -134,7 +137,8 @@ export function createCommandPolicy(input: unknown = {}): CommandPolicy {
   };
 
   const run = (scanInput: ScanInput, platform: Platform, truncated: boolean, preview: string): Decision => {
-    const decision = decide(compiled(platform), rules, buildScanText(scanInput, platform), truncated, config);
+    const scan = buildScanText(scanInput, platform);
+    const decision = decide(compiled(platform), rules, scan.text, truncated, scan.incomplete, config);
     if (decision.matches.length > 0 && channel.hasSubscribers) {
       channel.publish({
         type: 'command_policy',
@@ -238,6 +242,7 @@ function decide(
   rules: readonly Rule[],
   scanText: string,
   truncated: boolean,
+  incomplete: boolean,
   config: CommandPolicyConfig,
 ): Decision {
   const hit = new Set<number>();
@@ -281,10 +286,19 @@ function decide(
       source: 'engine',
     });
   }
+  if (incomplete) {
+    matches.push({
+      name: 'scan-incomplete',
+      action: 'warn',
+      description:
+        'the command expands to more text (nested code, substituted variables) than is scanned; the rest was not checked',
+      source: 'engine',
+    });
+  }
   matches.sort((a, b) => SEVERITY[b.action] - SEVERITY[a.action]);
   let severity = matches.reduce((max, m) => Math.max(max, SEVERITY[m.action]), 0);
   if (config.enforcement === 'warn') severity = Math.min(severity, 1);
   if (config.enforcement === 'off') severity = 0;
   const decision = severity === 2 ? 'block' : severity === 1 ? 'warn' : 'allow';
-  return { decision, rules: matches.map((m) => m.name), matches, truncated };
+  return { decision, rules: matches.map((m) => m.name), matches, truncated: truncated || incomplete };
 }

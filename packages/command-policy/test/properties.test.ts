@@ -73,15 +73,27 @@ describe('evaluate', () => {
     ['encoded commands', 'powershell -enc ZQBjAGgAbwAgAGgAaQA= '.repeat(6_000)],
     ['eval chains', 'eval eval eval '.repeat(15_000)],
     ['system calls', `python3 -c '${'system("x");'.repeat(20_000)}'`],
+    ['variable amplification', `x=${'a'.repeat(256)}\n${'echo $x$x$x$x$x$x$x$x$x$x\n'.repeat(9_000)}`],
   ];
   it.each(adversarial)('scan output stays linear in the input: %s', (_name, input) => {
     const text = normalizeText(input).slice(0, 256 * 1024);
     for (const platform of ['posix', 'windows'] as const) {
-      const scan = buildScanText({ text }, platform);
-      // Each of the (at most five) nesting levels re-emits the text it read, once plain and once rendered.
-      expect(scan.length).toBeLessThanOrEqual(24 * text.length + 1024);
+      const scan = buildScanText({ text }, platform).text;
+      // Each of the (at most five) nesting levels re-emits the text it read, once plain and once rendered;
+      // substituted variables add at most another scan bound.
+      expect(scan.length).toBeLessThanOrEqual(24 * text.length + 256 * 1024 + 1024);
     }
     expect(['allow', 'warn', 'block']).toContain(policy.evaluate(input, { platform: 'windows' }).decision);
+  });
+
+  it('a script that spends the substitution budget is at least warned about, never allowed unread', () => {
+    const padding = `x=${'a'.repeat(256)}\n${'echo $x$x$x$x\n'.repeat(400)}`;
+    const hidden = policy.evaluate(`${padding}y=rm\n$y -rf /\n`);
+    expect(hidden.decision).toBe('warn');
+    expect(hidden.rules).toContain('scan-incomplete');
+    expect(hidden.truncated).toBe(true);
+    // Within the budget, the same hidden command is read and blocked.
+    expect(policy.evaluate(`${padding.slice(0, 2_000)}\ny=rm\n$y -rf /\n`).decision).toBe('block');
   });
 
   const blocked = [

@@ -29,11 +29,82 @@ const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=/;
 const LOOKAHEAD = 3;
 
 /**
+ * Literal variables a script may set and then use (`X=rm; $X -rf /`): how many are remembered, and how
+ * long a value may be. What substitution adds to the scan in all is bounded by the scan context.
+ */
+const MAX_LITERAL_VARS = 256;
+const MAX_LITERAL_VALUE = 256;
+
+/** `NAME=value` with a value the shell takes literally (no expansion or escapes left after quoting). */
+const LITERAL_ASSIGNMENT = /^([A-Za-z_][A-Za-z0-9_]*)=([^$`\\;&|<>(){}]*)$/;
+
+/** `$NAME` or `${NAME}` inside a word (the longest name, as the shell reads it). */
+const VARIABLE_USE = /\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g;
+
+/**
+ * A word with the literal variables it uses put in (`of=$d` after `d=/dev/sda` is `of=/dev/sda`), split
+ * on whitespace unless quoted, as the shell does; undefined when it uses none the script set literally.
+ */
+function variableWords(
+  word: string,
+  quoted: boolean,
+  vars: ReadonlyMap<string, string>,
+): string[] | undefined {
+  // A command substitution is scanned on its own; its text is left as it is.
+  if (!word.includes('$') || word.includes('$(') || word.includes('`')) return undefined;
+  let used = false;
+  const text = word.replace(VARIABLE_USE, (use, braced: string | undefined, bare: string | undefined) => {
+    const value = vars.get((braced ?? bare) as string);
+    if (value === undefined) return use;
+    used = true;
+    return value;
+  });
+  if (!used) return undefined;
+  return quoted ? [text] : text.split(/\s+/).filter((w) => w !== '');
+}
+
+/**
+ * The words a command-position word becomes when the shell computes it from literal text: `$(echo rm)`,
+ * `` `printf rm` ``, `$(which rm)`, `$(command -v rm)`, `$(type -P rm)`, `$X` / `${X}` after a literal
+ * `X=rm` (or `cmd="rm -rf /"`), and, unquoted, `$(echo rm -rf /)` (the output is split into words).
+ * Undefined when it cannot be known without running anything.
+ */
+function staticWords(word: string, quoted: boolean, vars: ReadonlyMap<string, string>): string[] | undefined {
+  if (word.charCodeAt(0) !== 0x24 /* $ */ && word.charCodeAt(0) !== 0x60 /* ` */) return undefined;
+  const variable = variableWords(word, quoted, vars);
+  if (variable !== undefined) return variable.length === 0 ? undefined : variable;
+  const inner = /^\$\(([^()`]*)\)$/.exec(word)?.[1] ?? /^`([^`]*)`$/.exec(word)?.[1];
+  if (inner === undefined) return undefined;
+  const [first, ...rest] = inner
+    .trim()
+    .split(/\s+/)
+    .map((w) => w.replace(/^(['"])(.*)\1$/, '$2'));
+  const name = first === undefined ? '' : programName(first);
+  const operands = (options: readonly string[], most: number) => {
+    const args = rest.filter((w, i) => !(i === 0 && options.includes(w)));
+    if (args.length === 0 || args.length > most || !args.every((w) => /^[\w./+-]+$/.test(w)))
+      return undefined;
+    return quoted && args.length > 1 ? undefined : args;
+  };
+  if (name === 'echo') return operands(['-n', '-e', '-E'], 64);
+  if (name === 'printf')
+    return rest.some((w) => w.includes('%') || w.includes('\\')) ? undefined : operands([], 64);
+  if (name === 'which') return operands(['-a'], 1);
+  if (name === 'command' && rest[0] === '-v') return operands(['-v'], 1);
+  if (name === 'type' && (rest[0] === '-P' || rest[0] === '-p')) return operands(['-P', '-p'], 1);
+  return undefined;
+}
+
+/**
  * Turns tokens into pipelines, handing each to `emit` as soon as it ends; function bodies that call their
  * own function get {@link SELF}. `feed` may be called many times as tokens arrive: it consumes (removes
  * from the front of `tokens`) all but the last few, which a later call or the final one consumes.
  */
-export function createParser(emit: (pipeline: Pipeline) => void): {
+export function createParser(
+  emit: (pipeline: Pipeline) => void,
+  /** Asked before substituted text is added (see {@link ScanContext.expand}); unlimited without it. */
+  expand: (chars: number) => boolean = () => true,
+): {
   feed(tokens: Token[], final: boolean): void;
 } {
   let pipeline: Pipeline = { commands: [], background: false };
@@ -44,6 +115,19 @@ export function createParser(emit: (pipeline: Pipeline) => void): {
   let pendingFunction: string | undefined;
   let braceDepth = 0;
   let parenDepth = 0;
+  const literalVars = new Map<string, string>();
+  /** Set once the budget is spent: no variable is remembered or put in any more. */
+  let spent = false;
+  /** Substituted words if the budget allows them, else undefined (the word is kept as written). */
+  const substituted = (words: string[] | undefined): string[] | undefined => {
+    if (words === undefined) return undefined;
+    let chars = 0;
+    for (const w of words) chars += w.length;
+    if (expand(chars)) return words;
+    spent = true;
+    literalVars.clear();
+    return undefined;
+  };
 
   const endCommand = () => {
     if (command.words.length === 0 && command.redirects.length === 0) return;
@@ -88,7 +172,9 @@ export function createParser(emit: (pipeline: Pipeline) => void): {
     for (; k < stop; k++) {
       const t = tokens[k] as Token;
       if (t.kind === 'redir') {
-        command.redirects.push(t);
+        const target =
+          literalVars.size > 0 ? substituted(variableWords(t.target, true, literalVars)) : undefined;
+        command.redirects.push(target === undefined ? t : { ...t, target: target[0] as string });
         continue;
       }
       if (t.kind === 'op') {
@@ -149,7 +235,29 @@ export function createParser(emit: (pipeline: Pipeline) => void): {
           endPipeline();
           continue;
         }
-        if (t.text.includes('=') && ASSIGNMENT.test(t.text)) continue;
+      }
+      // An assignment, its value quoted or not (`cmd="rm -rf /"`); a literal one is remembered.
+      if (atStart && t.text.includes('=') && ASSIGNMENT.test(t.text)) {
+        const literal = LITERAL_ASSIGNMENT.exec(t.text);
+        if (
+          literal !== null &&
+          !spent &&
+          (literal[2] as string).length <= MAX_LITERAL_VALUE &&
+          (literalVars.size < MAX_LITERAL_VARS || literalVars.has(literal[1] as string))
+        ) {
+          literalVars.set(literal[1] as string, literal[2] as string);
+        } else if (literal === null || (literal[2] as string).length > MAX_LITERAL_VALUE) {
+          // Set to something not known: a later use must not get an earlier value.
+          literalVars.delete(/^[A-Za-z_][A-Za-z0-9_]*/.exec(t.text)?.[0] ?? '');
+        }
+        continue;
+      }
+      if (atStart && (t.text.charCodeAt(0) === 0x24 /* $ */ || t.text.charCodeAt(0) === 0x60) /* ` */) {
+        const computed = substituted(staticWords(t.text, t.quoted, literalVars));
+        if (computed !== undefined) {
+          command.words.push(...computed);
+          continue;
+        }
       }
       if (atStart && openNames.size > 0 && openNames.has(t.text)) {
         command.words.push(SELF);
@@ -162,6 +270,13 @@ export function createParser(emit: (pipeline: Pipeline) => void): {
         const items = (brace[2] as string).split(',').slice(0, 16);
         command.words.push(...items.map((item) => `${brace[1]}${item}${brace[3]}`).filter((w) => w !== ''));
         continue;
+      }
+      if (literalVars.size > 0) {
+        const value = substituted(variableWords(t.text, t.quoted, literalVars));
+        if (value !== undefined) {
+          command.words.push(...value);
+          continue;
+        }
       }
       command.words.push(t.text);
     }
@@ -781,7 +896,7 @@ export function scanPosixText(ctx: ScanContext, text: string, depth: number): vo
   // Streamed: the lexer hands tokens to the parser in batches and the parser hands each pipeline to the
   // scanner as it ends, so a long script is never held as tokens or pipelines all at once.
   const scanner = createPipelineScanner(ctx, depth);
-  const parser = createParser(scanner);
+  const parser = createParser(scanner, (chars) => ctx.expand(chars));
   const { tokens, nested } = lexPosix(text, (batch) => parser.feed(batch, false));
   parser.feed(tokens, true);
   for (const inner of nested) ctx.enqueue('posix', inner, depth + 1);

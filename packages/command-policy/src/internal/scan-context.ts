@@ -6,4 +6,9 @@ export interface ScanContext {
   enqueue(kind: 'posix' | 'windows', text: string, depth: number): void;
   /** Queues an already-split command (`find -exec` words). */
   enqueueWords(words: readonly string[], depth: number): void;
+  /**
+   * Asks to add `chars` of text the shell would compute (a literal variable put in); false, and the scan
+   * marked incomplete, once the scan's budget for such text is spent.
+   */
+  expand(chars: number): boolean;
 }

@@ -13,6 +13,16 @@ const CHUNK_LINES = 128;
 const MAX_DEPTH = 4;
 const MAX_NESTED_CHARS = 1 << 20;
 
+/** How much text substituted variables may add to a scan, in all (the scan bound, again). */
+const MAX_EXPANDED_CHARS = 256 * 1024;
+
+/** The text rules are matched against, and whether some of what the command would run was left out. */
+export interface ScanText {
+  readonly text: string;
+  /** True when a budget (nested code, substituted text) ran out, so part of the command is unscanned. */
+  readonly incomplete: boolean;
+}
+
 /** A command to scan, already normalised ({@link normalizeText}): shell text, or argv as an agent tool passes it. */
 export type ScanInput =
   | { readonly text: string }
@@ -24,7 +34,7 @@ export type ScanInput =
  * payloads (`sh -c`, `eval`, substitutions, heredocs fed to a shell, `cmd /c`, `-EncodedCommand`) scanned
  * as commands of their own.
  */
-export function buildScanText(input: ScanInput, platform: 'posix' | 'windows'): string {
+export function buildScanText(input: ScanInput, platform: 'posix' | 'windows'): ScanText {
   const chunks: string[] = [];
   const lines: string[] = [];
   const queue: {
@@ -34,6 +44,8 @@ export function buildScanText(input: ScanInput, platform: 'posix' | 'windows'): 
     depth: number;
   }[] = [];
   let nestedChars = 0;
+  let expandedChars = 0;
+  let incomplete = false;
   // The stdin comes normalised; when a shell reads it as code it is not normalised (read) again.
   const stdin = 'stdin' in input ? input.stdin : undefined;
   const ctx: ScanContext = {
@@ -45,12 +57,23 @@ export function buildScanText(input: ScanInput, platform: 'posix' | 'windows'): 
     enqueue(kind, text, depth) {
       if (depth > MAX_DEPTH || text.length === 0) return;
       nestedChars += text.length;
-      if (nestedChars > MAX_NESTED_CHARS) return;
+      if (nestedChars > MAX_NESTED_CHARS) {
+        incomplete = true;
+        return;
+      }
       queue.push({ kind, text: text === stdin ? text : normalizeText(text), depth });
     },
     enqueueWords(words, depth) {
       if (depth > MAX_DEPTH) return;
       queue.push({ kind: 'words', text: '', words, depth });
+    },
+    expand(chars) {
+      if (expandedChars + chars > MAX_EXPANDED_CHARS) {
+        incomplete = true;
+        return false;
+      }
+      expandedChars += chars;
+      return true;
     },
   };
 
@@ -75,5 +98,5 @@ export function buildScanText(input: ScanInput, platform: 'posix' | 'windows'): 
     } else scanPosixWords(ctx, item.words ?? [], item.depth);
   }
   if (lines.length > 0) chunks.push(lines.join('\n'));
-  return chunks.join('\n');
+  return { text: chunks.join('\n'), incomplete };
 }
