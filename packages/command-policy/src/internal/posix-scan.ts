@@ -39,11 +39,12 @@ const MAX_LITERAL_VALUE = 256;
 const LITERAL_ASSIGNMENT = /^([A-Za-z_][A-Za-z0-9_]*)=([^$`\\;&|<>(){}]*)$/;
 
 /** `$NAME` or `${NAME}` inside a word (the longest name, as the shell reads it). */
-const VARIABLE_USE = /\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g;
+const VARIABLE_USE = /\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=])([^}$`'"\\]*))?\}|([A-Za-z_][A-Za-z0-9_]*))/g;
 
 /**
- * A word with the literal variables it uses put in (`of=$d` after `d=/dev/sda` is `of=/dev/sda`), split
- * on whitespace unless quoted, as the shell does; undefined when it uses none the script set literally.
+ * A word with the literal variables it uses put in (`of=$d` after `d=/dev/sda` is `of=/dev/sda`; the
+ * literal default of `${X:-word}` when X is not known), split on whitespace unless quoted, as the shell
+ * does; undefined when it uses none of these.
  */
 function variableWords(
   word: string,
@@ -53,12 +54,21 @@ function variableWords(
   // A command substitution is scanned on its own; its text is left as it is.
   if (!word.includes('$') || word.includes('$(') || word.includes('`')) return undefined;
   let used = false;
-  const text = word.replace(VARIABLE_USE, (use, braced: string | undefined, bare: string | undefined) => {
-    const value = vars.get((braced ?? bare) as string);
-    if (value === undefined) return use;
-    used = true;
-    return value;
-  });
+  const text = word.replace(
+    VARIABLE_USE,
+    (use, braced: string | undefined, op: string | undefined, fallback: string, bare: string | undefined) => {
+      const value = vars.get((braced ?? bare) as string);
+      // `${X:-word}`: the word when X is unset (or empty, with the colon) — what runs unless the
+      // environment says otherwise.
+      if (op !== undefined && (value === undefined || (value === '' && op.startsWith(':')))) {
+        used = true;
+        return fallback;
+      }
+      if (value === undefined) return use;
+      used = true;
+      return value;
+    },
+  );
   if (!used) return undefined;
   return quoted ? [text] : text.split(/\s+/).filter((w) => w !== '');
 }
@@ -173,7 +183,9 @@ export function createParser(
       const t = tokens[k] as Token;
       if (t.kind === 'redir') {
         const target =
-          literalVars.size > 0 ? substituted(variableWords(t.target, true, literalVars)) : undefined;
+          literalVars.size > 0 || t.target.includes('${')
+            ? substituted(variableWords(t.target, true, literalVars))
+            : undefined;
         command.redirects.push(target === undefined ? t : { ...t, target: target[0] as string });
         continue;
       }
@@ -271,10 +283,18 @@ export function createParser(
         command.words.push(...items.map((item) => `${brace[1]}${item}${brace[3]}`).filter((w) => w !== ''));
         continue;
       }
-      if (literalVars.size > 0) {
+      if (literalVars.size > 0 || t.text.includes('${')) {
         const value = substituted(variableWords(t.text, t.quoted, literalVars));
         if (value !== undefined) {
           command.words.push(...value);
+          continue;
+        }
+      }
+      // An argument that is a literal `$(echo /)` is its output.
+      if (t.text.charCodeAt(0) === 0x24 /* $ */ || t.text.charCodeAt(0) === 0x60 /* ` */) {
+        const output = substituted(staticWords(t.text, t.quoted, literalVars));
+        if (output !== undefined) {
+          command.words.push(...output);
           continue;
         }
       }

@@ -10,7 +10,7 @@ const WRAPPER = String.raw`^\x11\x1dW `;
 const ARGS = String.raw`(?: [^\n]*)?`;
 const END = String.raw`(?: |$)`;
 const RFLAG = String.raw`(?:-[a-zA-Z]*[rR][a-zA-Z]*|--r(?:e(?:c(?:u(?:r(?:s(?:i(?:v(?:e)?)?)?)?)?)?)?)?)`;
-const ROOT = String.raw`/(?:\.?\*)?`;
+const ROOT = String.raw`/(?:\.?\*{1,2}/?)?`;
 const DISK = String.raw`/dev/(?:(?:sd|hd|vd|xvd)[a-z]+[0-9]*|nvme[0-9]+n[0-9]+(?:p[0-9]+)?|mmcblk[0-9]+(?:p[0-9]+)?|r?disk[0-9]+(?:s[0-9]+)?|md[0-9]+|dm-[0-9]+|mapper/[^ \n]+|disk/by-[^ \n]+|root|mtdblock[0-9]+)`;
 /** System trees where any depth is a system path. */
 const SYSTEM_DEEP = String.raw`/(?:etc|boot|bin|sbin|lib|lib32|lib64|libx32|usr/(?:bin|sbin|lib|lib32|lib64|libexec|include|share|src)|System|Library|private/(?:etc|var)|efi)(?:/[^ \n]*)?`;
@@ -84,6 +84,8 @@ export const POSIX_RULES = defineRules([
         'rm / -rf',
         'rm -rf /usr/..',
         'rm -rf /*',
+        'rm -rf /**',
+        'rm -rf /*/',
       ],
       nearMiss: ['rm -rf ./build', 'rm -rf /tmp/build', 'echo "rm -rf /"', 'git rm -rf /', 'rm -f /'],
     },
