@@ -251,6 +251,8 @@ function lineOf(text: string, table: readonly string[], key: string | undefined)
     if (header) {
       current = (header[1] as string).replace(/\s+/g, '');
       if (current === want) tableLine ??= i + 1;
+      // The key may be a table of its own (`[sandbx]`, `[sandbox.linx]`).
+      if (key !== undefined && current === (want === '' ? key : `${want}.${key}`)) return i + 1;
       continue;
     }
     if (
@@ -261,6 +263,21 @@ function lineOf(text: string, table: readonly string[], key: string | undefined)
       return i + 1;
   }
   return tableLine;
+}
+
+/** The keys the config file's schema has at `path` (a table), for an unknown key's message. */
+function knownKeys(path: readonly string[]): string[] | undefined {
+  type Node = { shape?: Record<string, Node>; _zod?: { def?: { innerType?: Node } } } | undefined;
+  const unwrap = (node: Node): Node => {
+    let n = node;
+    while (n !== undefined && n.shape === undefined && n._zod?.def?.innerType !== undefined) {
+      n = n._zod.def.innerType;
+    }
+    return n;
+  };
+  let node = unwrap(ConfigFileSchema as unknown as Node);
+  for (const key of path) node = unwrap(node?.shape?.[key]);
+  return node?.shape === undefined ? undefined : Object.keys(node.shape);
 }
 
 /**
@@ -290,9 +307,10 @@ export function parseConfig(
             keys.filter((k) => !/^\d+$/.test(k)).at(-1),
           );
     const where = `${options.source ?? 'config'}${line === undefined ? '' : `:${line}`}`;
+    const known = issue?.code === 'unrecognized_keys' ? knownKeys(issue.path.map(String)) : undefined;
     const message =
       issue?.code === 'unrecognized_keys'
-        ? 'is not a known key; remove it or check its spelling'
+        ? `is not a known key; remove it or check its spelling${known === undefined ? '' : ` (the keys here: ${known.join(', ')})`}`
         : (issue?.message ?? 'is invalid');
     const [problem, ...fix] = message.split('; ');
     throw new InvalidInputError(

@@ -146,6 +146,16 @@ jsonl_path = "~/.aleph/audit.jsonl"
     const file = write('[sandbox]\nworkspace_rot = "/x"\n');
     const e = await rejection(loadConfig(file));
     expect(e.message).toMatch(new RegExp(`^${file}:2: sandbox.workspace_rot is not a known key`));
+    expect(e.message).toContain('(the keys here: workspace_root, enabled, default_timeout_seconds,');
+    // A misspelt table is found by its header, and the keys listed are the ones at its level.
+    const table = write('[sandbox]\nenabled = true\n[sandbox.linx]\nmax_pids = 3\n');
+    const t = await rejection(loadConfig(table));
+    expect(t.message).toMatch(new RegExp(`^${table}:3: sandbox.linx is not a known key`));
+    expect(t.message).toContain('linux, macos, windows, audit)');
+    const deep = await rejection(loadConfig(write('[sandbox.audit]\npath = "/x"\n')));
+    expect(deep.message).toContain(
+      'sandbox.audit.path is not a known key (got "/x"); remove it or check its spelling (the keys here: jsonl_path)',
+    );
   });
 
   it('an enum value lists what is allowed', async () => {
