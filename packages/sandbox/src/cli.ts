@@ -464,6 +464,41 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** Edit distance, for suggesting the option a typo meant. */
+function distance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(
+        (prev[j] ?? 0) + 1,
+        (row[j - 1] ?? 0) + 1,
+        (prev[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    }
+    prev = row;
+  }
+  return prev[b.length] ?? 0;
+}
+
+/** Node's "Unknown option" message, said for a typo: the option meant, if one is close. */
+function unknownOption(message: string): string {
+  const option = /Unknown option '([^']+)'/.exec(message)?.[1];
+  if (option === undefined) return message;
+  const command = process.argv[2] ?? '';
+  const known =
+    command === 'doctor'
+      ? ['json', 'config', 'help']
+      : command === 'run' || command === 'profile'
+        ? Object.keys(RUN_OPTIONS)
+        : [];
+  const [best] = known
+    .map((name) => ({ name: `--${name}`, d: distance(option, `--${name}`) }))
+    .sort((a, b) => a.d - b.d);
+  const hint = best !== undefined && best.d <= 2 ? `did you mean ${best.name}? ` : '';
+  return `unknown option ${option}; ${hint}see aleph-sandbox ${command} --help`;
+}
+
 /**
  * A reader that went away (`aleph-sandbox profile … | head`) is not an error to report: what is still
  * written is dropped, a running command is stopped as for a signal, and the exit code is 141 (128 +
@@ -494,7 +529,11 @@ main(process.argv.slice(2)).then(
       e.code?.startsWith('ERR_PARSE_ARGS') ||
       e.code === 'ALEPH_CONFIG_INVALID' ||
       e.code === 'ALEPH_INVALID_COMMAND';
-    process.stderr.write(`aleph-sandbox: ${e.message.split('\n')[0]}\n`);
+    const message =
+      (e.code as string | undefined) === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
+        ? unknownOption(e.message)
+        : e.message;
+    process.stderr.write(`aleph-sandbox: ${message.split('\n')[0]}\n`);
     process.exitCode = usage ? 2 : 125;
   },
 );

@@ -1,0 +1,47 @@
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { repoRoot, tempDirs } from '../support.js';
+
+// Usage errors need no sandbox: they run on every platform. Each is one line on stderr and exit 2.
+const cli = path.join(repoRoot, 'packages/sandbox/dist/cli-bundle/aleph-sandbox.cjs');
+const tempDir = tempDirs();
+
+function usage(args: string[]) {
+  const home = tempDir('aleph-cli-usage-');
+  const r = spawnSync(process.execPath, [cli, ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, HOME: home, USERPROFILE: home },
+  });
+  expect(r.status, args.join(' ')).toBe(2);
+  expect(r.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
+  return r.stderr.trim();
+}
+
+describe('aleph-sandbox usage errors', () => {
+  it.each([
+    [
+      ['run', '--alow-spawn', '--', 'true'],
+      'unknown option --alow-spawn; did you mean --allow-spawn? see aleph-sandbox run --help',
+    ],
+    [
+      ['profile', '--nett', 'x', '--', 'true'],
+      'unknown option --nett; did you mean --net? see aleph-sandbox profile --help',
+    ],
+    [['doctor', '--jsn'], 'unknown option --jsn; did you mean --json? see aleph-sandbox doctor --help'],
+    [['run', '--frobnicate', '--', 'true'], 'unknown option --frobnicate; see aleph-sandbox run --help'],
+  ])('%j says which option was meant', (args, message) => {
+    expect(usage(args)).toBe(`aleph-sandbox: ${message}`);
+  });
+
+  const linux = process.platform === 'linux';
+  it.skipIf(!linux)(
+    `a bad --net entry is named with the fix before anything runs${linux ? '' : ' [skipped: builds the Linux sandbox]'}`,
+    () => {
+      expect(usage(['run', '--approve', 'all', '--net', 'bad..host', '--', 'true'])).toMatch(
+        /network\.hosts\[0\] is not a host pattern .*\(got "bad\.\.host"\); use name, \*\.suffix or an IP literal/,
+      );
+      expect(usage(['run', '--net', 'a.com:99999', '--', 'true'])).toMatch(/has a bad port "99999"/);
+    },
+  );
+});
