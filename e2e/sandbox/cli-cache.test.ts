@@ -40,10 +40,11 @@ function cacheOf(dir: string, chunk: string) {
   return path.join(dir, names[0] as string);
 }
 
+/** A home of its own: the cache lives in ~/.aleph/cache, which the drivers protect from commands. */
 function setup() {
   const base = tempDir('aleph-cli-cache-');
-  const dir = path.join(base, 'aleph-sandbox', `v8-${process.version}-${process.arch}`);
-  return { env: { XDG_CACHE_HOME: base, ALEPH_COMPILE_CACHE: '1' }, base, dir };
+  const dir = path.join(base, '.aleph', 'cache', `v8-${process.version}-${process.arch}`);
+  return { env: { HOME: base, USERPROFILE: base, ALEPH_COMPILE_CACHE: '1' }, base, dir };
 }
 
 const posix = process.platform !== 'win32';
@@ -98,10 +99,7 @@ describe('aleph-sandbox compile cache', () => {
     `covers the chunks a command loads (profile builds the whole sandbox)${process.platform === 'linux' ? '' : ' [skipped: profiles /bin/true with the Linux driver]'}`,
     () => {
       const { env, dir } = setup();
-      const r = cli(['profile', '--json', '--', '/bin/true'], {
-        ...env,
-        HOME: tempDir('aleph-cli-home-'),
-      });
+      const r = cli(['profile', '--json', '--', '/bin/true'], env);
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
       const cached = readdirSync(dir);
@@ -184,7 +182,7 @@ describe('aleph-sandbox compile cache', () => {
       code: 0,
       stdout: `${version}\n`,
     });
-    expect(existsSync(path.join(base, 'aleph-sandbox'))).toBe(false);
+    expect(existsSync(path.join(base, '.aleph', 'cache'))).toBe(false);
   });
 
   it('leaves usage errors and their exit code as they were', () => {

@@ -3,8 +3,11 @@
 //
 // A CLI start spends most of its time compiling JavaScript. Node 20 has no compile cache for modules,
 // but V8 can cache classic scripts, so the bundle is CommonJS and this file compiles its chunks itself
-// with `vm.Script` and cached data kept per user (%LOCALAPPDATA% instead of ~/.cache on Windows):
-//   ${XDG_CACHE_HOME:-~/.cache}/aleph-sandbox/v8-<node version>-<arch>/<chunk>.<file identity>.v8
+// with `vm.Script` and cached data kept per user:
+//   ~/.aleph/cache/v8-<node version>-<arch>/<chunk>.<file identity>.v8
+// Cached code is code: it lives in ~/.aleph, which every driver protects from sandboxed commands even
+// when they may write to the home directory, so a command cannot plant code that the next start runs
+// outside its sandbox (a cache in ~/.cache could be written by a command granted write access to ~).
 // V8 checks its own version, its flags and the source's *length* before using a cache, not the source
 // itself: a cache of other code of the same length would be run as if it were this chunk. So a cache is
 // named after the chunk file's identity (device, inode, size, mtime and ctime): a new install is a new
@@ -22,18 +25,14 @@ const bundleDir = __dirname;
 
 function cacheDirectory() {
   if (process.env.ALEPH_COMPILE_CACHE === '0') return undefined;
-  const base =
-    process.env.XDG_CACHE_HOME ||
-    (process.platform === 'win32'
-      ? process.env.LOCALAPPDATA || path.join(os.homedir(), 'AppData', 'Local')
-      : path.join(os.homedir(), '.cache'));
-  if (!path.isAbsolute(base)) return undefined;
-  return path.join(base, 'aleph-sandbox', `v8-${process.version}-${process.arch}`);
+  const home = os.homedir();
+  if (!path.isAbsolute(home)) return undefined;
+  return path.join(home, '.aleph', 'cache', `v8-${process.version}-${process.arch}`);
 }
 
 /**
  * True when `dir` exists, is a real directory owned by us, and only we can write to it. On Windows the
- * per-user LOCALAPPDATA is protected by its ACL, and mode bits say nothing, so a directory is enough.
+ * user's profile directory is protected by its ACL, and mode bits say nothing, so a directory is enough.
  */
 function trusted(dir) {
   try {
