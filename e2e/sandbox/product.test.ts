@@ -1,6 +1,15 @@
 import { spawn, spawnSync } from 'node:child_process';
 import diagnosticsChannel from 'node:diagnostics_channel';
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  existsSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from 'node:fs';
 import http from 'node:http';
 import type net from 'node:net';
 import path from 'node:path';
@@ -17,7 +26,7 @@ import {
   COMMAND_POLICY_CHANNEL,
 } from '@aleph/sandbox-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { linuxStack, REQUIRED, repoRoot, runAsync, tempDirs } from '../support.js';
+import { canSwitchUid, linuxStack, REQUIRED, repoRoot, runAsync, tempDirs } from '../support.js';
 
 const stack = linuxStack();
 const cli = path.join(repoRoot, 'packages/sandbox/dist/cli-bundle/aleph-sandbox.cjs');
@@ -246,6 +255,61 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           expect(r.code).toBe(2);
           expect(r.stderr).toMatch(/is not writable by the sandbox uid .*chown -R/);
           expect(readdirSync(dir)).toEqual([]);
+        },
+      );
+
+      // The CLI's compile cache is code the next start runs outside any sandbox. A command allowed to
+      // write the home directory must not be able to write it: as root (commands run as the sandbox uid)
+      // and as an unprivileged user (commands run as that same uid, in a user namespace).
+      const users: { name: string; uid?: number }[] = [{ name: 'root' }];
+      if (canSwitchUid()) users.push({ name: 'an unprivileged uid (setpriv)', uid: 65534 });
+      it.each(users)(
+        `a command allowed to write ~ cannot write the compile cache in ~/.aleph/cache, as $name${root ? '' : ' [skipped: needs root]'}`,
+        async ({ uid }) => {
+          if (!root) return;
+          const userHome = tmp('aleph-cli-cachehome-');
+          chmodSync(userHome, 0o755);
+          // Root runs commands as the sandbox uid, which must own a directory it is granted.
+          chownSync(userHome, uid ?? 65533, uid ?? 65533);
+          const asUser = (args: string[]) =>
+            runAsync(
+              uid === undefined ? process.execPath : 'setpriv',
+              uid === undefined
+                ? [cli, ...args]
+                : [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', process.execPath, cli, ...args],
+              { env: { ...process.env, HOME: userHome, ALEPH_COMPILE_CACHE: '1' } },
+            );
+          expect((await asUser(['--version'])).status).toBe(0);
+          const cacheDir = path.join(userHome, '.aleph', 'cache');
+          const [v8dir] = readdirSync(cacheDir);
+          expect(v8dir).toBeDefined();
+          const cached = path.join(cacheDir, v8dir as string);
+          const before = new Map(readdirSync(cached).map((f) => [f, readFileSync(path.join(cached, f))]));
+          expect(before.size).toBeGreaterThan(0);
+          const attempt = [
+            `echo ok > ${userHome}/written-home && echo home-writable`,
+            `for f in ${cacheDir}/*/*.v8; do echo evil > "$f" && echo "WROTE $f"; done`,
+            `touch ${cacheDir}/${v8dir}/planted.v8 && echo PLANTED`,
+            `mv ${cacheDir} ${userHome}/moved && echo MOVED`,
+          ].join('; ');
+          const r = await asUser([
+            'run',
+            '--approve',
+            'all',
+            '--allow-spawn',
+            '--allow-write',
+            userHome,
+            '--',
+            'sh',
+            '-c',
+            attempt,
+          ]);
+          expect(r.stdout, r.stderr).toContain('home-writable');
+          expect(r.stdout).not.toMatch(/WROTE|PLANTED|MOVED/);
+          // (The CLI itself adds caches for the chunks a run loads, after the command has ended.)
+          expect(readdirSync(cached)).not.toContain('planted.v8');
+          for (const [f, content] of before)
+            expect(readFileSync(path.join(cached, f)).equals(content), f).toBe(true);
         },
       );
 

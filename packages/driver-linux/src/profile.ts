@@ -77,6 +77,17 @@ export interface LinuxProfile extends SandboxProfile {
   readonly workspace: string;
 }
 
+/** Whether `uid`/`gid` may pass through directory `dir` (its execute bit for them). */
+function passable(dir: string, uid: number, gid: number): boolean {
+  try {
+    const st = lstatSync(dir);
+    const bit = st.uid === uid ? 0o100 : st.gid === gid ? 0o010 : 0o001;
+    return (st.mode & bit) !== 0;
+  } catch {
+    return true;
+  }
+}
+
 function exists(p: string): 'dir' | 'file' | undefined {
   try {
     return lstatSync(p).isDirectory() ? 'dir' : 'file';
@@ -137,11 +148,25 @@ export function buildLinuxProfile(
   mounts.push({ op: 'bind', src: workspace, dest: workspace });
   landlock.push({ path: workspace, access: 'read-write-exec' });
 
-  // Other sessions' workspaces stay hidden even when a grant covers the workspace root.
+  // Other sessions' workspaces stay hidden even when a grant covers the workspace root: a fresh tmpfs
+  // replaces it. On a root host the grant may also show real directories above it that root made 0700
+  // (--allow-write ~ over ~/.aleph/workspaces): those the sandbox uid could not pass through are
+  // replaced too, up to the grant, so it reaches its workspace and sees nothing it could not see before.
   const visible = [...caps.fsRead, ...caps.fsWrite, ...host.systemDirs.map((d) => d.path)];
   const workspaceRoot = path.dirname(workspace);
   if (visible.some((v) => isPathWithin(workspaceRoot, v))) {
-    mounts.push({ op: 'tmpfs', dest: workspaceRoot, mode: '0755', hide: true });
+    let hidden = workspaceRoot;
+    for (
+      let dir = path.dirname(workspaceRoot);
+      host.isRoot &&
+      dir !== path.dirname(dir) &&
+      visible.some((v) => v !== dir && isPathWithin(dir, v)) &&
+      !passable(dir, inputs.sandboxUid, inputs.sandboxGid);
+      dir = path.dirname(dir)
+    ) {
+      hidden = dir;
+    }
+    mounts.push({ op: 'tmpfs', dest: hidden, mode: '0755', hide: true });
   }
   // Vault paths are never visible.
   const vaultHidden: string[] = [];

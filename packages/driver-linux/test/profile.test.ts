@@ -1,4 +1,4 @@
-import { lstatSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { isAlephError, type SandboxCapabilities, strictCapabilities } from '@aleph/sandbox-core';
@@ -187,6 +187,34 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
     expect(a.indexOf(`--tmpfs ${root}`)).toBeLessThan(a.indexOf(`--bind ${ws} ${ws}`));
     expect(a).toContain(`--tmpfs ${home}/.aleph/data --remount-ro ${home}/.aleph/data`);
     expect(a).toContain(`--ro-bind /dev/null ${home}/.aleph/.shared_token`);
+  });
+
+  it('on a root host, a grant over the workspace root hides the directories the sandbox uid cannot pass', () => {
+    // --allow-write ~ with the workspaces in ~/.aleph, which root made 0700: inside, ~/.aleph is a fresh
+    // tmpfs (its config, caches and other sessions out of sight) through which the workspace is reached.
+    const home = temp();
+    chmodSync(home, 0o755);
+    const root = path.join(home, '.aleph', 'workspaces');
+    const ws = path.join(root, 'abc');
+    mkdirSync(ws, { recursive: true });
+    chmodSync(path.join(home, '.aleph'), 0o700);
+    const a = buildLinuxProfile(caps({ fsWrite: [home] }), ws, ws, inputs()).bwrapArgs.join(' ');
+    expect(a).toContain(`--perms 0755 --tmpfs ${home}/.aleph`);
+    expect(a).not.toContain(`--tmpfs ${root}`);
+    expect(a).not.toContain(`--ro-bind ${home}/.aleph ${home}/.aleph`);
+    expect(a.indexOf(`--tmpfs ${home}/.aleph`)).toBeLessThan(a.indexOf(`--bind ${ws} ${ws}`));
+    // A directory the sandbox uid can pass stays as it is (protected read-only), above the hidden root.
+    chmodSync(path.join(home, '.aleph'), 0o711);
+    const b = buildLinuxProfile(caps({ fsWrite: [home] }), ws, ws, inputs()).bwrapArgs.join(' ');
+    expect(b).toContain(`--perms 0755 --tmpfs ${root}`);
+    expect(b).toContain(`--ro-bind ${home}/.aleph ${home}/.aleph`);
+    // Without root, commands run as the user, who can pass through their own directories.
+    chmodSync(path.join(home, '.aleph'), 0o700);
+    const c = buildLinuxProfile(caps({ fsWrite: [home] }), ws, ws, inputs({ root: false })).bwrapArgs.join(
+      ' ',
+    );
+    expect(c).toContain(`--perms 0755 --tmpfs ${root}`);
+    expect(c).not.toContain(`--tmpfs ${home}/.aleph `);
   });
 
   it.each([
