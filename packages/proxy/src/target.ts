@@ -102,43 +102,51 @@ export function parseAuthority(authority: string): Target {
   return normalizeTarget(m[1] as string, m[2] as string);
 }
 
-const FORBIDDEN = new BlockList();
-// IPv4: this-network, private, CGNAT (incl. 100.100.100.200 metadata), loopback, link-local (incl.
-// 169.254.169.254 metadata), IETF, TEST-NETs, benchmarking, multicast, reserved, broadcast.
-for (const [net, bits] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const) {
-  FORBIDDEN.addSubnet(net, bits, 'ipv4');
-}
-FORBIDDEN.addAddress('168.63.129.16', 'ipv4'); // Azure wire server (metadata)
-// IPv6: unspecified, loopback and the deprecated IPv4-compatible ::a.b.c.d (all in ::/96), discard,
-// local-use NAT64, IETF protocol assignments (incl. Teredo), documentation, ULA (incl. fd00:ec2::254
-// metadata), link-local, site-local, multicast.
-for (const [net, bits] of [
-  ['::', 96],
-  ['100::', 64],
-  ['64:ff9b:1::', 48],
-  ['2001::', 23],
-  ['2001:db8::', 32],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['fec0::', 10],
-  ['ff00::', 8],
-] as const) {
-  FORBIDDEN.addSubnet(net, bits, 'ipv6');
+/** The address ranges a name may not resolve to, built on first use: loading this module stays cheap. */
+let forbiddenList: BlockList | undefined;
+
+function forbidden(): BlockList {
+  if (forbiddenList !== undefined) return forbiddenList;
+  const list = new BlockList();
+  // IPv4: this-network, private, CGNAT (incl. 100.100.100.200 metadata), loopback, link-local (incl.
+  // 169.254.169.254 metadata), IETF, TEST-NETs, benchmarking, multicast, reserved, broadcast.
+  for (const [net, bits] of [
+    ['0.0.0.0', 8],
+    ['10.0.0.0', 8],
+    ['100.64.0.0', 10],
+    ['127.0.0.0', 8],
+    ['169.254.0.0', 16],
+    ['172.16.0.0', 12],
+    ['192.0.0.0', 24],
+    ['192.0.2.0', 24],
+    ['192.168.0.0', 16],
+    ['198.18.0.0', 15],
+    ['198.51.100.0', 24],
+    ['203.0.113.0', 24],
+    ['224.0.0.0', 4],
+    ['240.0.0.0', 4],
+  ] as const) {
+    list.addSubnet(net, bits, 'ipv4');
+  }
+  list.addAddress('168.63.129.16', 'ipv4'); // Azure wire server (metadata)
+  // IPv6: unspecified, loopback and the deprecated IPv4-compatible ::a.b.c.d (all in ::/96), discard,
+  // local-use NAT64, IETF protocol assignments (incl. Teredo), documentation, ULA (incl. fd00:ec2::254
+  // metadata), link-local, site-local, multicast.
+  for (const [net, bits] of [
+    ['::', 96],
+    ['100::', 64],
+    ['64:ff9b:1::', 48],
+    ['2001::', 23],
+    ['2001:db8::', 32],
+    ['fc00::', 7],
+    ['fe80::', 10],
+    ['fec0::', 10],
+    ['ff00::', 8],
+  ] as const) {
+    list.addSubnet(net, bits, 'ipv6');
+  }
+  forbiddenList = list;
+  return list;
 }
 
 /** The IPv4 address embedded in a NAT64 (64:ff9b::/96) or 6to4 (2002::/16) address, if any. */
@@ -170,12 +178,12 @@ function expandIPv6(ip: string): string[] | undefined {
  */
 export function forbiddenReason(address: string, family: 4 | 6): string | undefined {
   if (family === 4)
-    return FORBIDDEN.check(address, 'ipv4')
+    return forbidden().check(address, 'ipv4')
       ? 'a loopback, private, link-local, metadata or reserved address'
       : undefined;
-  if (FORBIDDEN.check(address, 'ipv6')) return 'a loopback, private, link-local or reserved IPv6 address';
+  if (forbidden().check(address, 'ipv6')) return 'a loopback, private, link-local or reserved IPv6 address';
   const v4 = embeddedIPv4(address);
-  if (v4 !== undefined && FORBIDDEN.check(v4, 'ipv4')) return `an IPv6 address embedding ${v4}`;
+  if (v4 !== undefined && forbidden().check(v4, 'ipv4')) return `an IPv6 address embedding ${v4}`;
   return undefined;
 }
 
