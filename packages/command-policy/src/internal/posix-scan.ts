@@ -53,6 +53,7 @@ function variableWords(
 ): string[] | undefined {
   // A command substitution is scanned on its own; its text is left as it is.
   if (!word.includes('$') || word.includes('$(') || word.includes('`')) return undefined;
+  if (vars.size === 0 && !word.includes('${')) return undefined;
   let used = false;
   const text = word.replace(
     VARIABLE_USE,
@@ -74,15 +75,11 @@ function variableWords(
 }
 
 /**
- * The words a command-position word becomes when the shell computes it from literal text: `$(echo rm)`,
- * `` `printf rm` ``, `$(which rm)`, `$(command -v rm)`, `$(type -P rm)`, `$X` / `${X}` after a literal
- * `X=rm` (or `cmd="rm -rf /"`), and, unquoted, `$(echo rm -rf /)` (the output is split into words).
- * Undefined when it cannot be known without running anything.
+ * The words a command substitution of literal text prints: `$(echo rm)`, `` `printf rm` ``, `$(which rm)`,
+ * `$(command -v rm)`, `$(type -P rm)`, and, unquoted, `$(echo rm -rf /)` split into words. Undefined when
+ * it cannot be known without running anything.
  */
-function staticWords(word: string, quoted: boolean, vars: ReadonlyMap<string, string>): string[] | undefined {
-  if (word.charCodeAt(0) !== 0x24 /* $ */ && word.charCodeAt(0) !== 0x60 /* ` */) return undefined;
-  const variable = variableWords(word, quoted, vars);
-  if (variable !== undefined) return variable.length === 0 ? undefined : variable;
+function substitutionOutput(word: string, quoted: boolean): string[] | undefined {
   const inner = /^\$\(([^()`]*)\)$/.exec(word)?.[1] ?? /^`([^`]*)`$/.exec(word)?.[1];
   if (inner === undefined) return undefined;
   const [first, ...rest] = inner
@@ -182,10 +179,7 @@ export function createParser(
     for (; k < stop; k++) {
       const t = tokens[k] as Token;
       if (t.kind === 'redir') {
-        const target =
-          literalVars.size > 0 || t.target.includes('${')
-            ? substituted(variableWords(t.target, true, literalVars))
-            : undefined;
+        const target = substituted(variableWords(t.target, true, literalVars));
         command.redirects.push(target === undefined ? t : { ...t, target: target[0] as string });
         continue;
       }
@@ -264,13 +258,6 @@ export function createParser(
         }
         continue;
       }
-      if (atStart && (t.text.charCodeAt(0) === 0x24 /* $ */ || t.text.charCodeAt(0) === 0x60) /* ` */) {
-        const computed = substituted(staticWords(t.text, t.quoted, literalVars));
-        if (computed !== undefined) {
-          command.words.push(...computed);
-          continue;
-        }
-      }
       if (atStart && openNames.size > 0 && openNames.has(t.text)) {
         command.words.push(SELF);
         continue;
@@ -283,18 +270,14 @@ export function createParser(
         command.words.push(...items.map((item) => `${brace[1]}${item}${brace[3]}`).filter((w) => w !== ''));
         continue;
       }
-      if (literalVars.size > 0 || t.text.includes('${')) {
-        const value = substituted(variableWords(t.text, t.quoted, literalVars));
-        if (value !== undefined) {
-          command.words.push(...value);
-          continue;
-        }
-      }
-      // An argument that is a literal `$(echo /)` is its output.
-      if (t.text.charCodeAt(0) === 0x24 /* $ */ || t.text.charCodeAt(0) === 0x60 /* ` */) {
-        const output = substituted(staticWords(t.text, t.quoted, literalVars));
-        if (output !== undefined) {
-          command.words.push(...output);
+      // A word the shell computes from literal text (`$x`, `${x:-rm}`, `$(echo rm)`) is what it computes,
+      // in the program's place as in an argument's.
+      if (t.text.includes('$') || t.text.charCodeAt(0) === 0x60 /* ` */) {
+        const computed = substituted(
+          variableWords(t.text, t.quoted, literalVars) ?? substitutionOutput(t.text, t.quoted),
+        );
+        if (computed !== undefined) {
+          command.words.push(...computed);
           continue;
         }
       }
