@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:child_process';
 import { accessSync, constants, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -79,8 +79,11 @@ export function runAsync(
   options: {
     input?: string | undefined;
     env?: NodeJS.ProcessEnv;
-    /** Writes to the child's stdin instead of `input`, and is left to end it (or not). */
-    feed?: (stdin: NodeJS.WritableStream) => void;
+    /**
+     * Given the child instead of writing `input`: it may write to the stdin and is left to end it (or
+     * not), stop reading the stdout, or signal the child.
+     */
+    act?: (child: ChildProcessWithoutNullStreams) => void;
   } = {},
 ): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -94,7 +97,7 @@ export function runAsync(
       stderr += c;
     });
     child.on('close', (status) => resolve({ status, stdout, stderr }));
-    if (options.feed) options.feed(child.stdin);
+    if (options.act) options.act(child);
     else child.stdin.end(options.input ?? '');
   });
 }

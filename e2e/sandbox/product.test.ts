@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:child_process';
 import diagnosticsChannel from 'node:diagnostics_channel';
 import {
   chmodSync,
@@ -313,31 +313,22 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         },
       );
 
-      /** Starts the CLI with piped output; resolves with its exit once `act` has done its part. */
-      const cliWith = (args: string[], act: (child: ReturnType<typeof spawn>) => void) =>
-        new Promise<{ code: number | null; stderr: string }>((resolve) => {
-          const child = spawn(process.execPath, [cli, ...args], {
-            env: { ...process.env, HOME: home },
-            stdio: ['ignore', 'pipe', 'pipe'],
-          });
-          let stderr = '';
-          child.stderr?.on('data', (c) => {
-            stderr += c;
-          });
-          child.on('exit', (code) => resolve({ code, stderr }));
-          act(child);
-        });
+      /** Runs the CLI, handing the child to `act` (which ends its stdin) instead of writing input. */
+      const cliWith = (args: string[], act: (child: ChildProcessWithoutNullStreams) => void) =>
+        runAsync(process.execPath, [cli, ...args], { env: { ...process.env, HOME: home }, act });
 
       it('a reader that goes away ends the command with 141, quietly; SIGTERM to the CLI with 143', async () => {
         // `aleph-sandbox run -- yes | head -1`: the reader closes after its first line.
         const piped = await cliWith(['run', '--', 'yes'], (child) => {
-          child.stdout?.once('data', () => child.stdout?.destroy());
+          child.stdin.end();
+          child.stdout.once('data', () => child.stdout.destroy());
         });
-        expect(piped).toEqual({ code: 141, stderr: '' });
+        expect({ status: piped.status, stderr: piped.stderr }).toEqual({ status: 141, stderr: '' });
         const stopped = await cliWith(['run', '--', 'sh', '-c', 'echo started; exec sleep 30'], (child) => {
-          child.stdout?.once('data', () => child.kill('SIGTERM'));
+          child.stdin.end();
+          child.stdout.once('data', () => child.kill('SIGTERM'));
         });
-        expect(stopped.code).toBe(143);
+        expect(stopped.status).toBe(143);
       });
 
       it('124 on timeout, 128+N on a signal, 126 when denied, 2 on a usage error', async () => {
@@ -428,7 +419,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
       const withOpenStdin = async (args: string[], feed: (stdin: NodeJS.WritableStream) => void) => {
         const r = await runAsync(process.execPath, [cli, ...args], {
           env: { ...process.env, HOME: home },
-          feed,
+          act: (child) => feed(child.stdin),
         });
         return { code: r.status, stdout: r.stdout, stderr: r.stderr };
       };
