@@ -560,7 +560,15 @@ static int enter_cgroup(int argc, char **argv) {
   return 125;
 }
 
+#ifndef ALEPH_HELPER_VERSION
+#define ALEPH_HELPER_VERSION "0.1.0"
+#endif
+
 int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+    printf("aleph-sandbox-init %s\n", ALEPH_HELPER_VERSION);
+    return 0;
+  }
   if (argc == 2 && strcmp(argv[1], "--probe") == 0) return probe();
   if (argc >= 2 && strcmp(argv[1], "--enter-cgroup") == 0) return enter_cgroup(argc, argv);
   struct options o;
