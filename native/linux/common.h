@@ -1,0 +1,99 @@
+/* Shared declarations of the aleph-sandbox-init sources. */
+#ifndef ALEPH_COMMON_H
+#define ALEPH_COMMON_H
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#define SYS_landlock_add_rule 445
+#define SYS_landlock_restrict_self 446
+extern char **environ;
+
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+extern char **environ;
+
+#endif
+#ifndef PR_CAP_AMBIENT
+#define PR_CAP_AMBIENT 47
+#define PR_CAP_AMBIENT_CLEAR_ALL 4
+extern char **environ;
+
+#endif
+
+#define MAX_ITEMS 256
+
+struct path_rule {
+  const char *path;
+  char kind; /* 'r' read+exec, 'w' read+write+exec, 'd' device directory, 'l' list directories only */
+};
+
+struct mount_op;
+struct options {
+  long uid, gid;
+  struct {
+    int resource;
+    rlim_t soft, hard;
+  } rlimits[16];
+  int nrlimits;
+  const char *landlock_mode; /* off | best-effort | required */
+  struct path_rule paths[MAX_ITEMS];
+  int npaths;
+  int net_handled;
+  long connect_ports[16];
+  int nconnect;
+  int scope;
+  long bridge_port;
+  const char *bridge_path;
+  int seccomp_fd;
+  int env_fd;
+  const char *chdir; /* after the mounts and the identity drop */
+  char **argv;
+};
+
+/* Prints "aleph-sandbox-init: …" and exits 125. */
+void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+long parse_long(const char *s, const char *what);
+
+/* landlock.c */
+int landlock_abi(void);
+int apply_landlock(const struct options *o);
+
+/* bridge.c */
+int bridge_listen(long port);
+void start_bridge(const struct options *o, int lfd);
+
+/* launch.c: the host side (`--launch`). */
+int launch_main(int argc, char **argv);
+
+/* mounts.c: user-path mounts made inside the sandbox from descriptors. */
+int mount_op_parse(const char *op, char **argv, int argc, int *i);
+void mount_ops_apply(void);
+
+extern char **environ;
+
+#endif
