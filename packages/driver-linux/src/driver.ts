@@ -1,14 +1,4 @@
-import {
-  chmodSync,
-  chownSync,
-  existsSync,
-  lstatSync,
-  mkdirSync,
-  readdirSync,
-  realpathSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
@@ -30,13 +20,24 @@ import {
   runBoundedProcess,
   type SandboxCapabilities,
   type SandboxOutput,
+  sessionKeyToFilename,
 } from '@aleph/sandbox-core';
 import { CgroupManager, detectCgroup } from './cgroup.js';
+import { encodeEnv, refuseLoaderEnv } from './env.js';
 import { readHostFacts } from './host.js';
-import { BRIDGE_PORT, DEFAULT_MAX_PIDS, DEFAULT_SANDBOX_UID, type LinuxDriverOptions } from './options.js';
+import {
+  BRIDGE_PORT,
+  DEFAULT_MAX_PIDS,
+  DEFAULT_SANDBOX_UID_RANGE,
+  type LinuxDriverOptions,
+} from './options.js';
 import { type LinuxProbe, probeLinux, which } from './probe.js';
 import { buildLinuxProfile, type LinuxProfile } from './profile.js';
 import { hostSeccompArch } from './seccomp.js';
+import { ensureSessionHome, type GitIdentity, readGitIdentity, sessionHomeEnv } from './session-home.js';
+
+/** The only environment bwrap and the host side of the helper ever get. */
+const HOST_SIDE_ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } as const;
 
 /** Everything the Linux driver can enforce. */
 export const LINUX_CAPABILITIES: readonly DriverCapabilityId[] = [
@@ -128,8 +129,15 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
   const arch = hostSeccompArch() ?? 'x86_64';
   const helperPath = options.helperPath ?? defaultHelperPath();
   const landlock = options.landlock ?? 'best-effort';
-  const sandboxUid = options.sandboxUid ?? DEFAULT_SANDBOX_UID;
-  const sandboxGid = options.sandboxGid ?? options.sandboxUid ?? DEFAULT_SANDBOX_UID;
+  const sandboxUid = options.sandboxUid;
+  const sandboxGid = options.sandboxGid ?? options.sandboxUid;
+  const uidRange = options.sandboxUidRange ?? DEFAULT_SANDBOX_UID_RANGE;
+  const homeRoot =
+    options.homeRoot === false ? undefined : (options.homeRoot ?? path.join(host.home, '.aleph', 'homes'));
+  const stateDir = options.stateDir ?? path.join(host.home, '.aleph', 'run');
+  const allowLoaderEnv = options.allowLoaderEnv ?? [];
+  let gitIdentity: GitIdentity | undefined;
+  let stateReady = false;
   const maxPids = options.maxPids ?? DEFAULT_MAX_PIDS;
   const protectedPaths = resolveProtectedPaths(options);
   const vaultPaths = options.vaultPaths ?? defaultVaultPaths(host.home);
@@ -168,46 +176,20 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       vaultPaths,
       sandboxUid,
       sandboxGid,
+      uidRange,
+      stateDir,
+      sessionHome:
+        homeRoot === undefined ? undefined : path.join(homeRoot, sessionKeyToFilename(context.sessionId)),
       maxPids,
       cpuQuotaPercent: options.cpuQuotaPercent,
       proxySocket: caps.network.kind === 'allowHosts' ? pool.socketPath(caps.network.hosts) : undefined,
     });
-
-  /** Root host: the workspace must belong to the sandbox uid, and granted write paths be writable by it. */
-  const checkOwnership = (request: DriverRunRequest) => {
-    if (!host.isRoot) return;
-    const st = statSync(request.workspace);
-    if (st.uid !== sandboxUid) chownSync(request.workspace, sandboxUid, sandboxGid);
-    if ((st.mode & 0o011) !== 0o011) chmodSync(request.workspace, (st.mode & 0o777) | 0o011);
-    request.capabilities.fsWrite.forEach((p, i) => {
-      const s = statSync(p);
-      const writable =
-        s.uid === sandboxUid || (s.mode & 0o002) !== 0 || (s.gid === sandboxGid && (s.mode & 0o020) !== 0);
-      if (!writable) {
-        throw new InvalidInputError(
-          'ALEPH_INVALID_COMMAND',
-          `capabilities.fsWrite[${i}]`,
-          p,
-          `is not writable by the sandbox uid ${sandboxUid} (the host runs as root and commands run as that uid)`,
-          `give it to that uid (chown -R ${sandboxUid}:${sandboxGid} ${p}) or make it group-writable for gid ${sandboxGid}`,
-        );
-      }
-    });
-  };
 
   const driver: LinuxDriver = defineDriver({
     name: 'linux' as const,
     capabilities: LINUX_CAPABILITIES,
     probe,
     profileFor,
-
-    async prepareWorkspace(dir: string): Promise<void> {
-      if (host.isRoot) {
-        // Owned by the sandbox uid; 0711 so bwrap, root without DAC capabilities, can still enter it.
-        chownSync(dir, sandboxUid, sandboxGid);
-        chmodSync(dir, 0o711);
-      }
-    },
 
     async run(request: DriverRunRequest): Promise<SandboxOutput> {
       if (disposed) throw new DriverError('ALEPH_DRIVER_FAILED', 'linux', 'the Linux driver was disposed');
@@ -246,11 +228,14 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
         throw new DriverError('ALEPH_DRIVER_FAILED', 'linux', 'the profile was not made by the Linux driver');
       }
       // Checked before anything is created: a refused request leaves the host as it found it.
-      checkOwnership(request);
-      for (const stub of profile.stubs) {
-        if (existsSync(stub.path) || lstatExists(stub.path)) continue;
-        if (stub.kind === 'dir') mkdirSync(stub.path, { mode: 0o755 });
-        else writeFileSync(stub.path, '', { mode: 0o644 });
+      refuseLoaderEnv(request.env, allowLoaderEnv);
+      if (!stateReady) {
+        mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+        stateReady = true;
+      }
+      if (profile.home !== null && homeRoot !== undefined) {
+        gitIdentity ??= readGitIdentity(host.home);
+        ensureSessionHome(homeRoot, sessionKeyToFilename(request.sessionId), gitIdentity);
       }
 
       const lease =
@@ -259,24 +244,29 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
           : undefined;
       let leaf: string | undefined;
       try {
+        // The command's environment goes to the helper on a pipe and is set only at its final execve.
         const env: Record<string, string> = {
           PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
           ...pickEnv(envAllowlist),
-          HOME: request.workspace,
+          ...(profile.home === null ? { HOME: request.workspace } : sessionHomeEnv()),
           TMPDIR: '/tmp',
           ...request.env,
         };
         if (lease !== undefined)
           Object.assign(env, lease.proxy.env({ host: '127.0.0.1', port: BRIDGE_PORT }));
-        // RLIMIT_NPROC counts every process of the uid, so the budget is on top of what it already runs.
-        const nprocUid = host.isRoot ? sandboxUid : host.uid;
-        const nproc = profile.limits.maxPids + processesOf(nprocUid);
+        // RLIMIT_NPROC counts every process of the uid, so a shared uid's budget is on top of what it
+        // already runs; a uid of the command's own starts from nothing.
+        const sharedUid = !host.isRoot
+          ? host.uid
+          : profile.identity.mode === 'drop-to-uid' && typeof profile.identity.uid === 'number'
+            ? profile.identity.uid
+            : undefined;
+        const nproc = profile.limits.maxPids + (sharedUid === undefined ? 0 : processesOf(sharedUid));
         const args = [...profile.bwrapArgs];
         args.splice(args.length - 1, 0, '--rlimit', `NPROC=${nproc}`);
         args.push(request.program, ...request.args);
 
-        let file = p.bwrapPath;
-        let argv = args;
+        const launch = [...profile.launch];
         if (cgroups !== undefined) {
           leaf = await cgroups.createLeaf({
             pidsMax: profile.limits.maxPids,
@@ -287,18 +277,18 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
               ? {}
               : { cpuQuotaPercent: profile.limits.cpuQuotaPercent }),
           });
-          file = helperPath;
-          argv = ['--enter-cgroup', leaf, '--', p.bwrapPath, ...args];
+          launch.push('--enter-cgroup', leaf);
         }
         const result = await runBoundedProcess({
-          file,
-          args: argv,
-          env,
+          file: helperPath,
+          args: ['--launch', ...launch, '--', p.bwrapPath, ...args],
+          env: HOST_SIDE_ENV,
           cwd: '/',
+          gracefulStop: { signal: 'SIGTERM', graceMs: 2000 },
           ...(request.stdin === undefined ? {} : { stdin: request.stdin }),
           timeoutMs: request.timeoutMs,
           maxOutputBytes: request.maxOutputBytes,
-          extraFds: [Buffer.from(profile.seccomp.program, 'base64')],
+          extraFds: [Buffer.from(profile.seccomp.program, 'base64'), encodeEnv(env)],
           ...(request.signal === undefined ? {} : { signal: request.signal }),
           ...(request.onStdout === undefined ? {} : { onStdout: request.onStdout }),
           ...(request.onStderr === undefined ? {} : { onStderr: request.onStderr }),
@@ -372,13 +362,4 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
 function signalName(n: number): string | undefined {
   for (const [name, value] of Object.entries(osConstants.signals)) if (value === n) return name;
   return undefined;
-}
-
-function lstatExists(p: string): boolean {
-  try {
-    lstatSync(p);
-    return true;
-  } catch {
-    return false;
-  }
 }

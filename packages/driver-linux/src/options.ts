@@ -16,9 +16,32 @@ export interface LinuxDriverOptions {
   readonly protectAllGit?: boolean;
   /** Paths never visible inside, whatever is granted. Default `~/.aleph/data`, `~/.aleph/.shared_token`. */
   readonly vaultPaths?: readonly string[];
-  /** When the host runs as root, the sandboxed program runs as this uid/gid. Default 65533. */
+  /**
+   * When the host runs as root, every sandboxed program runs as this one uid/gid. Default: none, each
+   * running command gets a uid of its own from `sandboxUidRange`.
+   */
   readonly sandboxUid?: number;
   readonly sandboxGid?: number;
+  /**
+   * Root host: the inclusive range each running command's own uid (and gid) comes from, so per-uid kernel
+   * limits (processes, inotify instances), signals and file access are per command. Default
+   * `DEFAULT_SANDBOX_UID_RANGE`. Idmapped mounts keep it invisible in the user's files.
+   */
+  readonly sandboxUidRange?: readonly [number, number];
+  /**
+   * Where each session's HOME lives on the host (`<homeRoot>/<session key>`); inside it is `/run/aleph/home`.
+   * Default `~/.aleph/homes`. `false` gives commands no HOME directory of their own (HOME is then the
+   * workspace, and caches land in it).
+   */
+  readonly homeRoot?: string | false;
+  /** The host user's state directory (stub records, uid locks). Default `~/.aleph/run`. */
+  readonly stateDir?: string;
+  /**
+   * Loader variables (`LD_*`) a command's `env` may set. Default none: any other `LD_*` in `env` is refused
+   * with `ALEPH_INVALID_COMMAND`. The command's environment reaches only the program, never bwrap or the
+   * helper.
+   */
+  readonly allowLoaderEnv?: readonly string[];
   /** Process limit per execution (cgroup `pids.max`, else `RLIMIT_NPROC`). Default 200. */
   readonly maxPids?: number;
   /** CPU limit in percent of one core (cgroup `cpu.max` only). Default: none. */
@@ -40,9 +63,13 @@ export interface LinuxDriverOptions {
 }
 
 export const DEFAULT_SANDBOX_UID = 65533;
+/** Root host: running commands' own uids come from this range (above systemd's container ranges). */
+export const DEFAULT_SANDBOX_UID_RANGE: readonly [number, number] = [1_879_048_192, 1_879_049_215];
 export const DEFAULT_MAX_PIDS = 200;
 /** Port the in-namespace bridge listens on (each sandbox has its own network namespace). */
 export const BRIDGE_PORT = 3128;
 /** Where the helper and the proxy socket appear inside the sandbox. */
 export const INNER_HELPER = '/run/aleph/init';
 export const INNER_PROXY_SOCKET = '/run/aleph/proxy.sock';
+/** The session's HOME inside the sandbox. */
+export const INNER_HOME = '/run/aleph/home';

@@ -7,8 +7,9 @@ import {
   type SandboxProfile,
 } from '@aleph/sandbox-core';
 import type { HostFacts } from './host.js';
+import { LaunchPlan } from './launch-plan.js';
 import { type MountOp, renderMounts } from './mounts.js';
-import { BRIDGE_PORT, INNER_HELPER, INNER_PROXY_SOCKET } from './options.js';
+import { BRIDGE_PORT, INNER_HELPER, INNER_HOME, INNER_PROXY_SOCKET } from './options.js';
 import { planProtectedPaths, type Stub } from './protected.js';
 import { buildSeccompProgram, type SeccompArch, type SeccompNetworkMode } from './seccomp.js';
 
@@ -20,8 +21,15 @@ export interface ProfileInputs {
   readonly landlock: 'best-effort' | 'required';
   readonly protectedPaths: readonly string[];
   readonly vaultPaths: readonly string[];
-  readonly sandboxUid: number;
-  readonly sandboxGid: number;
+  /** Root host: a fixed sandbox uid/gid, or `undefined` for one of `uidRange` per run. */
+  readonly sandboxUid: number | undefined;
+  readonly sandboxGid: number | undefined;
+  /** Root host: each run gets its own uid (and the same gid) from this inclusive range. */
+  readonly uidRange: readonly [number, number];
+  /** The host user's state directory (`~/.aleph/run`): stub records and uid locks. */
+  readonly stateDir: string;
+  /** The session's HOME on the host (mounted at `INNER_HOME`), or `undefined` for none. */
+  readonly sessionHome: string | undefined;
   readonly maxPids: number;
   readonly cpuQuotaPercent: number | undefined;
   /** The Unix socket of the managed proxy for `allowHosts` (computed by the driver). */
@@ -38,8 +46,22 @@ export interface LandlockRule {
 export interface LinuxProfile extends SandboxProfile {
   readonly driver: 'linux';
   readonly identity:
-    | { readonly mode: 'drop-to-uid'; readonly uid: number; readonly gid: number }
+    | {
+        readonly mode: 'drop-to-uid';
+        /** A fixed uid, or `'per-run'`: the launcher picks a free one of `range` for each run. */
+        readonly uid: number | 'per-run';
+        readonly gid: number | 'per-run';
+        readonly range: readonly [number, number] | null;
+      }
     | { readonly mode: 'user-namespace'; readonly uid: number };
+  /**
+   * Arguments of the host-side launcher (`aleph-sandbox-init --launch …`) before its `--`: the user paths
+   * it opens without following symlinks, the stubs it may create, the mounts it clones (root host), the
+   * uid range and the state directory. `@NAME`, `@UID` and `@GID` in `bwrapArgs` are its substitutions.
+   */
+  readonly launch: readonly string[];
+  /** HOME inside the sandbox and the host directory behind it. */
+  readonly home: { readonly inner: string; readonly host: string } | null;
   /** bwrap arguments up to and including the helper invocation and its `--`. */
   readonly bwrapArgs: readonly string[];
   readonly helperArgs: readonly string[];
@@ -110,6 +132,7 @@ export function buildLinuxProfile(
   inputs: ProfileInputs,
 ): LinuxProfile {
   const { host } = inputs;
+  const plan = new LaunchPlan();
   const mounts: MountOp[] = [];
   const landlock: LandlockRule[] = [{ path: '/', access: 'list' }];
 
@@ -136,17 +159,23 @@ export function buildLinuxProfile(
 
   // Grants.
   caps.fsRead.forEach((p, i) => {
-    if (exists(p) === undefined) throw missingPath('fsRead', i, p);
-    mounts.push({ op: 'ro-bind', src: p, dest: p });
+    const kind = exists(p);
+    if (kind === undefined) throw missingPath('fsRead', i, p);
+    mounts.push({ op: 'ro-bind', src: p, dest: p, fd: plan.open(p), kind });
     landlock.push({ path: p, access: 'read-exec' });
   });
   caps.fsWrite.forEach((p, i) => {
-    if (exists(p) === undefined) throw missingPath('fsWrite', i, p);
-    mounts.push({ op: 'bind', src: p, dest: p });
+    const kind = exists(p);
+    if (kind === undefined) throw missingPath('fsWrite', i, p);
+    mounts.push({ op: 'bind', src: p, dest: p, fd: plan.open(p), kind });
     landlock.push({ path: p, access: 'read-write-exec' });
   });
-  mounts.push({ op: 'bind', src: workspace, dest: workspace });
+  mounts.push({ op: 'bind', src: workspace, dest: workspace, fd: plan.open(workspace) });
   landlock.push({ path: workspace, access: 'read-write-exec' });
+  if (inputs.sessionHome !== undefined) {
+    mounts.push({ op: 'bind', src: inputs.sessionHome, dest: INNER_HOME, fd: plan.open(inputs.sessionHome) });
+    landlock.push({ path: INNER_HOME, access: 'read-write-exec' });
+  }
 
   // Other sessions' workspaces stay hidden even when a grant covers the workspace root: a fresh tmpfs
   // replaces it. On a root host the grant may also show real directories above it that root made 0700
@@ -161,7 +190,7 @@ export function buildLinuxProfile(
       host.isRoot &&
       dir !== path.dirname(dir) &&
       visible.some((v) => v !== dir && isPathWithin(dir, v)) &&
-      !passable(dir, inputs.sandboxUid, inputs.sandboxGid);
+      !passable(dir, inputs.sandboxUid ?? inputs.uidRange[0], inputs.sandboxGid ?? inputs.uidRange[0]);
       dir = path.dirname(dir)
     ) {
       hidden = dir;
@@ -181,13 +210,15 @@ export function buildLinuxProfile(
 
   // Protected sub-paths of every writable root.
   const writableRoots = [workspace, ...caps.fsWrite.filter((p) => exists(p) === 'dir')];
-  const protection = planProtectedPaths(writableRoots, inputs.protectedPaths);
+  const protection = planProtectedPaths(plan, writableRoots, inputs.protectedPaths);
   mounts.push(...protection.mounts);
 
   // Network.
   const net = caps.network;
+  // With none and allowHosts the sandbox has its own network namespace with only a loopback interface
+  // (and, for allowHosts, the bridge on it): inet sockets reach nothing but that loopback.
   const seccompNetwork: SeccompNetworkMode =
-    net.kind === 'none' ? 'unix-only' : net.kind === 'allowHosts' ? 'proxy-routed' : 'unrestricted';
+    net.kind === 'none' ? 'loopback' : net.kind === 'allowHosts' ? 'proxy-routed' : 'unrestricted';
   if (net.kind === 'allowHosts') {
     if (inputs.proxySocket === undefined) throw new Error('allowHosts needs a proxy socket');
     mounts.push({ op: 'bind', src: inputs.proxySocket, dest: INNER_PROXY_SOCKET });
@@ -195,16 +226,31 @@ export function buildLinuxProfile(
 
   // Identity and namespaces.
   const identity: LinuxProfile['identity'] = host.isRoot
-    ? { mode: 'drop-to-uid', uid: inputs.sandboxUid, gid: inputs.sandboxGid }
+    ? inputs.sandboxUid === undefined
+      ? { mode: 'drop-to-uid', uid: 'per-run', gid: 'per-run', range: inputs.uidRange }
+      : {
+          mode: 'drop-to-uid',
+          uid: inputs.sandboxUid,
+          gid: inputs.sandboxGid ?? inputs.sandboxUid,
+          range: null,
+        }
     : { mode: 'user-namespace', uid: host.uid };
   const bwrap: string[] = ['--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try'];
   if (net.kind !== 'allowAll') bwrap.push('--unshare-net');
   if (host.isRoot) {
     // bwrap runs as root without a user namespace (a root-mapped one would keep root's file identity);
-    // the helper empties the bounding set and switches to the sandbox uid, so it needs these three.
+    // the helper attaches the idmapped user-path mounts (CAP_SYS_ADMIN, and the two DAC capabilities to
+    // resolve mount points in directories the idmap shows as the sandbox uid's), then empties the
+    // bounding set and switches to the sandbox uid (the other three), before anything of the command runs.
     bwrap.push(
       '--cap-drop',
       'ALL',
+      '--cap-add',
+      'CAP_SYS_ADMIN',
+      '--cap-add',
+      'CAP_DAC_OVERRIDE',
+      '--cap-add',
+      'CAP_DAC_READ_SEARCH',
       '--cap-add',
       'CAP_SETUID',
       '--cap-add',
@@ -216,8 +262,10 @@ export function buildLinuxProfile(
     bwrap.push('--unshare-user', '--disable-userns', '--cap-drop', 'ALL');
   }
   bwrap.push('--die-with-parent', '--new-session', '--hostname', 'aleph-sandbox');
-  bwrap.push(...renderMounts(mounts));
-  bwrap.push('--chdir', cwd);
+  const rendered = renderMounts(mounts, { inHelper: host.isRoot });
+  bwrap.push(...rendered.bwrap);
+  // The helper changes into the cwd once its own mounts are made.
+  bwrap.push('--chdir', '/');
 
   // The helper's own plan.
   const seccomp = buildSeccompProgram({
@@ -227,9 +275,14 @@ export function buildLinuxProfile(
   });
   const rlimits: Record<string, number> = { CORE: 0 };
   if (caps.maxMemoryMb !== undefined) rlimits.AS = caps.maxMemoryMb * 1024 * 1024;
-  const helper: string[] = [];
+  const helper: string[] = [...rendered.helper];
   if (identity.mode === 'drop-to-uid')
-    helper.push('--uid', String(identity.uid), '--gid', String(identity.gid));
+    helper.push(
+      '--uid',
+      identity.uid === 'per-run' ? '@UID' : String(identity.uid),
+      '--gid',
+      identity.gid === 'per-run' ? '@GID' : String(identity.gid),
+    );
   for (const [name, value] of Object.entries(rlimits)) helper.push('--rlimit', `${name}=${value}`);
   helper.push('--landlock', inputs.landlock);
   const flag = {
@@ -239,21 +292,32 @@ export function buildLinuxProfile(
     list: '--ll-list',
   } as const;
   for (const rule of landlock) helper.push(flag[rule.access], rule.path);
-  const tcp =
-    net.kind === 'allowAll' ? null : { connectPorts: net.kind === 'allowHosts' ? [BRIDGE_PORT] : [] };
+  // No TCP rules: in its own network namespace a command may bind and connect on its loopback (a dev
+  // server and its client), which reaches nothing else; with allowAll it shares the host's network.
+  const tcp = null as { connectPorts: number[] } | null;
   if (tcp !== null) {
     helper.push('--ll-net', 'on');
     for (const port of tcp.connectPorts) helper.push('--ll-connect', String(port));
   }
   helper.push('--ll-scope', 'on');
   if (net.kind === 'allowHosts') helper.push('--bridge', `${BRIDGE_PORT}:${INNER_PROXY_SOCKET}`);
-  helper.push('--seccomp-fd', '3');
+  helper.push('--chdir', cwd, '--seccomp-fd', '3', '--env-fd', '4');
+
+  const launch: string[] = ['--state', inputs.stateDir];
+  if (identity.mode === 'drop-to-uid') {
+    if (identity.range !== null)
+      launch.push('--uid-range', String(identity.range[0]), String(identity.range[1]));
+    else launch.push('--uid', String(identity.uid));
+  }
+  launch.push(...plan.args);
+  for (const clone of rendered.clones) launch.push('--clone', clone.name, clone.mode);
 
   const mountSummary = describeMounts(mounts);
   const summary = [
-    `identity: ${identity.mode === 'drop-to-uid' ? `host is root; the program runs as uid ${identity.uid}/gid ${identity.gid} with no capabilities` : `user namespace as uid ${identity.uid}, no capabilities, nested user namespaces disabled`}`,
+    `identity: ${identity.mode === 'drop-to-uid' ? `host is root; the program runs as ${identity.uid === 'per-run' ? `a uid of its own (${identity.range?.[0]}–${identity.range?.[1]}, one per running command)` : `uid ${identity.uid}/gid ${identity.gid}`} with no capabilities; the workspace and write grants are idmapped so their owner appears as that uid` : `user namespace as uid ${identity.uid}, no capabilities, nested user namespaces disabled`}`,
     `namespaces: mount, pid, ipc, uts, cgroup${net.kind === 'allowAll' ? '' : ', net'}${host.isRoot ? '' : ', user'}; dies with its parent; new session`,
     ...mountSummary,
+    ...(inputs.sessionHome === undefined ? [] : [`home: HOME=${INNER_HOME} (from ${inputs.sessionHome})`]),
     ...protection.summary.map((s) => `protected: ${s}`),
     ...vaultHidden.map((v) => `vault hidden: ${v}`),
     `landlock (${inputs.landlock}): ${landlock.map((r) => `${r.access} ${r.path}`).join('; ')}${tcp ? `; TCP connect only to ${tcp.connectPorts.length > 0 ? tcp.connectPorts.join(', ') : 'nothing'}` : ''}; abstract unix sockets and signals scoped`,
@@ -264,15 +328,17 @@ export function buildLinuxProfile(
         ', ',
       )}; processes ≤ ${inputs.maxPids}${inputs.cpuQuotaPercent ? `; CPU ≤ ${inputs.cpuQuotaPercent}% (cgroup)` : ''}`,
     net.kind === 'none'
-      ? 'network: own namespace with loopback only'
+      ? 'network: own namespace with loopback only (bind, listen and connect on it work; nothing else is reachable)'
       : net.kind === 'allowHosts'
-        ? `network: own namespace; 127.0.0.1:${BRIDGE_PORT} bridged to the managed proxy allowing ${net.hosts.join(', ')}`
+        ? `network: own namespace with loopback only; 127.0.0.1:${BRIDGE_PORT} bridged to the managed proxy allowing ${net.hosts.join(', ')}`
         : 'network: the host network, unfiltered',
   ];
   return {
     driver: 'linux',
     summary,
     identity,
+    launch,
+    home: inputs.sessionHome === undefined ? null : { inner: INNER_HOME, host: inputs.sessionHome },
     bwrapArgs: [...bwrap, INNER_HELPER, ...helper, '--'],
     helperArgs: helper,
     landlock: { mode: inputs.landlock, rules: landlock, tcp, scoped: true },

@@ -1,9 +1,10 @@
 import { lstatSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { InvalidInputError } from '@aleph/sandbox-core';
+import type { LaunchPlan } from './launch-plan.js';
 import type { MountOp } from './mounts.js';
 
-/** A stub created on the host so a missing protected path exists (empty, read-only inside). */
+/** A protected path that is missing now: the launcher creates it as an empty stub for the run. */
 export interface Stub {
   readonly path: string;
   readonly kind: 'dir' | 'file';
@@ -17,7 +18,30 @@ export interface ProtectionPlan {
   readonly summary: string[];
 }
 
-const FILE_STUBS = new Set(['config']);
+/** Protected names that are files when they exist (a stub of them is an empty file). */
+const FILE_NAMES = new Set([
+  'config',
+  'config.worktree',
+  'commondir',
+  '.mcp.json',
+  '.npmrc',
+  '.yarnrc',
+  '.yarnrc.yml',
+  '.pypirc',
+  '.gitconfig',
+  '.bashrc',
+  '.bash_profile',
+  '.bash_login',
+  '.bash_logout',
+  '.profile',
+  '.zshrc',
+  '.zshenv',
+  '.zprofile',
+  '.zlogin',
+  '.zlogout',
+  '.inputrc',
+  'pip.conf',
+]);
 
 function lstat(p: string): Stats | undefined {
   try {
@@ -29,17 +53,23 @@ function lstat(p: string): Stats | undefined {
 
 /**
  * Plans the read-only protection of `relative` paths (`.git/hooks`, `.aleph`, …) inside each writable root:
- * - an existing protected path is bind-mounted read-only onto itself, and every directory between the
- *   root and it is bind-mounted onto itself, so none of them can be renamed or removed (a mount point
- *   cannot be), which would otherwise let a command swap `.git` for its own copy;
- * - a missing one gets an empty stub created on the host and mounted read-only, so it cannot be created;
- *   except under a missing `.git`: a repository the command creates itself is its own;
+ * - an existing protected path is mounted read-only onto itself, and every directory between the root
+ *   and it is mounted onto itself, so none of them can be renamed or removed (a mount point cannot be),
+ *   which would otherwise let a command swap `.git` for its own copy;
+ * - a missing one gets an empty stub for the run, mounted read-only, so it cannot be created; the
+ *   launcher removes the stub when the last run using the root ends (or, after a killed run, when the
+ *   next one starts). Under a missing `.git` nothing is stubbed: a repository the command creates is its own;
  * - when `.git` is a file (worktrees, submodules) that file is protected instead;
  * - a protected path or one of its parents that is a symlink is refused: it could be swapped.
+ * Every path is opened by the launcher beneath its root without following symlinks.
  *
  * @throws {InvalidInputError} `ALEPH_INVALID_COMMAND` for a symlinked protected path.
  */
-export function planProtectedPaths(roots: readonly string[], relative: readonly string[]): ProtectionPlan {
+export function planProtectedPaths(
+  plan: LaunchPlan,
+  roots: readonly string[],
+  relative: readonly string[],
+): ProtectionPlan {
   const mounts: MountOp[] = [];
   const stubs: Stub[] = [];
   const summary: string[] = [];
@@ -47,11 +77,14 @@ export function planProtectedPaths(roots: readonly string[], relative: readonly 
   for (const root of roots) {
     const rootStat = lstat(root);
     if (rootStat === undefined || !rootStat.isDirectory()) continue;
+    plan.open(root);
     for (const rel of relative) {
       const parts = rel.split('/').filter(Boolean);
       let current = root;
       for (let i = 0; i < parts.length; i++) {
-        current = path.join(current, parts[i] as string);
+        const parent = current;
+        const part = parts[i] as string;
+        current = path.join(current, part);
         const last = i === parts.length - 1;
         const st = lstat(current);
         if (st?.isSymbolicLink()) {
@@ -64,29 +97,37 @@ export function planProtectedPaths(roots: readonly string[], relative: readonly 
           );
         }
         if (st === undefined) {
-          if (!last && parts[0] === '.git') {
+          if (!last && parts[0] === '.git' && i === 0) {
             summary.push(`${current}: no repository here; ${path.join(root, rel)} not protected`);
             break;
           }
-          const kind = last && FILE_STUBS.has(parts[i] as string) ? 'file' : 'dir';
-          stubs.push({ path: current, kind });
+          const kind = last && FILE_NAMES.has(part) ? 'file' : 'dir';
+          const fd = plan.openIn(parent, part, kind);
+          if (!stubs.some((s) => s.path === current)) stubs.push({ path: current, kind });
           if (last) {
-            mounts.push({ op: 'ro-bind', src: current, dest: current });
-            summary.push(`${current}: missing, empty read-only stub`);
+            mounts.push({ op: 'ro-bind', src: current, dest: current, fd, kind });
+            summary.push(`${current}: missing, an empty read-only stub for the run`);
           } else if (!selfBound.has(current)) {
             selfBound.add(current);
-            mounts.push({ op: 'bind', src: current, dest: current });
+            mounts.push({ op: 'bind', src: current, dest: current, fd });
           }
           continue;
         }
+        const fd = plan.openIn(parent, part, 'need');
         if (last || !st.isDirectory()) {
-          mounts.push({ op: 'ro-bind', src: current, dest: current });
+          mounts.push({
+            op: 'ro-bind',
+            src: current,
+            dest: current,
+            fd,
+            kind: st.isDirectory() ? 'dir' : 'file',
+          });
           summary.push(`${current}: read-only`);
           break;
         }
         if (!selfBound.has(current)) {
           selfBound.add(current);
-          mounts.push({ op: 'bind', src: current, dest: current });
+          mounts.push({ op: 'bind', src: current, dest: current, fd });
         }
       }
     }

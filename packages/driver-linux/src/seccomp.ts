@@ -10,9 +10,11 @@ export type SeccompArch = 'x86_64' | 'aarch64';
  *   bridge) and AF_UNIX socketpairs (a connected pair reaches nothing else; libuv, and so Node's
  *   child_process, makes its stdio pipes with them); AF_UNIX sockets, which could connect to a socket
  *   file, denied.
+ * - `loopback` (network none, in a namespace of its own): the same gate as `proxy-routed`; its inet
+ *   sockets reach only the namespace's loopback.
  * - `unrestricted` (allowAll): no socket filtering.
  */
-export type SeccompNetworkMode = 'unix-only' | 'proxy-routed' | 'unrestricted';
+export type SeccompNetworkMode = 'unix-only' | 'loopback' | 'proxy-routed' | 'unrestricted';
 
 /** Options of {@link buildSeccompProgram}. */
 export interface SeccompOptions {
@@ -269,11 +271,11 @@ export function buildSeccompProgram(options: SeccompOptions): SeccompProgram {
       a.block(nr(name), (b) => b.ret(errno(ERRNO.EPERM)));
     }
     a.rules.push('sockets: AF_UNIX only (socket, socketpair); connect, bind, listen, accept: EPERM');
-  } else if (options.network === 'proxy-routed') {
+  } else if (options.network === 'proxy-routed' || options.network === 'loopback') {
     onlyFamilies('socket', [AF.INET, AF.INET6]);
     onlyFamilies('socketpair', [AF.UNIX]);
     a.rules.push(
-      'sockets: AF_INET and AF_INET6 only (they reach only the in-namespace bridge), and AF_UNIX socketpairs; AF_UNIX sockets: EPERM',
+      `sockets: AF_INET and AF_INET6 only (they reach only the namespace's own loopback${options.network === 'proxy-routed' ? ' and the bridge on it' : ''}), and AF_UNIX socketpairs; AF_UNIX sockets: EPERM`,
     );
   } else {
     a.rules.push('sockets: unrestricted (shared network)');

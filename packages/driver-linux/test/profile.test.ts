@@ -10,6 +10,13 @@ import {
   planProtectedPaths,
   renderMounts,
 } from '../src/index.js';
+import { LaunchPlan } from '../src/launch-plan.js';
+
+/** planProtectedPaths with a fresh launch plan; the plan's arguments come back too. */
+function protect(roots: string[], rel: string[]) {
+  const plan = new LaunchPlan();
+  return { ...planProtectedPaths(plan, roots, rel), launch: plan.args.join(' ') };
+}
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -47,6 +54,9 @@ function inputs(over: Partial<ProfileInputs> & { root?: boolean } = {}): Profile
     vaultPaths: [],
     sandboxUid: 65533,
     sandboxGid: 65533,
+    uidRange: [1_879_048_192, 1_879_049_215],
+    stateDir: '/home/agent/.aleph/run',
+    sessionHome: undefined,
     maxPids: 200,
     cpuQuotaPercent: undefined,
     proxySocket: undefined,
@@ -66,7 +76,7 @@ describe.runIf(process.platform === 'linux')('renderMounts [Linux paths; runs on
       { op: 'ro-bind', src: '/usr', dest: '/usr' },
       { op: 'tmpfs', dest: '/tmp', mode: '1777' },
       { op: 'bind', src: '/tmp/x/ws', dest: '/tmp/x/ws' },
-    ]);
+    ]).bwrap;
     expect(args.join(' ')).toBe(
       '--ro-bind /usr /usr --perms 1777 --tmpfs /tmp --perms 0755 --dir /data --perms 0755 --dir /data/ws --bind /data/ws/a /data/ws/a --perms 0755 --dir /tmp/x --bind /tmp/x/ws /tmp/x/ws',
     );
@@ -76,7 +86,7 @@ describe.runIf(process.platform === 'linux')('renderMounts [Linux paths; runs on
     const args = renderMounts([
       { op: 'ro-bind', src: '/usr', dest: '/usr' },
       { op: 'bind', src: '/usr/local/share/x', dest: '/usr/local/share/x' },
-    ]);
+    ]).bwrap;
     expect(args).not.toContain('--dir');
   });
 
@@ -85,20 +95,56 @@ describe.runIf(process.platform === 'linux')('renderMounts [Linux paths; runs on
       renderMounts([
         { op: 'ro-bind', src: '/d', dest: '/d' },
         { op: 'bind', src: '/d', dest: '/d' },
-      ]),
+      ]).bwrap,
     ).toEqual(['--bind', '/d', '/d']);
     expect(
       renderMounts([
         { op: 'bind', src: '/v', dest: '/v' },
         { op: 'tmpfs', dest: '/v', mode: '0700', readOnly: true, hide: true },
-      ]),
+      ]).bwrap,
     ).toEqual(['--perms', '0700', '--tmpfs', '/v', '--remount-ro', '/v']);
     expect(
       renderMounts([
         { op: 'tmpfs', dest: '/tmp', mode: '1777' },
         { op: 'bind', src: '/tmp', dest: '/tmp' },
-      ]),
+      ]).bwrap,
     ).toEqual(['--bind', '/tmp', '/tmp']);
+  });
+
+  it("user paths come from the launcher's descriptors: bwrap binds them (and the helper checks) or, on a root host, the helper attaches idmapped clones", () => {
+    const ops = [
+      { op: 'ro-bind', src: '/usr', dest: '/usr' },
+      { op: 'tmpfs', dest: '/tmp', mode: '1777' },
+      { op: 'bind', src: '/tmp/x/ws', dest: '/tmp/x/ws', fd: 'p0' },
+      { op: 'ro-bind', src: '/tmp/x/ws/.aleph', dest: '/tmp/x/ws/.aleph', fd: 'p1' },
+      { op: 'mask-file', dest: '/tmp/x/ws/secret' },
+      { op: 'ro-bind', src: '/srv/data', dest: '/srv/data', fd: 'p2' },
+    ] as const;
+    const user = renderMounts(ops);
+    expect(user.bwrap.join(' ')).toContain('--bind-fd @p0 /tmp/x/ws --ro-bind-fd @p1 /tmp/x/ws/.aleph');
+    expect(user.helper.join(' ')).toBe(
+      '--verify @p2:v /srv/data --verify @p0:v /tmp/x/ws --verify @p1:v /tmp/x/ws/.aleph',
+    );
+    expect(user.clones).toEqual([]);
+    const root = renderMounts(ops, { inHelper: true });
+    expect(root.bwrap.join(' ')).not.toContain('/tmp/x/ws');
+    expect(root.bwrap.join(' ')).toContain('--ro-bind-fd @p2 /srv/data');
+    expect(root.helper.join(' ')).toBe(
+      '--verify @p2:v /srv/data --mnt @p0 /tmp/x/ws c --mnt @p1 /tmp/x/ws/.aleph s --mask-at /tmp/x/ws/secret',
+    );
+    expect(root.clones).toEqual([
+      { name: 'p0', mode: 'rw' },
+      { name: 'p1', mode: 'ro' },
+    ]);
+    // A write grant with bwrap's own mounts below it (here /usr) stays bwrap's.
+    const wide = renderMounts(
+      [
+        { op: 'bind', src: '/', dest: '/', fd: 'p0' },
+        { op: 'ro-bind', src: '/usr', dest: '/usr' },
+      ],
+      { inHelper: true },
+    );
+    expect(wide.bwrap.join(' ')).toBe('--bind-fd @p0 / --ro-bind /usr /usr');
   });
 });
 
@@ -106,12 +152,30 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
   it('root host: bwrap without a user namespace, helper drops to the sandbox uid', () => {
     const ws = temp();
     const p = buildLinuxProfile(caps(), ws, ws, inputs({ root: true }));
-    expect(p.identity).toEqual({ mode: 'drop-to-uid', uid: 65533, gid: 65533 });
+    expect(p.identity).toEqual({ mode: 'drop-to-uid', uid: 65533, gid: 65533, range: null });
     expect(p.bwrapArgs).not.toContain('--unshare-user');
     expect(p.bwrapArgs.join(' ')).toContain(
-      '--cap-drop ALL --cap-add CAP_SETUID --cap-add CAP_SETGID --cap-add CAP_SETPCAP',
+      '--cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_DAC_OVERRIDE --cap-add CAP_DAC_READ_SEARCH --cap-add CAP_SETUID --cap-add CAP_SETGID --cap-add CAP_SETPCAP',
     );
-    expect(p.helperArgs.slice(0, 4)).toEqual(['--uid', '65533', '--gid', '65533']);
+    expect(p.helperArgs.join(' ')).toContain('--uid 65533 --gid 65533');
+    expect(p.launch.join(' ')).toContain(`--uid 65533 --open p0 ${ws}`);
+    expect(p.launch.join(' ')).toContain('--clone p0 rw');
+    expect(p.helperArgs.join(' ')).toContain(`--mnt @p0 ${ws} c`);
+    // Without a fixed uid, each run gets its own from the range.
+    const q = buildLinuxProfile(
+      caps(),
+      ws,
+      ws,
+      inputs({ root: true, sandboxUid: undefined, sandboxGid: undefined }),
+    );
+    expect(q.identity).toEqual({
+      mode: 'drop-to-uid',
+      uid: 'per-run',
+      gid: 'per-run',
+      range: [1_879_048_192, 1_879_049_215],
+    });
+    expect(q.launch.join(' ')).toContain('--uid-range 1879048192 1879049215');
+    expect(q.helperArgs.join(' ')).toContain('--uid @UID --gid @GID');
   });
 
   it('unprivileged host: user namespace with nested namespaces disabled, all caps dropped', () => {
@@ -136,22 +200,24 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
       '--perms 1777 --tmpfs /tmp',
       '--ro-bind /dev/null /etc/shadow',
       '--tmpfs /etc/sudoers.d --remount-ro /etc/sudoers.d',
-      `--bind ${ws} ${ws}`,
-      `--chdir ${ws} /run/aleph/init`,
+      '--chdir / /run/aleph/init',
+      `--mnt @p0 ${ws} c`,
+      `--chdir ${ws} --seccomp-fd 3 --env-fd 4 --`,
     ]) {
       expect(a).toContain(part);
     }
-    expect(a.endsWith('--seccomp-fd 3 --')).toBe(true);
+    expect(a.endsWith('--seccomp-fd 3 --env-fd 4 --')).toBe(true);
   });
 
   it('grants: fsRead read-only, fsWrite read-write, both under Landlock too', () => {
     const ws = temp();
     const r = temp();
     const w = temp();
-    const p = buildLinuxProfile(caps({ fsRead: [r], fsWrite: [w] }), ws, ws, inputs());
+    const p = buildLinuxProfile(caps({ fsRead: [r], fsWrite: [w] }), ws, ws, inputs({ root: false }));
     const a = p.bwrapArgs.join(' ');
-    expect(a).toContain(`--ro-bind ${r} ${r}`);
-    expect(a).toContain(`--bind ${w} ${w}`);
+    expect(p.launch.join(' ')).toContain(`--open p0 ${r} --open p1 ${w} --open p2 ${ws}`);
+    expect(a).toContain(`--ro-bind-fd @p0 ${r}`);
+    expect(a).toContain(`--bind-fd @p1 ${w}`);
     expect(p.landlock.rules).toContainEqual({ path: r, access: 'read-exec' });
     expect(p.landlock.rules).toContainEqual({ path: w, access: 'read-write-exec' });
     expect(p.landlock.rules).toContainEqual({ path: ws, access: 'read-write-exec' });
@@ -180,11 +246,14 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
       caps({ fsRead: [home] }),
       ws,
       ws,
-      inputs({ vaultPaths: [path.join(home, '.aleph', 'data'), path.join(home, '.aleph', '.shared_token')] }),
+      inputs({
+        root: false,
+        vaultPaths: [path.join(home, '.aleph', 'data'), path.join(home, '.aleph', '.shared_token')],
+      }),
     );
     const a = p.bwrapArgs.join(' ');
     expect(a).toContain(`--perms 0755 --tmpfs ${root}`);
-    expect(a.indexOf(`--tmpfs ${root}`)).toBeLessThan(a.indexOf(`--bind ${ws} ${ws}`));
+    expect(a.indexOf(`--tmpfs ${root}`)).toBeLessThan(a.indexOf(`--bind-fd @p1 ${ws}`));
     expect(a).toContain(`--tmpfs ${home}/.aleph/data --remount-ro ${home}/.aleph/data`);
     expect(a).toContain(`--ro-bind /dev/null ${home}/.aleph/.shared_token`);
   });
@@ -198,16 +267,15 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
     const ws = path.join(root, 'abc');
     mkdirSync(ws, { recursive: true });
     chmodSync(path.join(home, '.aleph'), 0o700);
-    const a = buildLinuxProfile(caps({ fsWrite: [home] }), ws, ws, inputs()).bwrapArgs.join(' ');
-    expect(a).toContain(`--perms 0755 --tmpfs ${home}/.aleph`);
-    expect(a).not.toContain(`--tmpfs ${root}`);
-    expect(a).not.toContain(`--ro-bind ${home}/.aleph ${home}/.aleph`);
-    expect(a.indexOf(`--tmpfs ${home}/.aleph`)).toBeLessThan(a.indexOf(`--bind ${ws} ${ws}`));
+    const a = buildLinuxProfile(caps({ fsWrite: [home] }), ws, ws, inputs()).helperArgs.join(' ');
+    expect(a).toContain(`--tmpfs-at ${home}/.aleph 0755`);
+    expect(a).not.toContain(`--tmpfs-at ${root}`);
+    expect(a.indexOf(`--tmpfs-at ${home}/.aleph`)).toBeLessThan(a.indexOf(` ${ws} c`));
     // A directory the sandbox uid can pass stays as it is (protected read-only), above the hidden root.
     chmodSync(path.join(home, '.aleph'), 0o711);
-    const b = buildLinuxProfile(caps({ fsWrite: [home] }), ws, ws, inputs()).bwrapArgs.join(' ');
-    expect(b).toContain(`--perms 0755 --tmpfs ${root}`);
-    expect(b).toContain(`--ro-bind ${home}/.aleph ${home}/.aleph`);
+    const b = buildLinuxProfile(caps({ fsWrite: [home] }), ws, ws, inputs()).helperArgs.join(' ');
+    expect(b).toContain(`--tmpfs-at ${root} 0755`);
+    expect(b).toMatch(new RegExp(`--mnt @p\\d+ ${home}/\\.aleph s`));
     // Without root, commands run as the user, who can pass through their own directories.
     chmodSync(path.join(home, '.aleph'), 0o700);
     const c = buildLinuxProfile(caps({ fsWrite: [home] }), ws, ws, inputs({ root: false })).bwrapArgs.join(
@@ -218,7 +286,7 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
   });
 
   it.each([
-    ['none', { kind: 'none' } as const, 'unix-only', true],
+    ['none', { kind: 'none' } as const, 'loopback', true],
     ['allowHosts', { kind: 'allowHosts', hosts: ['pypi.org'] } as const, 'proxy-routed', true],
     ['allowAll', { kind: 'allowAll' } as const, 'unrestricted', false],
   ])('network %s: seccomp %s, own namespace %s', (_n, network, mode, ownNs) => {
@@ -229,7 +297,8 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
     if (network.kind === 'allowHosts') {
       expect(p.bwrapArgs.join(' ')).toContain('--bind /run/x/p.sock /run/aleph/proxy.sock');
       expect(p.helperArgs.join(' ')).toContain('--bridge 3128:/run/aleph/proxy.sock');
-      expect(p.helperArgs.join(' ')).toContain('--ll-net on --ll-connect 3128');
+      // Its own namespace has only loopback: no TCP rules, so servers and clients on it work.
+      expect(p.helperArgs.join(' ')).not.toContain('--ll-net');
     }
   });
 
@@ -246,6 +315,7 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
     const p = buildLinuxProfile(caps({ spawnSubprocess: false }), ws, ws, inputs());
     expect(JSON.parse(JSON.stringify(p))).toEqual(p);
     expect(p.summary.join('\n')).toMatch(/runs as uid 65533/);
+    expect(p.summary.join('\n')).toMatch(/idmapped/);
     expect(p.summary.join('\n')).toMatch(/seccomp: process creation/);
   });
 });
@@ -255,22 +325,26 @@ describe.runIf(process.platform === 'linux')('planProtectedPaths [Linux paths; r
     const ws = temp();
     mkdirSync(path.join(ws, '.git', 'hooks'), { recursive: true });
     writeFileSync(path.join(ws, '.git', 'config'), '[core]\n');
-    const plan = planProtectedPaths([ws], ['.git/hooks', '.git/config']);
+    const plan = protect([ws], ['.git/hooks', '.git/config']);
     expect(plan.mounts).toEqual([
-      { op: 'bind', src: `${ws}/.git`, dest: `${ws}/.git` },
-      { op: 'ro-bind', src: `${ws}/.git/hooks`, dest: `${ws}/.git/hooks` },
-      { op: 'ro-bind', src: `${ws}/.git/config`, dest: `${ws}/.git/config` },
+      { op: 'bind', src: `${ws}/.git`, dest: `${ws}/.git`, fd: 'p1' },
+      { op: 'ro-bind', src: `${ws}/.git/hooks`, dest: `${ws}/.git/hooks`, fd: 'p2', kind: 'dir' },
+      { op: 'ro-bind', src: `${ws}/.git/config`, dest: `${ws}/.git/config`, fd: 'p3', kind: 'file' },
     ]);
+    expect(plan.launch).toBe(
+      `--open p0 ${ws} --open-in p1 p0 .git need --open-in p2 p1 hooks need --open-in p3 p1 config need`,
+    );
     expect(plan.stubs).toEqual([]);
   });
 
   it('stubs missing protected paths so they cannot be created; a missing .git is not stubbed', () => {
     const ws = temp();
-    const plan = planProtectedPaths([ws], ['.git/hooks', '.aleph']);
+    const plan = protect([ws], ['.git/hooks', '.aleph']);
     expect(plan.stubs).toEqual([{ path: `${ws}/.aleph`, kind: 'dir' }]);
+    expect(plan.launch).toBe(`--open p0 ${ws} --open-in p1 p0 .aleph dir`);
     expect(plan.summary.join('\n')).toMatch(/no repository here/);
     mkdirSync(path.join(ws, '.git'));
-    expect(planProtectedPaths([ws], ['.git/hooks', '.git/config']).stubs).toEqual([
+    expect(protect([ws], ['.git/hooks', '.git/config']).stubs).toEqual([
       { path: `${ws}/.git/hooks`, kind: 'dir' },
       { path: `${ws}/.git/config`, kind: 'file' },
     ]);
@@ -279,8 +353,8 @@ describe.runIf(process.platform === 'linux')('planProtectedPaths [Linux paths; r
   it('protects a .git file (worktree) itself', () => {
     const ws = temp();
     writeFileSync(path.join(ws, '.git'), 'gitdir: /elsewhere\n');
-    expect(planProtectedPaths([ws], ['.git/hooks']).mounts).toEqual([
-      { op: 'ro-bind', src: `${ws}/.git`, dest: `${ws}/.git` },
+    expect(protect([ws], ['.git/hooks']).mounts).toEqual([
+      { op: 'ro-bind', src: `${ws}/.git`, dest: `${ws}/.git`, fd: 'p1', kind: 'file' },
     ]);
   });
 
@@ -288,11 +362,11 @@ describe.runIf(process.platform === 'linux')('planProtectedPaths [Linux paths; r
     const ws = temp();
     const elsewhere = temp();
     symlinkSync(elsewhere, path.join(ws, '.git'));
-    expect(() => planProtectedPaths([ws], ['.git/hooks'])).toThrow(/is a symlink/);
+    expect(() => protect([ws], ['.git/hooks'])).toThrow(/is a symlink/);
     const ws2 = temp();
     mkdirSync(path.join(ws2, '.git'));
     symlinkSync(elsewhere, path.join(ws2, '.git', 'hooks'));
-    expect(() => planProtectedPaths([ws2], ['.git/hooks'])).toThrow(/is a symlink/);
+    expect(() => protect([ws2], ['.git/hooks'])).toThrow(/is a symlink/);
     expect(lstatSync(path.join(ws2, '.git', 'hooks')).isSymbolicLink()).toBe(true);
   });
 });

@@ -25,6 +25,12 @@ export interface BoundedRunOptions {
   /** Run the child as this uid / gid (requires privilege). */
   readonly uid?: number;
   readonly gid?: number;
+  /**
+   * The child is a trusted supervisor that stops what it started and cleans up when sent `signal`: on a
+   * timeout, an abort or this process's exit it gets `signal` first, and the whole tree is killed only if
+   * it has not exited `graceMs` later.
+   */
+  readonly gracefulStop?: { readonly signal: NodeJS.Signals; readonly graceMs: number };
 }
 
 /** What {@link runBoundedProcess} observed. */
@@ -79,17 +85,23 @@ export function outputBudgets(maxOutputBytes: number): { stdout: number; stderr:
   return { stdout: Math.ceil(maxOutputBytes / 2), stderr: Math.floor(maxOutputBytes / 2) };
 }
 
-/** Process groups still running, killed if this Node process exits first. */
-const liveGroups = new Set<number>();
+/**
+ * Process groups still running, killed if this Node process exits first (a graceful supervisor gets its
+ * stop signal instead, and cleans up after this process is gone).
+ */
+const liveGroups = new Map<number, NodeJS.Signals | undefined>();
 let exitHookInstalled = false;
-function trackGroup(pid: number): void {
+function trackGroup(pid: number, stop: NodeJS.Signals | undefined): void {
   if (!exitHookInstalled) {
     exitHookInstalled = true;
     process.once('exit', () => {
-      for (const pgid of liveGroups) signalGroup(pgid, 'SIGKILL');
+      for (const [pgid, signal] of liveGroups) {
+        if (signal === undefined) signalGroup(pgid, 'SIGKILL');
+        else signalPid(pgid, signal);
+      }
     });
   }
-  liveGroups.add(pid);
+  liveGroups.set(pid, stop);
 }
 
 function signalGroup(pgid: number, signal: NodeJS.Signals): void {
@@ -278,7 +290,7 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
   };
   subprocess.once('spawn', () => {
     spawned = true;
-    if (subprocess.pid !== undefined) trackGroup(subprocess.pid);
+    if (subprocess.pid !== undefined) trackGroup(subprocess.pid, options.gracefulStop?.signal);
   });
   subprocess.once('exit', onExit);
 
@@ -295,10 +307,17 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
     if (inode !== undefined) pipeInodes.add(inode);
   }
 
+  let graceTimer: NodeJS.Timeout | undefined;
   const kill = (reason: KillReason) => {
     if (killedBy !== null) return;
     killedBy = reason;
-    if (subprocess.pid !== undefined) killTree(subprocess.pid, pipeInodes);
+    const pid = subprocess.pid;
+    if (pid === undefined) return;
+    if (options.gracefulStop === undefined) killTree(pid, pipeInodes);
+    else {
+      signalPid(pid, options.gracefulStop.signal);
+      graceTimer = setTimeout(() => killTree(pid, pipeInodes), options.gracefulStop.graceMs);
+    }
   };
   const timer = setTimeout(() => kill('timeout'), Math.max(1, Math.min(options.timeoutMs, 2_147_483_647)));
   const onAbort = () => kill('abort');
@@ -309,6 +328,7 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
     result = await subprocess;
   } finally {
     clearTimeout(timer);
+    clearTimeout(graceTimer);
     options.signal?.removeEventListener('abort', onAbort);
     if (subprocess.pid !== undefined) liveGroups.delete(subprocess.pid);
   }

@@ -63,7 +63,10 @@ async function platformDriver(
       protectedPaths: config.linux.protectedPaths,
       protectAllGit: config.linux.protectAllGit,
       maxPids: config.linux.maxPids,
-      sandboxUid: config.linux.sandboxUid,
+      ...(config.linux.sandboxUid === undefined ? {} : { sandboxUid: config.linux.sandboxUid }),
+      sandboxUidRange: config.linux.sandboxUidRange,
+      ...(config.linux.homeRoot === undefined ? {} : { homeRoot: config.linux.homeRoot }),
+      allowLoaderEnv: config.linux.allowLoaderEnv,
       ...(config.linux.cpuQuotaPercent === undefined
         ? {}
         : { cpuQuotaPercent: config.linux.cpuQuotaPercent }),

@@ -49,7 +49,10 @@ export interface AlephConfig {
     readonly protectedPaths: readonly string[];
     readonly protectAllGit: boolean;
     readonly landlock: 'best-effort' | 'required';
-    readonly sandboxUid: number;
+    readonly sandboxUid?: number;
+    readonly sandboxUidRange: readonly [number, number];
+    readonly homeRoot?: string;
+    readonly allowLoaderEnv: readonly string[];
   };
   readonly macos: {
     readonly protectedPaths: readonly string[];
@@ -110,7 +113,10 @@ export function toConfig(file: FileConfig, home: string, source?: string): Aleph
       protectedPaths: file.linux.protected_paths,
       protectAllGit: file.linux.protect_all_git,
       landlock: file.linux.landlock,
-      sandboxUid: file.linux.sandbox_uid,
+      ...(file.linux.sandbox_uid === undefined ? {} : { sandboxUid: file.linux.sandbox_uid }),
+      sandboxUidRange: file.linux.sandbox_uid_range,
+      ...(file.linux.home_root === undefined ? {} : { homeRoot: abs(file.linux.home_root) }),
+      allowLoaderEnv: file.linux.allow_loader_env,
     },
     macos: {
       protectedPaths: file.macos.protected_paths,

@@ -191,8 +191,31 @@ export const ConfigFileSchema = z
               .default('best-effort')
               .describe('required: refuse to run without Landlock.'),
             sandbox_uid: positiveInt('uid', 65533)
-              .default(65533)
-              .describe('When the host runs as root, commands run as this uid.'),
+              .optional()
+              .describe(
+                'When the host runs as root, every command runs as this one uid. Default: each running command gets a uid of its own from sandbox_uid_range.',
+              ),
+            sandbox_uid_range: z
+              .tuple([positiveInt('uid', 1879048192), positiveInt('uid', 1879049215)], {
+                error: 'must be [first, last]; e.g. [1879048192, 1879049215]',
+              })
+              .refine(([lo, hi]) => hi >= lo, { message: 'the last uid must not be below the first' })
+              .default([1879048192, 1879049215])
+              .describe(
+                'When the host runs as root: the uids (and gids) running commands get, one each, so per-uid limits, signals and file access are per command. Idmapped mounts keep them out of your files.',
+              ),
+            home_root: z
+              .string({ error: 'must be a directory path; e.g. "~/.aleph/homes"' })
+              .optional()
+              .describe(
+                "Where each session's HOME lives on the host (inside it is /run/aleph/home; it holds a .gitconfig with your user.name and user.email, and the XDG cache, config and data directories). Default ~/.aleph/homes.",
+              ),
+            allow_loader_env: z
+              .array(z.string().regex(/^LD_[A-Z0-9_]+$/, { message: 'must be an LD_* variable name' }))
+              .default([])
+              .describe(
+                "Dynamic loader variables (LD_PRELOAD, LD_LIBRARY_PATH, …) a command's env may set; any other LD_* is refused.",
+              ),
           })
           .strict()
           .prefault({})

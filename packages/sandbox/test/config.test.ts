@@ -39,7 +39,12 @@ describe('config', () => {
       maxOutputBytes: 1024 * 1024,
       baseline: { fsRead: [], fsWrite: [], network: { kind: 'none' }, spawnSubprocess: false },
       commandPolicy: { enabled: true, enforcement: 'block', useDefaultRules: true, customRules: [] },
-      linux: { maxPids: 200, landlock: 'best-effort', sandboxUid: 65533, protectAllGit: false },
+      linux: {
+        maxPids: 200,
+        landlock: 'best-effort',
+        sandboxUidRange: [1879048192, 1879049215],
+        protectAllGit: false,
+      },
       network: { allow: [], deny: [] },
       audit: {},
     });

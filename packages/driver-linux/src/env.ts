@@ -1,0 +1,40 @@
+import { InvalidInputError } from '@aleph/sandbox-core';
+
+/**
+ * Refuses loader variables (`LD_PRELOAD`, `LD_LIBRARY_PATH`, `LD_AUDIT`, any `LD_*`) in a command's
+ * `env` unless `allowed` names them: a library a command built in its workspace must not be loaded by
+ * anything but that command's own programs, and only where the user asked for it.
+ *
+ * @throws {InvalidInputError} `ALEPH_INVALID_COMMAND` naming the variable.
+ */
+export function refuseLoaderEnv(env: Readonly<Record<string, string>>, allowed: readonly string[]): void {
+  for (const name of Object.keys(env)) {
+    if (name.startsWith('LD_') && !allowed.includes(name)) {
+      throw new InvalidInputError(
+        'ALEPH_INVALID_COMMAND',
+        `env.${name}`,
+        env[name] ?? '',
+        'is a dynamic loader variable, which could load code into programs the command did not build',
+        `remove it, or allow it explicitly (Linux driver option allowLoaderEnv: ['${name}'], config [sandbox.linux] allow_loader_env)`,
+      );
+    }
+  }
+}
+
+/** `NAME=VALUE\0` entries, as the helper's `--env-fd` reads them. */
+export function encodeEnv(env: Readonly<Record<string, string>>): Uint8Array {
+  const parts: string[] = [];
+  for (const [k, v] of Object.entries(env)) {
+    if (k.includes('=') || k.includes('\0') || v.includes('\0')) {
+      throw new InvalidInputError(
+        'ALEPH_INVALID_COMMAND',
+        `env.${k}`,
+        v,
+        'contains "=" in its name or a NUL byte',
+        'remove the variable or the NUL byte',
+      );
+    }
+    parts.push(`${k}=${v}\0`);
+  }
+  return Buffer.from(parts.join(''), 'utf8');
+}
