@@ -114,6 +114,7 @@ static void remove_recorded(int root, int record) {
     if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == items[k].dev && st.st_ino == items[k].ino) {
       if (items[k].kind == 'd' && S_ISDIR(st.st_mode)) unlinkat(dirfd, base, AT_REMOVEDIR); /* fails if not empty */
       else if (items[k].kind == 'f' && S_ISREG(st.st_mode) && st.st_size == 0) unlinkat(dirfd, base, 0);
+      else if (items[k].kind == 'c' && S_ISREG(st.st_mode) && st.st_size == 2) unlinkat(dirfd, base, 0);
     }
     if (opened >= 0) close(opened);
   }
@@ -192,12 +193,15 @@ static void open_below(const char *name, const char *parent_name, const char *re
   struct root_lock *l = lock_root(n->root);
   uint64_t resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
   n->fd = open_path(nodes[p].fd, rel, resolve);
-  if (n->fd < 0 && errno == ENOENT && (strcmp(kind, "dir") == 0 || strcmp(kind, "file") == 0)) {
-    /* A missing protected path: create an empty stub so it can be mounted read-only. */
+  int dot = strcmp(kind, "dot") == 0;
+  if (n->fd < 0 && errno == ENOENT && (strcmp(kind, "dir") == 0 || strcmp(kind, "file") == 0 || dot)) {
+    /* A missing protected path: create an empty stub so it can be mounted read-only. A "dot" stub is a
+     * file holding ".", for files git reads as a path (commondir: "." is the repository itself). */
     int made;
-    if (kind[0] == 'd') made = mkdirat(nodes[p].fd, rel, 0755);
+    if (kind[0] == 'd' && !dot) made = mkdirat(nodes[p].fd, rel, 0755);
     else {
       made = openat(nodes[p].fd, rel, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+      if (made >= 0 && dot && write(made, ".\n", 2) != 2) die("launch: writing the stub %s: %s", n->rel, strerror(errno));
       if (made >= 0) made = close(made);
     }
     if (made < 0 && errno != EEXIST) die("launch: cannot create the stub %s: %s", n->rel, strerror(errno));
@@ -207,7 +211,7 @@ static void open_below(const char *name, const char *parent_name, const char *re
       if (fstat(n->fd, &st) == 0) {
         if (getuid() == 0) fchownat(n->fd, "", nodes[p].st.st_uid, nodes[p].st.st_gid, AT_EMPTY_PATH);
         if (l == NULL) die("launch: a stub needs --state");
-        dprintf(l->record, "%c %llx %llx %s\n", kind[0], (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, n->rel);
+        dprintf(l->record, "%c %llx %llx %s\n", dot ? 'c' : kind[0], (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, n->rel);
       }
     }
   }
@@ -233,8 +237,29 @@ static long pick_uid(long lo, long hi) {
   die("launch: every uid of %ld-%ld is in use by a running command; widen the sandbox uid range", lo, hi);
 }
 
-/* A user namespace whose only mapping is owner → to, for idmapped mounts. */
+/* A user namespace whose only mapping is owner → to, for idmapped mounts (one per owner, kept). */
+static struct {
+  uid_t owner;
+  gid_t group;
+  int fd;
+} userns_cache[16];
+static int nuserns;
+
+static int make_idmap_userns(uid_t owner, gid_t group, long to);
+
 static int idmap_userns(uid_t owner, gid_t group, long to) {
+  for (int i = 0; i < nuserns; i++)
+    if (userns_cache[i].owner == owner && userns_cache[i].group == group) return userns_cache[i].fd;
+  int fd = make_idmap_userns(owner, group, to);
+  if (nuserns < 16) {
+    userns_cache[nuserns].owner = owner;
+    userns_cache[nuserns].group = group;
+    userns_cache[nuserns++].fd = fd;
+  }
+  return fd;
+}
+
+static int make_idmap_userns(uid_t owner, gid_t group, long to) {
   int sync[2];
   if (pipe2(sync, O_CLOEXEC) < 0) die("launch: pipe: %s", strerror(errno));
   pid_t c = fork();
@@ -284,7 +309,6 @@ static void clone_node(const char *name, const char *mode, long uid) {
         "use a path on ext4, xfs, btrfs or tmpfs, or run the host side as a non-root user)",
         n->rel[0] ? n->rel : name, strerror(errno));
   }
-  if (ns >= 0) close(ns);
   close(n->fd);
   n->fd = m;
 }

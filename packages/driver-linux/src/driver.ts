@@ -7,6 +7,7 @@ import { ProxyPool } from '@aleph/proxy/pool';
 import {
   createSandboxOutput,
   DEFAULT_ENV_ALLOWLIST,
+  DEFAULT_HOME_PROTECTED_PATHS,
   type DriverCapabilityId,
   DriverError,
   type DriverRunRequest,
@@ -140,6 +141,11 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
   let stateReady = false;
   const maxPids = options.maxPids ?? DEFAULT_MAX_PIDS;
   const protectedPaths = resolveProtectedPaths(options);
+  const homeProtectedPaths = options.homeProtectedPaths ?? DEFAULT_HOME_PROTECTED_PATHS;
+  // Protected names at the top of a writable root, for the session's git excludes.
+  const topLevelProtected = [
+    ...new Set(protectedPaths.filter((p) => !p.startsWith('.git')).map((p) => p.split('/')[0] as string)),
+  ];
   const vaultPaths = options.vaultPaths ?? defaultVaultPaths(host.home);
   const envAllowlist = options.envAllowlist ?? DEFAULT_ENV_ALLOWLIST;
   const pool = new ProxyPool({
@@ -173,6 +179,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       helperPath,
       landlock,
       protectedPaths,
+      homeProtectedPaths,
       vaultPaths,
       sandboxUid,
       sandboxGid,
@@ -235,7 +242,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       }
       if (profile.home !== null && homeRoot !== undefined) {
         gitIdentity ??= readGitIdentity(host.home);
-        ensureSessionHome(homeRoot, sessionKeyToFilename(request.sessionId), gitIdentity);
+        ensureSessionHome(homeRoot, sessionKeyToFilename(request.sessionId), gitIdentity, topLevelProtected);
       }
 
       const lease =

@@ -5,10 +5,13 @@ export { type MountOp, renderMounts } from './mounts.js';
 export {
   BRIDGE_PORT,
   DEFAULT_ENV_ALLOWLIST,
+  DEFAULT_HOME_PROTECTED_PATHS,
   DEFAULT_MAX_PIDS,
   DEFAULT_PROTECTED_PATHS,
   DEFAULT_SANDBOX_UID,
+  DEFAULT_SANDBOX_UID_RANGE,
   INNER_HELPER,
+  INNER_HOME,
   INNER_PROXY_SOCKET,
   type LinuxDriverOptions,
 } from './options.js';

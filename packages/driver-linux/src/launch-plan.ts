@@ -24,9 +24,10 @@ export class LaunchPlan {
 
   /**
    * Opens `component` beneath the already-opened `parentPath`. `kind` is what to create when it is
-   * missing (an empty stub, removed again when the last run using it ends), or `need` when it must exist.
+   * missing (an empty stub, removed again when the last run using it ends; `dot` is a file holding "."),
+   * or `need` when it must exist.
    */
-  openIn(parentPath: string, component: string, kind: 'dir' | 'file' | 'need'): string {
+  openIn(parentPath: string, component: string, kind: 'dir' | 'file' | 'dot' | 'need'): string {
     const full = `${parentPath === '/' ? '' : parentPath}/${component}`;
     const known = this.#names.get(full);
     if (known !== undefined) return known;

@@ -1,6 +1,10 @@
 import type { ParentProxy, Resolver } from '@aleph/proxy';
 
-export { DEFAULT_ENV_ALLOWLIST, DEFAULT_PROTECTED_PATHS } from '@aleph/sandbox-core';
+export {
+  DEFAULT_ENV_ALLOWLIST,
+  DEFAULT_HOME_PROTECTED_PATHS,
+  DEFAULT_PROTECTED_PATHS,
+} from '@aleph/sandbox-core';
 
 /** Options of `createLinuxDriver`. */
 export interface LinuxDriverOptions {
@@ -12,7 +16,12 @@ export interface LinuxDriverOptions {
   readonly landlock?: 'best-effort' | 'required';
   /** Sub-paths of writable roots kept read-only. Default `DEFAULT_PROTECTED_PATHS` (sandbox-core). */
   readonly protectedPaths?: readonly string[];
-  /** Protect the whole `.git` directory instead of `.git/hooks` and `.git/config`. */
+  /**
+   * Kept read-only, and impossible to create, in every home directory a writable root holds (the host
+   * user's, /root, /home/*). Default `DEFAULT_HOME_PROTECTED_PATHS` (sandbox-core).
+   */
+  readonly homeProtectedPaths?: readonly string[];
+  /** Protect the whole `.git` directory instead of its control files. */
   readonly protectAllGit?: boolean;
   /** Paths never visible inside, whatever is granted. Default `~/.aleph/data`, `~/.aleph/.shared_token`. */
   readonly vaultPaths?: readonly string[];

@@ -1,4 +1,4 @@
-import { lstatSync } from 'node:fs';
+import { lstatSync, readdirSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import {
   InvalidInputError,
@@ -20,6 +20,8 @@ export interface ProfileInputs {
   readonly helperPath: string;
   readonly landlock: 'best-effort' | 'required';
   readonly protectedPaths: readonly string[];
+  /** Kept read-only in every home directory a writable root holds (`DEFAULT_HOME_PROTECTED_PATHS`). */
+  readonly homeProtectedPaths: readonly string[];
   readonly vaultPaths: readonly string[];
   /** Root host: a fixed sandbox uid/gid, or `undefined` for one of `uidRange` per run. */
   readonly sandboxUid: number | undefined;
@@ -108,6 +110,32 @@ function passable(dir: string, uid: number, gid: number): boolean {
   } catch {
     return true;
   }
+}
+
+/** The home directories (real paths) that lie inside one of `roots`: `home`, `/root`, `/home/*`. */
+function homesWithin(roots: readonly string[], home: string): string[] {
+  const candidates = new Set<string>();
+  const real = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return undefined;
+    }
+  };
+  const add = (p: string) => {
+    const r = real(p);
+    if (r !== undefined && roots.some((root) => isPathWithin(r, root))) candidates.add(r);
+  };
+  add(home);
+  if (roots.some((root) => isPathWithin('/root', root))) add('/root');
+  if (roots.some((root) => isPathWithin('/home', root))) {
+    try {
+      for (const name of readdirSync('/home')) add(path.join('/home', name));
+    } catch {
+      // no /home
+    }
+  }
+  return [...candidates].filter((h) => exists(h) === 'dir');
 }
 
 function exists(p: string): 'dir' | 'file' | undefined {
@@ -212,6 +240,11 @@ export function buildLinuxProfile(
   const writableRoots = [workspace, ...caps.fsWrite.filter((p) => exists(p) === 'dir')];
   const protection = planProtectedPaths(plan, writableRoots, inputs.protectedPaths);
   mounts.push(...protection.mounts);
+  // Home directories a writable root holds (the host user's, and /root and /home/* under a wide grant):
+  // what the host runs from them next (shell startup, git and ssh config, ~/.aleph, …) stays read-only.
+  const homes = homesWithin(writableRoots, host.home);
+  const homeProtection = planProtectedPaths(plan, homes, inputs.homeProtectedPaths);
+  mounts.push(...homeProtection.mounts);
 
   // Network.
   const net = caps.network;
@@ -319,6 +352,7 @@ export function buildLinuxProfile(
     ...mountSummary,
     ...(inputs.sessionHome === undefined ? [] : [`home: HOME=${INNER_HOME} (from ${inputs.sessionHome})`]),
     ...protection.summary.map((s) => `protected: ${s}`),
+    ...homeProtection.summary.map((s) => `protected (home): ${s}`),
     ...vaultHidden.map((v) => `vault hidden: ${v}`),
     `landlock (${inputs.landlock}): ${landlock.map((r) => `${r.access} ${r.path}`).join('; ')}${tcp ? `; TCP connect only to ${tcp.connectPorts.length > 0 ? tcp.connectPorts.join(', ') : 'nothing'}` : ''}; abstract unix sockets and signals scoped`,
     ...seccomp.rules.map((r) => `seccomp: ${r}`),
@@ -364,7 +398,7 @@ export function buildLinuxProfile(
       hosts: net.kind === 'allowHosts' ? net.hosts : [],
     },
     mounts: mountSummary,
-    stubs: protection.stubs,
+    stubs: [...protection.stubs, ...homeProtection.stubs],
     cwd,
     workspace,
   };

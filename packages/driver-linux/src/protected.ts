@@ -19,11 +19,12 @@ export interface ProtectionPlan {
 }
 
 /** Protected names that are files when they exist (a stub of them is an empty file). */
-const FILE_NAMES = new Set([
+export const FILE_NAMES = new Set([
   'config',
   'config.worktree',
   'commondir',
   '.mcp.json',
+  '.envrc',
   '.npmrc',
   '.yarnrc',
   '.yarnrc.yml',
@@ -102,7 +103,8 @@ export function planProtectedPaths(
             break;
           }
           const kind = last && FILE_NAMES.has(part) ? 'file' : 'dir';
-          const fd = plan.openIn(parent, part, kind);
+          // git reads commondir as a path: its stub holds "." (the repository itself), not nothing.
+          const fd = plan.openIn(parent, part, part === 'commondir' ? 'dot' : kind);
           if (!stubs.some((s) => s.path === current)) stubs.push({ path: current, kind });
           if (last) {
             mounts.push({ op: 'ro-bind', src: current, dest: current, fd, kind });

@@ -51,6 +51,7 @@ function inputs(over: Partial<ProfileInputs> & { root?: boolean } = {}): Profile
     helperPath: '/opt/aleph/aleph-sandbox-init',
     landlock: 'best-effort',
     protectedPaths: ['.git/hooks', '.git/config', '.aleph', '.codex', '.agents'],
+    homeProtectedPaths: [],
     vaultPaths: [],
     sandboxUid: 65533,
     sandboxGid: 65533,

@@ -193,6 +193,8 @@ describe('properties', () => {
     protectAllGit: fc.boolean(),
   });
   const writeOps = ['file-write-create', 'file-write-data', 'file-write-unlink'];
+  // The property is about the mechanism; a short list (one of each shape) keeps 300 runs quick.
+  const propertyPaths = ['.git/hooks', '.git/config', '.aleph', '.mcp.json'];
   /** The profile for a generated capability set (and its protectAllGit choice). */
   const profileOf = (c: {
     fsRead: string[];
@@ -205,13 +207,22 @@ describe('properties', () => {
       caps({ fsRead: c.fsRead, fsWrite: c.fsWrite, network: c.network, spawnSubprocess: c.spawnSubprocess }),
       WS,
       WS,
-      inputs({ proxyPort: 40000, protectedPaths: resolveProtectedPaths({ protectAllGit: c.protectAllGit }) }),
+      inputs({
+        proxyPort: 40000,
+        protectedPaths: resolveProtectedPaths({
+          protectedPaths: propertyPaths,
+          protectAllGit: c.protectAllGit,
+        }),
+      }),
     );
 
   it('a protected path, a parent of one, or a vault path is never writable; vault never readable', () => {
     fc.assert(
       fc.property(capsArb, fc.constantFrom<SbplSemantics>('deny-wins', 'last-match-wins'), (c, semantics) => {
-        const protectedRel = resolveProtectedPaths({ protectAllGit: c.protectAllGit });
+        const protectedRel = resolveProtectedPaths({
+          protectedPaths: propertyPaths,
+          protectAllGit: c.protectAllGit,
+        });
         const profile = profileOf(c);
         expect(checkSbpl(profile.sbpl, profile.params)).toEqual([]);
         const roots = [WS, ...c.fsWrite];

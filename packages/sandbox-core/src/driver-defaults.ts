@@ -1,10 +1,72 @@
 import path from 'node:path';
 
 /**
- * Sub-paths kept read-only inside every writable root, by default: what would let a command plant code
- * that the host later runs (git hooks and config) or rewrite an agent's own settings.
+ * Sub-paths kept read-only (and, where missing, impossible to create) inside every writable root, by
+ * default: what would let a command plant code or configuration that the host later runs — git's control
+ * files (hooks, config, commondir, absorbed submodules, linked worktrees, info/), editor and agent
+ * settings, package-manager rc files that run code or carry credentials, and direnv's `.envrc`.
  */
-export const DEFAULT_PROTECTED_PATHS = ['.git/hooks', '.git/config', '.aleph', '.codex', '.agents'] as const;
+export const DEFAULT_PROTECTED_PATHS = [
+  '.git/hooks',
+  '.git/config',
+  '.git/config.worktree',
+  '.git/commondir',
+  '.git/info',
+  '.git/modules',
+  '.git/worktrees',
+  '.aleph',
+  '.codex',
+  '.agents',
+  '.claude',
+  '.cursor',
+  '.vscode',
+  '.idea',
+  '.mcp.json',
+  '.npmrc',
+  '.yarnrc',
+  '.yarnrc.yml',
+  '.envrc',
+] as const;
+
+/**
+ * Paths of a home directory the host executes or reads as configuration, kept read-only (and impossible to
+ * create) in every home directory a writable root holds: shell startup files (bash, sh, zsh, fish), git's
+ * config, `~/.ssh`, package-manager rc files, `~/.local/bin`, autostart and user systemd units, editor and
+ * agent settings, and `~/.aleph` itself.
+ */
+export const DEFAULT_HOME_PROTECTED_PATHS = [
+  '.bashrc',
+  '.bash_profile',
+  '.bash_login',
+  '.bash_logout',
+  '.profile',
+  '.zshrc',
+  '.zshenv',
+  '.zprofile',
+  '.zlogin',
+  '.zlogout',
+  '.config/fish',
+  '.gitconfig',
+  '.config/git',
+  '.ssh',
+  '.npmrc',
+  '.yarnrc',
+  '.yarnrc.yml',
+  '.pypirc',
+  '.config/pip',
+  '.pip',
+  '.local/bin',
+  '.config/autostart',
+  '.config/systemd',
+  '.vscode',
+  '.idea',
+  '.claude',
+  '.cursor',
+  '.mcp.json',
+  '.codex',
+  '.agents',
+  '.aleph',
+] as const;
 
 /** Host environment variables a sandboxed command sees by default (`*` ends a prefix pattern). */
 export const DEFAULT_ENV_ALLOWLIST = [

@@ -53,6 +53,7 @@ export {
 } from './driver.js';
 export {
   DEFAULT_ENV_ALLOWLIST,
+  DEFAULT_HOME_PROTECTED_PATHS,
   DEFAULT_PROTECTED_PATHS,
   defaultVaultPaths,
   pickEnv,

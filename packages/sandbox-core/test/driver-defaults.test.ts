@@ -5,7 +5,19 @@ describe('driver defaults', () => {
   it('protected paths: the defaults, a custom list, and protectAllGit replacing only .git entries', () => {
     expect(resolveProtectedPaths({})).toEqual([...DEFAULT_PROTECTED_PATHS]);
     expect(resolveProtectedPaths({ protectedPaths: ['.env'] })).toEqual(['.env']);
-    expect(resolveProtectedPaths({ protectAllGit: true })).toEqual(['.git', '.aleph', '.codex', '.agents']);
+    expect(resolveProtectedPaths({ protectAllGit: true })).toEqual([
+      '.git',
+      ...DEFAULT_PROTECTED_PATHS.filter((p) => !p.startsWith('.git/')),
+    ]);
+    expect(DEFAULT_PROTECTED_PATHS).toEqual(
+      expect.arrayContaining([
+        '.git/hooks',
+        '.git/config',
+        '.git/commondir',
+        '.git/modules',
+        '.git/worktrees',
+      ]),
+    );
     expect(
       resolveProtectedPaths({ protectAllGit: true, protectedPaths: ['.git/hooks', '.github', '.git'] }),
     ).toEqual(['.git', '.github']);
