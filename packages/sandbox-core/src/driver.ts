@@ -1,5 +1,6 @@
 import type { SandboxCapabilities } from './capabilities.js';
 import type { SandboxOutput } from './output.js';
+import type { OutputCallback } from './runner.js';
 import type { SessionId } from './session.js';
 
 /**
@@ -105,8 +106,9 @@ export interface DriverRunRequest {
   readonly timeoutMs: number;
   readonly maxOutputBytes: number;
   readonly signal?: AbortSignal;
-  readonly onStdout?: (chunk: Uint8Array) => void;
-  readonly onStderr?: (chunk: Uint8Array) => void;
+  /** Live output; a returned promise must pause that stream until it settles (see {@link OutputCallback}). */
+  readonly onStdout?: OutputCallback;
+  readonly onStderr?: OutputCallback;
 }
 
 /**

@@ -90,6 +90,7 @@ export {
 export {
   type BoundedRunOptions,
   type BoundedRunResult,
+  type OutputCallback,
   OutputCapture,
   outputBudgets,
   runBoundedProcess,
