@@ -33,6 +33,8 @@ import {
 } from '@aleph/sandbox-core';
 import { CgroupManager, detectCgroup } from './cgroup.js';
 import { readHostFacts } from './host.js';
+import { defaultMaxOpenFiles, readFileMax, readOpenFilesHardLimit } from './limits.js';
+import { linuxNotEnforced } from './not-enforced.js';
 import { BRIDGE_PORT, DEFAULT_MAX_PIDS, DEFAULT_SANDBOX_UID, type LinuxDriverOptions } from './options.js';
 import { type LinuxProbe, probeLinux, which } from './probe.js';
 import { buildLinuxProfile, type LinuxProfile } from './profile.js';
@@ -50,6 +52,7 @@ export const LINUX_CAPABILITIES: readonly DriverCapabilityId[] = [
   'net.all',
   'proc.deny-spawn',
   'limit.memory',
+  'limit.file-size',
   'limit.pids',
 ];
 
@@ -131,6 +134,9 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
   const sandboxUid = options.sandboxUid ?? DEFAULT_SANDBOX_UID;
   const sandboxGid = options.sandboxGid ?? options.sandboxUid ?? DEFAULT_SANDBOX_UID;
   const maxPids = options.maxPids ?? DEFAULT_MAX_PIDS;
+  const maxOpenFiles =
+    options.maxOpenFiles ??
+    defaultMaxOpenFiles({ maxPids, fileMax: readFileMax(), hardLimit: readOpenFilesHardLimit() });
   const protectedPaths = resolveProtectedPaths(options);
   const vaultPaths = options.vaultPaths ?? defaultVaultPaths(host.home);
   const envAllowlist = options.envAllowlist ?? DEFAULT_ENV_ALLOWLIST;
@@ -154,6 +160,9 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       helperPath,
       landlock,
       ...(options.cgroupRoot === undefined ? {} : { cgroupRoot: options.cgroupRoot }),
+      sandboxUid,
+      maxFileMb: options.maxFileMb,
+      cpuQuotaPercent: options.cpuQuotaPercent,
     });
     return probed;
   };
@@ -169,6 +178,9 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       sandboxUid,
       sandboxGid,
       maxPids,
+      maxOpenFiles,
+      maxFileMb: options.maxFileMb,
+      tmpfsSizeMb: options.tmpfsSizeMb,
       cpuQuotaPercent: options.cpuQuotaPercent,
       proxySocket: caps.network.kind === 'allowHosts' ? pool.socketPath(caps.network.hosts) : undefined,
     });
@@ -343,6 +355,16 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
             driver: 'linux',
             limits: p.tier,
             identity: profile.identity,
+            notEnforced: linuxNotEnforced({
+              cgroup: cgroups !== undefined,
+              isRoot: host.isRoot,
+              uid: host.isRoot ? sandboxUid : host.uid,
+              maxFileMb:
+                profile.limits.rlimits.FSIZE === undefined
+                  ? undefined
+                  : profile.limits.rlimits.FSIZE / (1024 * 1024),
+              cpuQuota: profile.limits.cpuQuotaPercent !== null,
+            }),
             ...(killedBySignal === undefined ? {} : { exitStatus: result.exitCode }),
             ...(result.killedBy === null ? {} : { killedBy: result.killedBy }),
           },

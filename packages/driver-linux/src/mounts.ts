@@ -8,6 +8,8 @@ export type MountOp =
       readonly op: 'tmpfs';
       readonly dest: string;
       readonly mode: string;
+      /** The tmpfs's size limit (bwrap `--size`); without it the kernel's default, half of RAM. */
+      readonly sizeBytes?: number;
       /** Remounted read-only after it is mounted (nothing can be mounted inside it then). */
       readonly readOnly?: boolean;
       /** Hides what is beneath: wins over a grant of the same path. */
@@ -64,7 +66,9 @@ export function renderMounts(ops: readonly MountOp[]): string[] {
         args.push('--ro-bind', '/dev/null', op.dest);
         break;
       case 'tmpfs':
-        args.push('--perms', op.mode, '--tmpfs', op.dest);
+        args.push('--perms', op.mode);
+        if (op.sizeBytes !== undefined) args.push('--size', String(op.sizeBytes));
+        args.push('--tmpfs', op.dest);
         if (op.readOnly) args.push('--remount-ro', op.dest);
         break;
       case 'symlink':

@@ -63,6 +63,9 @@ async function platformDriver(
       protectedPaths: config.linux.protectedPaths,
       protectAllGit: config.linux.protectAllGit,
       maxPids: config.linux.maxPids,
+      ...(config.linux.maxOpenFiles === undefined ? {} : { maxOpenFiles: config.linux.maxOpenFiles }),
+      ...(config.linux.maxFileMb === undefined ? {} : { maxFileMb: config.linux.maxFileMb }),
+      ...(config.linux.tmpfsSizeMb === undefined ? {} : { tmpfsSizeMb: config.linux.tmpfsSizeMb }),
       sandboxUid: config.linux.sandboxUid,
       ...(config.linux.cpuQuotaPercent === undefined
         ? {}

@@ -432,6 +432,7 @@ async function doctor(argv: string[]): Promise<number> {
       if (!m.available && m.fix) process.stdout.write(`         fix: ${m.fix}\n`);
     }
     for (const p of (report.problems ?? []) as string[]) process.stdout.write(`problem: ${p}\n`);
+    for (const n of (report.notEnforced ?? []) as string[]) process.stdout.write(`not enforced: ${n}\n`);
     process.stdout.write(
       report.available
         ? 'ready: commands will run sandboxed\n'
