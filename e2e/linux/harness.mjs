@@ -37,6 +37,7 @@ for (const step of plan.steps) {
       stdout: out.stdoutText,
       stderr: out.stderrText,
       timedOut: out.timedOut,
+      notEnforced: out.details.notEnforced,
     });
   } catch (error) {
     results.push({ id: step.id, workspace, error: { code: error.code, message: error.message } });
@@ -49,6 +50,7 @@ process.stdout.write(
     tier: probe.tier,
     available: probe.available,
     problems: probe.problems,
+    notEnforced: probe.notEnforced,
     results,
   }),
 );

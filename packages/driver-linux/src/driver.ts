@@ -26,6 +26,8 @@ import {
 import { CgroupManager, detectCgroup } from './cgroup.js';
 import { encodeEnv, refuseLoaderEnv } from './env.js';
 import { readHostFacts } from './host.js';
+import { defaultMaxOpenFiles, readFileMax, readOpenFilesHardLimit } from './limits.js';
+import { linuxNotEnforced } from './not-enforced.js';
 import {
   BRIDGE_PORT,
   DEFAULT_MAX_PIDS,
@@ -52,6 +54,7 @@ export const LINUX_CAPABILITIES: readonly DriverCapabilityId[] = [
   'net.all',
   'proc.deny-spawn',
   'limit.memory',
+  'limit.file-size',
   'limit.pids',
 ];
 
@@ -140,6 +143,9 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
   let gitIdentity: GitIdentity | undefined;
   let stateReady = false;
   const maxPids = options.maxPids ?? DEFAULT_MAX_PIDS;
+  const maxOpenFiles =
+    options.maxOpenFiles ??
+    defaultMaxOpenFiles({ maxPids, fileMax: readFileMax(), hardLimit: readOpenFilesHardLimit() });
   const protectedPaths = resolveProtectedPaths(options);
   const homeProtectedPaths = options.homeProtectedPaths ?? DEFAULT_HOME_PROTECTED_PATHS;
   // Protected names at the top of a writable root, for the session's git excludes.
@@ -168,6 +174,9 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       helperPath,
       landlock,
       ...(options.cgroupRoot === undefined ? {} : { cgroupRoot: options.cgroupRoot }),
+      ...(sandboxUid === undefined ? {} : { sandboxUid }),
+      maxFileMb: options.maxFileMb,
+      cpuQuotaPercent: options.cpuQuotaPercent,
     });
     return probed;
   };
@@ -188,6 +197,9 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       sessionHome:
         homeRoot === undefined ? undefined : path.join(homeRoot, sessionKeyToFilename(context.sessionId)),
       maxPids,
+      maxOpenFiles,
+      maxFileMb: options.maxFileMb,
+      tmpfsSizeMb: options.tmpfsSizeMb,
       cpuQuotaPercent: options.cpuQuotaPercent,
       proxySocket: caps.network.kind === 'allowHosts' ? pool.socketPath(caps.network.hosts) : undefined,
     });
@@ -340,6 +352,16 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
             driver: 'linux',
             limits: p.tier,
             identity: profile.identity,
+            notEnforced: linuxNotEnforced({
+              cgroup: cgroups !== undefined,
+              isRoot: host.isRoot,
+              uid: host.isRoot ? (sandboxUid ?? 'per-run') : host.uid,
+              maxFileMb:
+                profile.limits.rlimits.FSIZE === undefined
+                  ? undefined
+                  : profile.limits.rlimits.FSIZE / (1024 * 1024),
+              cpuQuota: profile.limits.cpuQuotaPercent !== null,
+            }),
             ...(killedBySignal === undefined ? {} : { exitStatus: result.exitCode }),
             ...(result.killedBy === null ? {} : { killedBy: result.killedBy }),
           },

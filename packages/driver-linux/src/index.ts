@@ -1,7 +1,14 @@
 export { type CgroupInfo, type CgroupLimits, CgroupManager, detectCgroup } from './cgroup.js';
 export { createLinuxDriver, LINUX_CAPABILITIES, type LinuxDriver } from './driver.js';
 export { type HostFacts, readHostFacts } from './host.js';
+export {
+  DEFAULT_MAX_OPEN_FILES,
+  DEFAULT_TMPFS_SIZE_MB,
+  defaultMaxOpenFiles,
+  tmpfsSizeBytes,
+} from './limits.js';
 export { type MountOp, renderMounts } from './mounts.js';
+export { linuxNotEnforced, type NotEnforcedFacts } from './not-enforced.js';
 export {
   BRIDGE_PORT,
   DEFAULT_ENV_ALLOWLIST,

@@ -19,6 +19,8 @@ export type MountOp =
       readonly op: 'tmpfs';
       readonly dest: string;
       readonly mode: string;
+      /** The tmpfs's size limit (bwrap `--size`); without it the kernel's default, half of RAM. */
+      readonly sizeBytes?: number;
       /** Remounted read-only after it is mounted (nothing can be mounted inside it then). */
       readonly readOnly?: boolean;
       /** Hides what is beneath: wins over a grant of the same path. */
@@ -120,7 +122,9 @@ export function renderMounts(ops: readonly MountOp[], options: { inHelper?: bool
         if (user)
           helper.push('--tmpfs-at', op.dest, op.mode, `${op.readOnly ? 'r' : ''}${onHost ? '' : 'c'}` || '-');
         else {
-          bwrap.push('--perms', op.mode, '--tmpfs', op.dest);
+          bwrap.push('--perms', op.mode);
+          if (op.sizeBytes !== undefined) bwrap.push('--size', String(op.sizeBytes));
+          bwrap.push('--tmpfs', op.dest);
           if (op.readOnly) bwrap.push('--remount-ro', op.dest);
         }
         break;

@@ -53,6 +53,23 @@ export interface LinuxDriverOptions {
   readonly allowLoaderEnv?: readonly string[];
   /** Process limit per execution (cgroup `pids.max`, else `RLIMIT_NPROC`). Default 200. */
   readonly maxPids?: number;
+  /**
+   * Open files per process (`RLIMIT_NOFILE`). Default 1024, but never more than `fs.file-max / (4 ×
+   * maxPids)` nor this process's own hard limit, so an execution holding `maxPids` processes with every
+   * descriptor open stays well below the host's file table.
+   */
+  readonly maxOpenFiles?: number;
+  /**
+   * Largest file a command may write, in MiB (`RLIMIT_FSIZE`), for every command; a command's own
+   * `capabilities.maxFileMb` may only lower it. Default: no limit.
+   */
+  readonly maxFileMb?: number;
+  /**
+   * Size of each of the private `/tmp` and `/dev/shm` tmpfs mounts, in MiB. Default 512
+   * (`DEFAULT_TMPFS_SIZE_MB`). A command with `maxMemoryMb` gets at most half of its limit for each, so
+   * the two together never hold more than the memory it may use.
+   */
+  readonly tmpfsSizeMb?: number;
   /** CPU limit in percent of one core (cgroup `cpu.max` only). Default: none. */
   readonly cpuQuotaPercent?: number;
   /** Host environment variables passed through (patterns ending in `*` match prefixes). */

@@ -5,6 +5,7 @@ import { promisify } from 'node:util';
 import type { ProbeMechanism, ProbeResult } from '@aleph/sandbox-core';
 import { type CgroupInfo, detectCgroup } from './cgroup.js';
 import type { HostFacts } from './host.js';
+import { linuxNotEnforced } from './not-enforced.js';
 import { hostSeccompArch } from './seccomp.js';
 
 const run = promisify(execFile);
@@ -15,6 +16,8 @@ export interface LinuxProbe extends ProbeResult {
   readonly helperPath: string;
   readonly landlockAbi: number;
   readonly cgroup: CgroupInfo;
+  /** What this host leaves unbounded with the driver's settings (see `linuxNotEnforced`). */
+  readonly notEnforced: readonly string[];
 }
 
 /** Finds an executable on PATH. */
@@ -50,6 +53,11 @@ export async function probeLinux(options: {
   helperPath: string;
   landlock: 'best-effort' | 'required';
   cgroupRoot?: string;
+  /** The uid commands run as on a root host. Default 65533. */
+  sandboxUid?: number;
+  /** The driver's RLIMIT_FSIZE in MiB, if any. */
+  maxFileMb?: number | undefined;
+  cpuQuotaPercent?: number | undefined;
 }): Promise<LinuxProbe> {
   const mechanisms: Record<string, ProbeMechanism> = {};
   const problems: string[] = [];
@@ -212,5 +220,13 @@ export async function probeLinux(options: {
     helperPath: options.helperPath,
     landlockAbi,
     cgroup,
+    notEnforced: linuxNotEnforced({
+      cgroup: cgroup.available,
+      isRoot: options.host.isRoot,
+      uid: options.host.isRoot ? (options.sandboxUid ?? 'per-run') : options.host.uid,
+      maxFileMb: options.maxFileMb,
+      cpuQuota: options.cpuQuotaPercent !== undefined,
+      landlock: landlockAbi > 0,
+    }),
   };
 }

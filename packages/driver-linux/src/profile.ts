@@ -8,6 +8,7 @@ import {
 } from '@aleph/sandbox-core';
 import type { HostFacts } from './host.js';
 import { LaunchPlan } from './launch-plan.js';
+import { DEFAULT_MAX_OPEN_FILES, tmpfsSizeBytes } from './limits.js';
 import { type MountOp, renderMounts } from './mounts.js';
 import { BRIDGE_PORT, INNER_HELPER, INNER_HOME, INNER_PROXY_SOCKET } from './options.js';
 import { planProtectedPaths, type Stub } from './protected.js';
@@ -33,6 +34,12 @@ export interface ProfileInputs {
   /** The session's HOME on the host (mounted at `INNER_HOME`), or `undefined` for none. */
   readonly sessionHome: string | undefined;
   readonly maxPids: number;
+  /** `RLIMIT_NOFILE` (see `LinuxDriverOptions.maxOpenFiles`). Default `DEFAULT_MAX_OPEN_FILES`. */
+  readonly maxOpenFiles?: number | undefined;
+  /** The driver's `RLIMIT_FSIZE` in MiB; a command's `maxFileMb` may only lower it. Default: none. */
+  readonly maxFileMb?: number | undefined;
+  /** Size of each private tmpfs in MiB (see `tmpfsSizeBytes`). */
+  readonly tmpfsSizeMb?: number | undefined;
   readonly cpuQuotaPercent: number | undefined;
   /** The Unix socket of the managed proxy for `allowHosts` (computed by the driver). */
   readonly proxySocket: string | undefined;
@@ -178,8 +185,9 @@ export function buildLinuxProfile(
     mounts.push({ op: 'tmpfs', dest: d, mode: '0755', readOnly: true, hide: true });
   mounts.push({ op: 'dev', dest: '/dev' });
   mounts.push({ op: 'proc', dest: '/proc' });
-  mounts.push({ op: 'tmpfs', dest: '/tmp', mode: '1777' });
-  mounts.push({ op: 'tmpfs', dest: '/dev/shm', mode: '1777' });
+  const tmpfsBytes = tmpfsSizeBytes(caps.maxMemoryMb, inputs.tmpfsSizeMb);
+  mounts.push({ op: 'tmpfs', dest: '/tmp', mode: '1777', sizeBytes: tmpfsBytes });
+  mounts.push({ op: 'tmpfs', dest: '/dev/shm', mode: '1777', sizeBytes: tmpfsBytes });
   landlock.push({ path: '/dev', access: 'device' }, { path: '/proc', access: 'read-exec' });
   landlock.push({ path: '/tmp', access: 'read-write-exec' }, { path: '/dev/shm', access: 'read-write-exec' });
   mounts.push({ op: 'ro-bind', src: inputs.helperPath, dest: INNER_HELPER });
@@ -306,8 +314,16 @@ export function buildLinuxProfile(
     network: seccompNetwork,
     denySpawn: !caps.spawnSubprocess,
   });
-  const rlimits: Record<string, number> = { CORE: 0 };
+  const rlimits: Record<string, number> = {
+    CORE: 0,
+    NOFILE: inputs.maxOpenFiles ?? DEFAULT_MAX_OPEN_FILES,
+  };
   if (caps.maxMemoryMb !== undefined) rlimits.AS = caps.maxMemoryMb * 1024 * 1024;
+  const maxFileMb = Math.min(
+    caps.maxFileMb ?? Number.POSITIVE_INFINITY,
+    inputs.maxFileMb ?? Number.POSITIVE_INFINITY,
+  );
+  if (Number.isFinite(maxFileMb)) rlimits.FSIZE = maxFileMb * 1024 * 1024;
   const helper: string[] = [...rendered.helper];
   if (identity.mode === 'drop-to-uid')
     helper.push(
@@ -414,7 +430,7 @@ function describeMounts(ops: readonly MountOp[]): string[] {
       case 'mask-file':
         return `mount: ${op.dest} hidden (empty)`;
       case 'tmpfs':
-        return `mount: ${op.dest} ${op.hide ? 'hidden (empty)' : 'private tmpfs'}`;
+        return `mount: ${op.dest} ${op.hide ? 'hidden (empty)' : `private tmpfs${op.sizeBytes === undefined ? '' : ` of ${op.sizeBytes / 1048576} MiB`}`}`;
       case 'symlink':
         return `mount: ${op.dest} -> ${op.target}`;
       default:

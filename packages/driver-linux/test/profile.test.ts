@@ -198,7 +198,7 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
       '--ro-bind /etc /etc',
       '--dev /dev',
       '--proc /proc',
-      '--perms 1777 --tmpfs /tmp',
+      `--perms 1777 --size ${512 * 1024 * 1024} --tmpfs /tmp`,
       '--ro-bind /dev/null /etc/shadow',
       '--tmpfs /etc/sudoers.d --remount-ro /etc/sudoers.d',
       '--chdir / /run/aleph/init',
@@ -303,9 +303,9 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
     }
   });
 
-  it('limits: RLIMIT_CORE always, RLIMIT_AS from maxMemoryMb', () => {
+  it('limits: RLIMIT_CORE and RLIMIT_NOFILE always, RLIMIT_AS from maxMemoryMb', () => {
     const ws = temp();
-    expect(buildLinuxProfile(caps(), ws, ws, inputs()).limits.rlimits).toEqual({ CORE: 0 });
+    expect(buildLinuxProfile(caps(), ws, ws, inputs()).limits.rlimits).toEqual({ CORE: 0, NOFILE: 1024 });
     expect(buildLinuxProfile(caps({ maxMemoryMb: 256 }), ws, ws, inputs()).helperArgs).toContain(
       `AS=${256 * 1024 * 1024}`,
     );

@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { OutputCapture, outputBudgets } from '@aleph/sandbox-core';
+import { type OutputCallback, OutputCapture, outputBudgets } from '@aleph/sandbox-core';
 import type { Handle, Win32 } from './win32.js';
 
 /** Where a named pipe for `tag` lives: `\\.\pipe\…` on Windows, a Unix socket elsewhere (tests). */
@@ -36,8 +36,8 @@ export async function openStdio(
   options: {
     stdin?: string | Uint8Array | undefined;
     maxOutputBytes: number;
-    onStdout?: ((chunk: Uint8Array) => void) | undefined;
-    onStderr?: ((chunk: Uint8Array) => void) | undefined;
+    onStdout?: OutputCallback | undefined;
+    onStderr?: OutputCallback | undefined;
   },
 ): Promise<Stdio> {
   const budgets = outputBudgets(options.maxOutputBytes);
@@ -67,7 +67,9 @@ export async function openStdio(
     servers.push({ server, path: where });
     return where;
   };
-  const reader = (capture: OutputCapture, callback: ((c: Uint8Array) => void) | undefined) => {
+  // A callback's promise pauses its pipe (backpressure, as in runBoundedProcess); a rejection ends the
+  // streaming to it.
+  const reader = (capture: OutputCapture, callback: OutputCallback | undefined) => {
     let done!: () => void;
     const ended = new Promise<void>((r) => {
       done = r;
@@ -75,9 +77,20 @@ export async function openStdio(
     return {
       ended,
       onSocket: (s: net.Socket) => {
+        let live = callback !== undefined;
         s.on('data', (chunk: Uint8Array) => {
           capture.push(chunk);
-          callback?.(chunk);
+          if (!live || callback === undefined) return;
+          const pending = callback(chunk) as PromiseLike<void> | undefined;
+          if (typeof pending?.then !== 'function') return;
+          s.pause();
+          Promise.resolve(pending).then(
+            () => s.resume(),
+            () => {
+              live = false;
+              s.resume();
+            },
+          );
         });
         s.once('close', () => done());
       },

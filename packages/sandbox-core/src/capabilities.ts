@@ -27,6 +27,12 @@ export interface SandboxCapabilities {
   readonly spawnSubprocess: boolean;
   /** Memory ceiling in MiB (cgroup `memory.max`, or `RLIMIT_AS` as fallback). */
   readonly maxMemoryMb?: number;
+  /**
+   * Largest file the command may write, in MiB (`RLIMIT_FSIZE`): writing past it fails with `EFBIG`, or
+   * kills the writer with `SIGXFSZ` unless it ignores that signal. It bounds every single file, on disk,
+   * on a tmpfs or in a memfd.
+   */
+  readonly maxFileMb?: number;
   /** Wall-clock timeout in seconds, below the configured default. */
   readonly timeoutSecs?: number;
 }
@@ -110,6 +116,11 @@ export const SandboxCapabilitiesSchema = z
       .int({ message: 'must be a whole number of MiB' })
       .positive({ message: 'must be a positive number of MiB, e.g. 512' })
       .optional(),
+    maxFileMb: z
+      .number()
+      .int({ message: 'must be a whole number of MiB' })
+      .positive({ message: 'must be a positive number of MiB, e.g. 100' })
+      .optional(),
     timeoutSecs: z.number().positive({ message: 'must be a positive number of seconds, e.g. 30' }).optional(),
   })
   .strict();
@@ -121,6 +132,7 @@ export interface SandboxCapabilitiesInput {
   readonly network?: NetworkPolicy;
   readonly spawnSubprocess?: boolean;
   readonly maxMemoryMb?: number;
+  readonly maxFileMb?: number;
   readonly timeoutSecs?: number;
 }
 
@@ -225,6 +237,13 @@ export function explainNotWithin(requested: SandboxCapabilities, ceiling: Sandbo
       reasons.push(`${requested.maxMemoryMb} MiB of memory (ceiling ${ceiling.maxMemoryMb} MiB)`);
     }
   }
+  if (ceiling.maxFileMb !== undefined) {
+    if (requested.maxFileMb === undefined) {
+      reasons.push(`no file-size limit (ceiling ${ceiling.maxFileMb} MiB)`);
+    } else if (requested.maxFileMb > ceiling.maxFileMb) {
+      reasons.push(`files of ${requested.maxFileMb} MiB (ceiling ${ceiling.maxFileMb} MiB)`);
+    }
+  }
   if (ceiling.timeoutSecs !== undefined) {
     if (requested.timeoutSecs === undefined) {
       reasons.push(`the default timeout (ceiling ${ceiling.timeoutSecs} s)`);
@@ -239,7 +258,7 @@ export function explainNotWithin(requested: SandboxCapabilities, ceiling: Sandbo
  * The spec's `is_within`: true when `requested` asks for nothing beyond `ceiling`. Monotonic checks:
  * fsRead ⊆ (fsRead ∪ fsWrite) by path prefix, fsWrite ⊆ fsWrite, network none ⊆ allowHosts ⊆ allowAll
  * (host sets compared pattern by pattern), spawnSubprocess false ⊆ anything, and the numeric limits (a
- * request may only ask for less memory and a shorter timeout than a ceiling that sets them).
+ * request may only ask for less memory, smaller files and a shorter timeout than a ceiling that sets them).
  *
  * Paths are compared lexically; `WorkspaceSandbox` resolves symlinks before it calls this.
  *
@@ -271,6 +290,7 @@ export function normalizeCapabilities(caps: SandboxCapabilities): SandboxCapabil
     network: NetworkPolicy;
     spawnSubprocess: boolean;
     maxMemoryMb?: number;
+    maxFileMb?: number;
     timeoutSecs?: number;
   } = {
     fsRead: paths(caps.fsRead),
@@ -279,6 +299,7 @@ export function normalizeCapabilities(caps: SandboxCapabilities): SandboxCapabil
     spawnSubprocess: caps.spawnSubprocess,
   };
   if (caps.maxMemoryMb !== undefined) out.maxMemoryMb = caps.maxMemoryMb;
+  if (caps.maxFileMb !== undefined) out.maxFileMb = caps.maxFileMb;
   if (caps.timeoutSecs !== undefined) out.timeoutSecs = caps.timeoutSecs;
   return out;
 }

@@ -139,6 +139,7 @@ function stripUndefined(caps: z.output<typeof SandboxCapabilitiesSchema>): Sandb
     network: SandboxCapabilities['network'];
     spawnSubprocess: boolean;
     maxMemoryMb?: number;
+    maxFileMb?: number;
     timeoutSecs?: number;
   } = {
     fsRead: caps.fsRead,
@@ -147,6 +148,7 @@ function stripUndefined(caps: z.output<typeof SandboxCapabilitiesSchema>): Sandb
     spawnSubprocess: caps.spawnSubprocess,
   };
   if (caps.maxMemoryMb !== undefined) out.maxMemoryMb = caps.maxMemoryMb;
+  if (caps.maxFileMb !== undefined) out.maxFileMb = caps.maxFileMb;
   if (caps.timeoutSecs !== undefined) out.timeoutSecs = caps.timeoutSecs;
   return out;
 }

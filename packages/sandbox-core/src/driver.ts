@@ -1,5 +1,6 @@
 import type { SandboxCapabilities } from './capabilities.js';
 import type { SandboxOutput } from './output.js';
+import type { OutputCallback } from './runner.js';
 import type { SessionId } from './session.js';
 
 /**
@@ -27,6 +28,8 @@ export const DRIVER_CAPABILITY_IDS = [
   'proc.deny-spawn',
   /** Can cap a command's memory. */
   'limit.memory',
+  /** Can cap the size of each file a command writes (`maxFileMb`). */
+  'limit.file-size',
   /** Can cap the number of processes. */
   'limit.pids',
 ] as const;
@@ -47,6 +50,7 @@ export function requiredDriverCapabilities(caps: SandboxCapabilities): DriverCap
   else out.push('net.all');
   if (!caps.spawnSubprocess) out.push('proc.deny-spawn');
   if (caps.maxMemoryMb !== undefined) out.push('limit.memory');
+  if (caps.maxFileMb !== undefined) out.push('limit.file-size');
   return out;
 }
 
@@ -69,6 +73,11 @@ export interface ProbeResult {
   readonly mechanisms: Readonly<Record<string, ProbeMechanism>>;
   /** Human-readable problems, each with its fix. */
   readonly problems: readonly string[];
+  /**
+   * What the driver cannot bound on this host, one sentence each (per-uid limits shared between
+   * sessions, memory outside the limit's reach, …). Outputs repeat it in `details.notEnforced`.
+   */
+  readonly notEnforced?: readonly string[];
 }
 
 /**
@@ -105,8 +114,9 @@ export interface DriverRunRequest {
   readonly timeoutMs: number;
   readonly maxOutputBytes: number;
   readonly signal?: AbortSignal;
-  readonly onStdout?: (chunk: Uint8Array) => void;
-  readonly onStderr?: (chunk: Uint8Array) => void;
+  /** Live output; a returned promise must pause that stream until it settles (see {@link OutputCallback}). */
+  readonly onStdout?: OutputCallback;
+  readonly onStderr?: OutputCallback;
 }
 
 /**

@@ -91,6 +91,7 @@ export {
 export {
   type BoundedRunOptions,
   type BoundedRunResult,
+  type OutputCallback,
   OutputCapture,
   outputBudgets,
   runBoundedProcess,

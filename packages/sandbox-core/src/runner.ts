@@ -3,6 +3,25 @@ import { execa } from 'execa';
 import { monotonicMs } from './internal/clock.js';
 import type { KillReason } from './output.js';
 
+/**
+ * Receives the live output of a command, one chunk at a time. Returning a promise pauses that stream
+ * until it settles: the pipe is not read meanwhile, so a command that keeps writing blocks, and nothing
+ * piles up in memory while the consumer (a slow socket, a terminal, a stalled `| less`) catches up.
+ * Nothing is dropped by pausing; the wall-clock timeout still runs.
+ *
+ * A promise that rejects ends the streaming of that stream to this callback (the output budget still
+ * captures it). Once the run is killed (timeout or abort), what is left in the pipes is handed over
+ * without waiting, so a consumer that never drains cannot keep a killed command alive.
+ *
+ * @example
+ * ```ts
+ * // Forward to a Writable with its backpressure.
+ * const onStdout: OutputCallback = (c) =>
+ *   socket.write(c) ? undefined : new Promise<void>((r) => socket.once('drain', r))
+ * ```
+ */
+export type OutputCallback = (chunk: Uint8Array) => void | PromiseLike<void>;
+
 /** Options of {@link runBoundedProcess}. */
 export interface BoundedRunOptions {
   readonly file: string;
@@ -17,9 +36,14 @@ export interface BoundedRunOptions {
   /** Output budget shared by stdout (first half, rounded up) and stderr (second half). */
   readonly maxOutputBytes: number;
   readonly signal?: AbortSignal;
-  /** Every stdout chunk, including bytes past the budget (the budget bounds memory, not streaming). */
-  readonly onStdout?: (chunk: Uint8Array) => void;
-  readonly onStderr?: (chunk: Uint8Array) => void;
+  /**
+   * Every stdout chunk, including bytes past the budget (the budget bounds memory, not streaming). A
+   * callback that returns a promise applies backpressure: no more of that stream is read until the
+   * promise settles, so the command blocks on its next write. See {@link OutputCallback}.
+   */
+  readonly onStdout?: OutputCallback;
+  /** Every stderr chunk, with the same backpressure as {@link BoundedRunOptions.onStdout}. */
+  readonly onStderr?: OutputCallback;
   /** Data for extra file descriptors 3, 4, …: each is a pipe the child reads, closed after the data. */
   readonly extraFds?: readonly Uint8Array[];
   /** Run the child as this uid / gid (requires privilege). */
@@ -294,14 +318,36 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
   });
   subprocess.once('exit', onExit);
 
-  subprocess.stdout?.on('data', (chunk: Uint8Array) => {
-    stdoutCap.push(chunk);
-    options.onStdout?.(chunk);
-  });
-  subprocess.stderr?.on('data', (chunk: Uint8Array) => {
-    stderrCap.push(chunk);
-    options.onStderr?.(chunk);
-  });
+  // Streams paused for a consumer's promise; a kill resumes them all (see OutputCallback).
+  const paused = new Set<NodeJS.ReadableStream>();
+  let draining = false;
+  const forward = (
+    stream: NodeJS.ReadableStream | null | undefined,
+    capture: OutputCapture,
+    callback: OutputCallback | undefined,
+  ) => {
+    if (!stream) return;
+    let live = callback !== undefined;
+    stream.on('data', (chunk: Uint8Array) => {
+      capture.push(chunk);
+      if (!live || callback === undefined) return;
+      const pending = callback(chunk) as PromiseLike<void> | undefined;
+      if (typeof pending?.then !== 'function') return;
+      const resume = () => {
+        if (paused.delete(stream)) stream.resume();
+      };
+      if (!draining) {
+        paused.add(stream);
+        stream.pause();
+      }
+      Promise.resolve(pending).then(resume, () => {
+        live = false;
+        resume();
+      });
+    });
+  };
+  forward(subprocess.stdout, stdoutCap, options.onStdout);
+  forward(subprocess.stderr, stderrCap, options.onStderr);
   for (const s of [subprocess.stdout, subprocess.stderr]) {
     const inode = pipeInode(s);
     if (inode !== undefined) pipeInodes.add(inode);
@@ -318,6 +364,10 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
       signalPid(pid, options.gracefulStop.signal);
       graceTimer = setTimeout(() => killTree(pid, pipeInodes), options.gracefulStop.graceMs);
     }
+    // The pipes hold at most what was written before the kill: read it without waiting for consumers.
+    draining = true;
+    for (const stream of paused) stream.resume();
+    paused.clear();
   };
   const timer = setTimeout(() => kill('timeout'), Math.max(1, Math.min(options.timeoutMs, 2_147_483_647)));
   const onAbort = () => kill('abort');

@@ -1,14 +1,18 @@
 import type { SandboxCommandInput } from './command.js';
 import type { SandboxOutput } from './output.js';
+import type { OutputCallback } from './runner.js';
 
 /** Per-call runtime options that are not part of the (serialisable, audited) command. */
 export interface ExecuteOptions {
   /** Aborting kills the whole process tree; `execute` then rejects with `ALEPH_ABORTED`. */
   readonly signal?: AbortSignal;
-  /** Live stdout chunks (all of them; the output budget only bounds what is buffered). */
-  readonly onStdout?: (chunk: Uint8Array) => void;
-  /** Live stderr chunks. */
-  readonly onStderr?: (chunk: Uint8Array) => void;
+  /**
+   * Live stdout chunks (all of them; the output budget only bounds what is buffered). Return a promise
+   * to apply backpressure: the command's stdout is not read until it settles (see {@link OutputCallback}).
+   */
+  readonly onStdout?: OutputCallback;
+  /** Live stderr chunks, with the same backpressure. */
+  readonly onStderr?: OutputCallback;
 }
 
 /**

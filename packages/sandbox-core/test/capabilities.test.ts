@@ -95,6 +95,15 @@ describe('isWithin', () => {
     expect(isWithin(caps({ timeoutSecs: 10 }), ceiling)).toBe(false);
     expect(isWithin(caps({ maxMemoryMb: 4096 }), caps())).toBe(true);
   });
+  it.each([
+    { requested: { maxFileMb: 10 }, ceiling: { maxFileMb: 100 }, within: true },
+    { requested: { maxFileMb: 100 }, ceiling: { maxFileMb: 100 }, within: true },
+    { requested: { maxFileMb: 200 }, ceiling: { maxFileMb: 100 }, within: false },
+    { requested: {}, ceiling: { maxFileMb: 100 }, within: false },
+    { requested: { maxFileMb: 4096 }, ceiling: {}, within: true },
+  ])('file size: $requested within $ceiling is $within', ({ requested, ceiling, within }) => {
+    expect(isWithin(caps(requested), caps(ceiling))).toBe(within);
+  });
 });
 
 describe('explainNotWithin', () => {

@@ -49,6 +49,12 @@ describe('parseSandboxCommand', () => {
       /positive/,
     ],
     [
+      'a file-size limit that is not whole MiB',
+      { sessionId: 's', program: 'ls', capabilities: { maxFileMb: 1.5 } },
+      'command.capabilities.maxFileMb',
+      /whole number of MiB/,
+    ],
+    [
       'a negative timeout',
       { sessionId: 's', program: 'ls', timeout: -5 },
       'command.timeout',

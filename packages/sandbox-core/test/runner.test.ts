@@ -1,4 +1,6 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runBoundedProcess } from '../src/index.js';
 
@@ -108,6 +110,105 @@ describe.runIf(process.platform !== 'win32')('runBoundedProcess (real processes)
     });
     expect(streamed).toBe(100_000);
     expect(r.stdout.byteLength).toBe(512);
+  });
+
+  describe('backpressure: a callback that returns a promise pauses its stream', () => {
+    const MB = 1_000_000;
+    const withDir = async (body: (dir: string) => Promise<void>) => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'aleph-runner-'));
+      try {
+        await body(dir);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    };
+
+    it.each([
+      { stream: 'stdout', redirect: '' },
+      { stream: 'stderr', redirect: '>&2' },
+    ] as const)(
+      '$stream: the command blocks until the promise settles, and nothing is lost',
+      async ({ stream, redirect }) =>
+        withDir(async (dir) => {
+          // The command writes 4 MB (far more than a pipe and a stream buffer hold), then leaves a mark.
+          const mark = path.join(dir, 'wrote-everything');
+          let release!: () => void;
+          const held = new Promise<void>((r) => {
+            release = r;
+          });
+          let streamed = 0;
+          let calls = 0;
+          let seenWhileHeld = -1;
+          const callback = (c: Uint8Array) => {
+            streamed += c.byteLength;
+            calls++;
+            return calls === 1 ? held : undefined;
+          };
+          const run = runBoundedProcess({
+            ...base,
+            maxOutputBytes: 1024,
+            file: 'sh',
+            args: ['-c', `head -c ${4 * MB} /dev/zero ${redirect}; touch ${mark}`],
+            ...(stream === 'stdout' ? { onStdout: callback } : { onStderr: callback }),
+          });
+          // Give the command every chance to write everything; it cannot, while the first chunk is held.
+          await new Promise((r) => setTimeout(r, 300));
+          seenWhileHeld = calls;
+          expect(existsSync(mark)).toBe(false);
+          release();
+          const r = await run;
+          expect(seenWhileHeld).toBe(1);
+          expect(existsSync(mark)).toBe(true);
+          expect(r.exitCode).toBe(0);
+          expect(streamed).toBe(4 * MB);
+          expect((stream === 'stdout' ? r.stdout : r.stderr).byteLength).toBe(512);
+        }),
+    );
+
+    it('a slow consumer gets every chunk, in order', async () => {
+      const parts: Buffer[] = [];
+      const r = await runBoundedProcess({
+        ...base,
+        file: 'sh',
+        args: ['-c', 'seq 1 200000'],
+        onStdout: async (c) => {
+          parts.push(Buffer.from(c));
+          await new Promise((resolve) => setImmediate(resolve));
+        },
+      });
+      expect(r.exitCode).toBe(0);
+      const lines = Buffer.concat(parts).toString('utf8').trim().split('\n');
+      expect(lines).toHaveLength(200_000);
+      expect(lines.every((l, i) => l === String(i + 1))).toBe(true);
+    });
+
+    it('a rejected promise stops the streaming to that callback; the run goes on', async () => {
+      let calls = 0;
+      const r = await runBoundedProcess({
+        ...base,
+        file: 'sh',
+        args: ['-c', `head -c ${MB} /dev/zero; echo done >&2`],
+        onStdout: () => {
+          calls++;
+          return Promise.reject(new Error('consumer gone'));
+        },
+      });
+      expect(r.exitCode).toBe(0);
+      expect(calls).toBe(1);
+      expect(text(r.stderr)).toBe('done\n');
+    });
+
+    it('a consumer that never drains cannot keep a timed-out command alive', async () => {
+      const r = await runBoundedProcess({
+        ...base,
+        timeoutMs: 300,
+        file: 'sh',
+        args: ['-c', `head -c ${4 * MB} /dev/zero`],
+        onStdout: () => new Promise<void>(() => {}),
+      });
+      expect(r.timedOut).toBe(true);
+      expect(r.killedBy).toBe('timeout');
+    });
   });
 
   it('feeds extra file descriptors', async () => {

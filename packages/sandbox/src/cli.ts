@@ -250,6 +250,30 @@ async function loadSandboxModules() {
   return { loadConfig: config.loadConfig, buildSandbox: build.buildSandbox };
 }
 
+/**
+ * Streams a command's output to `stream` with its backpressure: when the reader stops reading (a
+ * stalled `| less`, a full pipe), the returned promise holds the command's output in its pipe until the
+ * stream drains, instead of queueing it in this process's memory. A stream that closed or failed (the
+ * reader went away) resolves at once; the SIGPIPE path stops the command.
+ */
+function writeWithBackpressure(stream: NodeJS.WriteStream): (chunk: Uint8Array) => undefined | Promise<void> {
+  return (chunk) => {
+    if (stream.destroyed || stream.writableEnded) return undefined;
+    if (stream.write(chunk)) return undefined;
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        stream.off('drain', done);
+        stream.off('close', done);
+        stream.off('error', done);
+        resolve();
+      };
+      stream.on('drain', done);
+      stream.on('close', done);
+      stream.on('error', done);
+    });
+  };
+}
+
 const DENIALS = new Set(['ALEPH_POLICY_DENIED', 'ALEPH_CAPABILITY_DENIED', 'ALEPH_RATE_LIMITED']);
 
 async function run(argv: string[]): Promise<number> {
@@ -295,8 +319,8 @@ async function run(argv: string[]): Promise<number> {
         ? { signal: controller.signal }
         : {
             signal: controller.signal,
-            onStdout: (c) => process.stdout.write(c),
-            onStderr: (c) => process.stderr.write(c),
+            onStdout: writeWithBackpressure(process.stdout),
+            onStderr: writeWithBackpressure(process.stderr),
           },
     );
     if (json) process.stdout.write(`${JSON.stringify(out)}\n`);
@@ -408,6 +432,7 @@ async function doctor(argv: string[]): Promise<number> {
       if (!m.available && m.fix) process.stdout.write(`         fix: ${m.fix}\n`);
     }
     for (const p of (report.problems ?? []) as string[]) process.stdout.write(`problem: ${p}\n`);
+    for (const n of (report.notEnforced ?? []) as string[]) process.stdout.write(`not enforced: ${n}\n`);
     process.stdout.write(
       report.available
         ? 'ready: commands will run sandboxed\n'

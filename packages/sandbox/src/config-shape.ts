@@ -46,6 +46,9 @@ export interface AlephConfig {
   readonly linux: {
     readonly cpuQuotaPercent?: number;
     readonly maxPids: number;
+    readonly maxOpenFiles?: number;
+    readonly maxFileMb?: number;
+    readonly tmpfsSizeMb?: number;
     readonly protectedPaths: readonly string[];
     readonly protectAllGit: boolean;
     readonly landlock: 'best-effort' | 'required';
@@ -110,6 +113,9 @@ export function toConfig(file: FileConfig, home: string, source?: string): Aleph
         ? {}
         : { cpuQuotaPercent: file.linux.cpu_quota_percent }),
       maxPids: file.linux.max_pids,
+      ...(file.linux.max_open_files === undefined ? {} : { maxOpenFiles: file.linux.max_open_files }),
+      ...(file.linux.max_file_mb === undefined ? {} : { maxFileMb: file.linux.max_file_mb }),
+      ...(file.linux.tmpfs_size_mb === undefined ? {} : { tmpfsSizeMb: file.linux.tmpfs_size_mb }),
       protectedPaths: file.linux.protected_paths,
       protectAllGit: file.linux.protect_all_git,
       landlock: file.linux.landlock,

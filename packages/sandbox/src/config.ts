@@ -185,6 +185,21 @@ export const ConfigFileSchema = z
               .optional()
               .describe('CPU limit in percent of one core (cgroup v2 only).'),
             max_pids: positiveInt('processes', 200).default(200).describe('Process limit per execution.'),
+            max_open_files: positiveInt('files', 1024)
+              .optional()
+              .describe(
+                'Open files per process (RLIMIT_NOFILE). Default 1024, at most fs.file-max / (4 × max_pids).',
+              ),
+            max_file_mb: positiveInt('MiB', 1024)
+              .optional()
+              .describe(
+                'Largest file a command may write (RLIMIT_FSIZE; EFBIG or SIGXFSZ past it), on disk, tmpfs or memfd. Default: no limit.',
+              ),
+            tmpfs_size_mb: positiveInt('MiB', 512)
+              .optional()
+              .describe(
+                'Size of each of the private /tmp and /dev/shm. Default 512; a command with a memory limit gets at most half of it for each.',
+              ),
             ...protectedPathFields,
             landlock: z
               .enum(['best-effort', 'required'], { error: 'must be "best-effort" or "required"' })

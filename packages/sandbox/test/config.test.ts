@@ -73,6 +73,9 @@ deny = ["evil.pypi.org"]
 [sandbox.linux]
 cpu_quota_percent = 50
 max_pids = 64
+max_open_files = 512
+max_file_mb = 100
+tmpfs_size_mb = 64
 protect_all_git = true
 landlock = "required"
 
@@ -94,6 +97,9 @@ jsonl_path = "~/.aleph/audit.jsonl"
     expect(c.linux).toMatchObject({
       cpuQuotaPercent: 50,
       maxPids: 64,
+      maxOpenFiles: 512,
+      maxFileMb: 100,
+      tmpfsSizeMb: 64,
       protectAllGit: true,
       landlock: 'required',
     });
