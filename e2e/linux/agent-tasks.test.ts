@@ -36,6 +36,9 @@ const KNOWN_BROKEN = new Set<string>([
   // command sees as untracked ones; `git clean -fd` tries to remove them, gets EBUSY (they are mount
   // points) and exits 1 ("warning: failed to remove .agents/: Device or resource busy").
   'git-clean',
+  // The same bug: `git stash -u` saves the stash and removes the untracked file, then its internal
+  // clean fails on the stubs, so it exits 1 and the command's `&&` chain stops before the pop.
+  'git-stash-untracked',
 ]);
 
 const stack = linuxStack();
@@ -43,6 +46,20 @@ const CLEAN_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 const GIT_NAME = 'Host User';
 const GIT_EMAIL = 'host@example.test';
 const UNPRIVILEGED = 65534;
+// The host user's ~/.gitconfig: the identity, and what must never reach a sandbox (a credential helper,
+// a URL rewrite, an include).
+const HOST_GITCONFIG = [
+  '[user]',
+  `\tname = ${GIT_NAME}`,
+  `\temail = ${GIT_EMAIL}`,
+  '[credential]',
+  '\thelper = store',
+  '[url "https://mirror.invalid/"]',
+  '\tinsteadOf = https://github.com/',
+  '[include]',
+  '\tpath = ~/.gitconfig.local',
+  '',
+].join('\n');
 const STUBS = ['.aleph', '.codex', '.agents'];
 
 interface Identity {
@@ -146,6 +163,8 @@ interface TaskContext {
   repo: string;
   /** The session's HOME on the host (`<HOME>/.aleph/homes/<key>`). */
   home: string;
+  /** The granted directory outside the repository (a task with `grant`). */
+  grant: string;
   /** Runs host git in the repository as the identity, with the scratch HOME; returns its stdout. */
   git: (...args: string[]) => string;
 }
@@ -177,6 +196,13 @@ interface Task {
   /** A shell script (`sh -c`), or an argv run directly. */
   command: string | string[];
   input?: string | Buffer;
+  /** `--cwd`, relative to the repository. */
+  cwd?: string;
+  /**
+   * Also grant (`--allow-write`) a directory of the identity's outside the repository; `{grant}` in the
+   * command names it. It gets the same owner, mode and residue checks as the repository.
+   */
+  grant?: Pick<Expect, 'added' | 'changed'>;
   expect: Expect;
 }
 
@@ -239,6 +265,16 @@ const TASKS: Task[] = [
       added: ['docs/NOTES.md'],
       removed: ['docs/notes.md'],
       status: ' D docs/notes.md\n?? docs/NOTES.md\n',
+    },
+  },
+  {
+    id: 'symlink-and-hardlink-inside',
+    command:
+      'ln -s ../README.md docs/readme-link && ln README.md README.copy && cat docs/readme-link | head -1',
+    expect: {
+      stdout: '# demo\n',
+      added: ['docs/readme-link', 'README.copy'],
+      status: '?? README.copy\n?? docs/readme-link\n',
     },
   },
   {
@@ -313,6 +349,11 @@ const TASKS: Task[] = [
     },
   },
   {
+    id: 'git-stash-untracked',
+    command: 'echo new > untracked.txt && git stash -u -q && git stash pop -q && git status --porcelain',
+    expect: { stdout: '?? untracked.txt\n', added: ['untracked.txt'], status: '?? untracked.txt\n' },
+  },
+  {
     id: 'git-restore',
     command: 'echo junk > README.md && git restore README.md && git status --porcelain',
     expect: { stdout: '', status: '' },
@@ -351,6 +392,23 @@ const TASKS: Task[] = [
     id: 'npm-test',
     command: 'cd web && npm test 2>&1',
     expect: { stdout: /# pass 2\n[\s\S]*# fail 0\n/, status: '' },
+  },
+  {
+    id: 'npm-test-with-cwd',
+    command: 'npm test 2>&1 && pwd',
+    cwd: 'web',
+    expect: { stdout: /# pass 2\n[\s\S]*# fail 0\n[\s\S]*\/web\n$/, status: '' },
+  },
+  {
+    id: 'write-grant-outside-repo',
+    command:
+      'cp native/hello.c {grant}/copy.c && echo more >> {grant}/existing.txt && cat {grant}/existing.txt',
+    grant: { added: ['copy.c'], changed: ['existing.txt'] },
+    expect: {
+      stdout: 'kept\nmore\n',
+      check: (_r, { grant }) =>
+        expect(readFileSync(path.join(grant, 'copy.c'), 'utf8')).toBe(TEMPLATE['native/hello.c']),
+    },
   },
   {
     id: 'make',
@@ -435,7 +493,12 @@ const TASKS: Task[] = [
       'mkdir -p "$XDG_CACHE_HOME/agent-tool" && echo cached > "$XDG_CACHE_HOME/agent-tool/entry" && echo rc > ~/.agentrc && echo "$HOME" && git config --global user.email',
     expect: {
       stdout: `/run/aleph/home\n${GIT_EMAIL}\n`,
-      home: { '.cache/agent-tool/entry': 'cached\n', '.agentrc': 'rc\n' },
+      home: {
+        '.cache/agent-tool/entry': 'cached\n',
+        '.agentrc': 'rc\n',
+        // Only the identity of the host's ~/.gitconfig.
+        '.gitconfig': /^\[user\]\n\tname = "?Host User"?\n\temail = "?host@example\.test"?\n$/,
+      },
     },
   },
   {
@@ -446,7 +509,13 @@ const TASKS: Task[] = [
   {
     id: 'npm-init',
     command: 'mkdir tool && cd tool && npm init -y >/dev/null && node -p "require(\'./package.json\').name"',
-    expect: { stdout: 'tool\n', added: ['tool', 'tool/package.json'], status: '?? tool/\n' },
+    expect: {
+      stdout: 'tool\n',
+      added: ['tool', 'tool/package.json'],
+      status: '?? tool/\n',
+      // npm's own directory (logs, cache) is in the session home, not the repository.
+      check: (_r, { home }) => expect(existsSync(path.join(home, '.npm'))).toBe(true),
+    },
   },
   {
     id: 'exit-code-and-stderr',
@@ -579,6 +648,13 @@ const runArgs = (repo: string, session: string, command: string | string[], extr
   ...(typeof command === 'string' ? ['sh', '-c', command] : command),
 ];
 
+/** Gives `dir` and everything in it to the identity (when that is another uid). */
+function chownR(env: Env, ...dirs: string[]): void {
+  if (env.identity.uid === self) return;
+  const r = spawnSync('chown', ['-R', `${env.identity.uid}:${env.identity.uid}`, ...dirs]);
+  if (r.status !== 0) throw new Error(`chown failed: ${r.stderr}`);
+}
+
 /** Builds the template repository as the identity: files, modes, then `git init` and a first commit. */
 function makeTemplate(env: Env): void {
   const t = env.template;
@@ -587,10 +663,7 @@ function makeTemplate(env: Env): void {
     writeFileSync(path.join(t, rel), content);
   }
   for (const [rel, mode] of Object.entries(TEMPLATE_MODES)) chmodSync(path.join(t, rel), mode);
-  if (env.identity.uid !== self) {
-    const r = spawnSync('chown', ['-R', `${env.identity.uid}:${env.identity.uid}`, t]);
-    if (r.status !== 0) throw new Error(`chown failed: ${r.stderr}`);
-  }
+  chownR(env, t);
   hostRun(env, ['git', 'init', '-q', '-b', 'main', '.'], t);
   hostRun(env, ['git', 'add', '-A'], t);
   hostRun(env, ['git', 'commit', '-qm', 'initial'], t);
@@ -701,14 +774,8 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
             mkdirSync(env.home, { mode: 0o700 });
             mkdirSync(env.template, { mode: 0o755 });
             // The HOST user's git identity, in a scratch HOME (never the real one).
-            writeFileSync(
-              path.join(env.home, '.gitconfig'),
-              `[user]\n\tname = ${GIT_NAME}\n\temail = ${GIT_EMAIL}\n`,
-            );
-            if (identity.uid !== self) {
-              const r = spawnSync('chown', ['-R', `${identity.uid}:${identity.uid}`, env.home, env.template]);
-              if (r.status !== 0) throw new Error(`chown failed: ${r.stderr}`);
-            }
+            writeFileSync(path.join(env.home, '.gitconfig'), HOST_GITCONFIG);
+            chownR(env, env.home, env.template);
             makeTemplate(env);
           });
           afterAll(() => {
@@ -722,8 +789,20 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
               async () => {
                 const repo = freshRepo(env, task.id);
                 const session = `task-${task.id}`;
+                const grant = `${repo}-grant`;
+                const extra = ['--allow-spawn'];
+                if (task.cwd !== undefined) extra.push('--cwd', task.cwd);
+                if (task.grant !== undefined) {
+                  mkdirSync(grant, { mode: 0o750 });
+                  writeFileSync(path.join(grant, 'existing.txt'), 'kept\n', { mode: 0o640 });
+                  chownR(env, grant);
+                  extra.push('--allow-write', grant);
+                }
+                const command =
+                  typeof task.command === 'string' ? task.command.replaceAll('{grant}', grant) : task.command;
                 const before = snapshot(repo);
-                const r = await runCli(env, runArgs(repo, session, task.command, ['--allow-spawn']), {
+                const grantBefore = task.grant === undefined ? undefined : snapshot(grant);
+                const r = await runCli(env, runArgs(repo, session, command, extra), {
                   ...(task.input === undefined ? {} : { input: task.input }),
                 });
                 const e = task.expect;
@@ -751,7 +830,9 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
                   if (typeof want === 'string') expect(text, rel).toBe(want);
                   else expect(text, rel).toMatch(want);
                 }
-                e.check?.(r, { repo, home, git: (...args) => hostRun(env, ['git', ...args], repo) });
+                if (grantBefore !== undefined && task.grant !== undefined)
+                  checkTree(env, grant, grantBefore, snapshot(grant), task.grant);
+                e.check?.(r, { repo, home, grant, git: (...args) => hostRun(env, ['git', ...args], repo) });
               },
               120_000,
             );
@@ -783,6 +864,9 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
               expect(next.status, next.stderr).toBe(0);
             }
             expect(gone(), `stubs left (supervisor cleaned: ${bySupervisor})`).toBe(true);
+            console.info(
+              `[agent-tasks ${identity.key}] stubs of the SIGKILLed run removed by ${bySupervisor ? "the helper's supervisor" : 'the next run'}`,
+            );
             const left = () =>
               spawnSync('pgrep', ['-f', `sleep ${tag}`], { encoding: 'utf8' }).stdout.trim() === '';
             expect(await poll(left, 40), 'the command died with the CLI').toBe(true);
