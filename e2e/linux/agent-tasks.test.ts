@@ -874,6 +874,46 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
             expect(hostGitStatus(env, repo)).toMatchObject({ status: 0, stdout: '' });
           }, 60_000);
 
+          it('two runs at once in one workspace share the stubs: the first to end leaves the other protected, the last removes them', async () => {
+            const repo = freshRepo(env, 'overlap');
+            const before = snapshot(repo);
+            let short: RunResult | undefined;
+            let stubsAfterShort: string[] = [];
+            // The long run waits (a bounded number of rounds) for the host to say the short one has ended.
+            const long = runCli(
+              env,
+              runArgs(
+                repo,
+                'overlap',
+                [
+                  'echo started',
+                  'for i in $(seq 1 400); do [ -e go ] && echo go && break; sleep 0.05; done',
+                  'rm -f go',
+                  'mkdir .aleph/evil 2>/dev/null && echo MADE-DIR',
+                  'echo x > .aleph/evil.txt 2>/dev/null && echo WROTE-FILE',
+                  'mkdir -p .git/hooks 2>/dev/null; echo evil > .git/hooks/pre-commit 2>/dev/null && echo WROTE-HOOK',
+                  'echo done',
+                ].join('\n'),
+                ['--allow-spawn'],
+              ),
+              {
+                act: (child) => {
+                  child.stdout?.once('data', async () => {
+                    short = await runCli(env, runArgs(repo, 'overlap', ['true']));
+                    stubsAfterShort = STUBS.filter((st) => existsSync(path.join(repo, st)));
+                    hostRun(env, ['touch', 'go'], repo);
+                  });
+                },
+              },
+            );
+            const r = await long;
+            expect(r.status, r.stderr).toBe(0);
+            expect(short?.status, short?.stderr).toBe(0);
+            expect(stubsAfterShort, 'stubs still there for the run that goes on').toEqual(STUBS);
+            expect(r.stdout.toString('utf8')).toBe('started\ngo\ndone\n');
+            checkTree(env, repo, before, snapshot(repo), {});
+          }, 60_000);
+
           it('a timeout (--timeout 1 on sleep 10) exits 124 and leaves no stubs', async () => {
             const repo = freshRepo(env, 'timeout');
             const before = snapshot(repo);
