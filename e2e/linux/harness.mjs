@@ -1,8 +1,15 @@
 #!/usr/bin/env node
 // Runs a list of commands through WorkspaceSandbox + the Linux driver and prints one JSON result per
 // step. The e2e tests run it as root and, through setpriv, as an unprivileged uid.
-// Input (stdin): { workspaceRoot, driver: { maxPids?, resolve?: { name: [ips] }, … }, steps: [{ id, session?, command, hold? }] }
-import { openSync, readFileSync } from 'node:fs';
+// Input (stdin): { workspaceRoot, driver: { maxPids?, resolve?: { name: [ips] }, … },
+//   steps: [{ id, session?, command, hold? }],
+//   parallel?: run every step at once instead of one after the other; a step may then have
+//     repeat (run N times in a row, ids `id#k`, `{k}` in its session replaced by k), waitFor (a host path that must exist before it starts)
+//     and background (an attacker: it is not waited for before `stopFile` is created),
+//   stopFile?: created on the host once every step that is not `background` has finished,
+//   workspaces?: { session: path } (workspaceFor), approve?: 'all' (default) | 'none' }
+import { existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createLinuxDriver } from '@aleph/driver-linux';
 import { createStaticResolver } from '@aleph/proxy';
 import { ApprovalGate, WorkspaceSandbox } from '@aleph/sandbox-core';
@@ -14,23 +21,26 @@ const driver = createLinuxDriver({
   ...(resolve ? { proxy: { resolver: createStaticResolver(resolve, false) } } : {}),
 });
 const probe = await driver.probe();
+const outcome = plan.approve === 'none' ? 'denied' : 'approved';
+const workspaces = plan.workspaces ?? {};
 const sandbox = new WorkspaceSandbox({
   driver,
   workspaceRoot: plan.workspaceRoot,
-  approvalGate: new ApprovalGate({ requester: { requestApproval: async () => ({ outcome: 'approved' }) } }),
+  approvalGate: new ApprovalGate({ requester: { requestApproval: async () => ({ outcome }) } }),
   defaultTimeoutMs: 20_000,
+  ...(plan.workspaces ? { workspaceFor: (id) => workspaces[id] } : {}),
 });
 // An open descriptor on a secret, to prove descriptors do not leak into the sandbox.
 if (plan.secretFile) openSync(plan.secretFile, 'r');
-const results = [];
-for (const step of plan.steps) {
-  const sessionId = step.session ?? 'e2e';
+
+async function runStep(step, id, k = 0) {
+  const sessionId = (step.session ?? 'e2e').replaceAll('{k}', String(k));
   const workspace = sandbox.workspacePath(sessionId);
   const command = JSON.parse(JSON.stringify(step.command).replaceAll('{ws}', workspace));
   try {
     const out = await sandbox.execute({ sessionId, ...command });
-    results.push({
-      id: step.id,
+    return {
+      id,
       workspace,
       exitCode: out.exitCode,
       signal: out.signal,
@@ -38,10 +48,25 @@ for (const step of plan.steps) {
       stderr: out.stderrText,
       timedOut: out.timedOut,
       notEnforced: out.details.notEnforced,
-    });
+    };
   } catch (error) {
-    results.push({ id: step.id, workspace, error: { code: error.code, message: error.message } });
+    return { id, workspace, error: { code: error.code, message: error.message } };
   }
+}
+
+const results = [];
+if (plan.parallel) {
+  const running = plan.steps.map(async (step) => {
+    for (let i = 0; step.waitFor && !existsSync(step.waitFor) && i < 400; i++) await sleep(50);
+    const repeat = step.repeat ?? 1;
+    for (let k = 0; k < repeat; k++)
+      results.push(await runStep(step, repeat === 1 ? step.id : `${step.id}#${k}`, k));
+  });
+  await Promise.all(running.filter((_, i) => !plan.steps[i].background));
+  if (plan.stopFile) writeFileSync(plan.stopFile, '');
+  await Promise.all(running);
+} else {
+  for (const step of plan.steps) results.push(await runStep(step, step.id));
 }
 await sandbox.dispose();
 process.stdout.write(
