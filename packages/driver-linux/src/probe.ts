@@ -6,6 +6,7 @@ import type { ProbeMechanism, ProbeResult } from '@aleph/sandbox-core';
 import { type CgroupInfo, detectCgroup } from './cgroup.js';
 import type { HostFacts } from './host.js';
 import { hostSeccompArch } from './seccomp.js';
+import type { LinuxTierId } from './tiers.js';
 
 const run = promisify(execFile);
 
@@ -15,6 +16,10 @@ export interface LinuxProbe extends ProbeResult {
   readonly helperPath: string;
   readonly landlockAbi: number;
   readonly cgroup: CgroupInfo;
+  /** The tier the preflight chose (`null`: none ran), once the driver folded it in. */
+  readonly tierId?: LinuxTierId | null;
+  /** What that tier does not enforce, each `name: sentence`. */
+  readonly notEnforced?: readonly string[];
 }
 
 /** Finds an executable on PATH. */
@@ -141,14 +146,8 @@ export async function probeLinux(options: {
     options.landlock === 'required',
   );
 
-  // User namespaces: needed when not root (bwrap unprivileged).
-  if (options.host.isRoot) {
-    note(
-      'user-namespaces',
-      { available: true, detail: 'not needed: bwrap runs as root and the helper drops to the sandbox uid' },
-      false,
-    );
-  } else if (bwrapPath !== null) {
+  // User namespaces: what a non-root host runs in, and tier 2 of a root host (tried on both).
+  if (bwrapPath !== null) {
     let ok = false;
     let error = '';
     try {
@@ -171,7 +170,7 @@ export async function probeLinux(options: {
       ok
         ? { available: true, detail: 'unprivileged user namespaces work' }
         : { available: false, detail: `bwrap cannot create a user namespace: ${error}`, fix },
-      true,
+      !options.host.isRoot,
     );
   }
 

@@ -180,7 +180,12 @@ describe.each(['x86_64', 'aarch64'] as const)('seccomp program (%s)', (arch: Sec
     });
 
     it('extraDenied adds syscalls to the denylist', () => {
-      const p = buildSeccompProgram({ arch, network: 'pairs-only', denySpawn: false, extraDenied: ['shmget'] });
+      const p = buildSeccompProgram({
+        arch,
+        network: 'pairs-only',
+        denySpawn: false,
+        extraDenied: ['shmget'],
+      });
       expect(call(p.bytes, 'shmget')).toBe(EPERM);
       expect(call(build('pairs-only').bytes, 'shmget')).toBe(ALLOW);
     });
