@@ -67,6 +67,7 @@ async function platformDriver(
       sandboxUidRange: config.linux.sandboxUidRange,
       ...(config.linux.homeRoot === undefined ? {} : { homeRoot: config.linux.homeRoot }),
       allowLoaderEnv: config.linux.allowLoaderEnv,
+      minimumTier: config.linux.minimumTier,
       ...(config.linux.cpuQuotaPercent === undefined
         ? {}
         : { cpuQuotaPercent: config.linux.cpuQuotaPercent }),
