@@ -47,6 +47,8 @@ process.stdout.write(
   JSON.stringify({
     uid: process.getuid(),
     tier: probe.tier,
+    tierId: probe.tierId,
+    notEnforced: probe.notEnforced,
     available: probe.available,
     problems: probe.problems,
     results,

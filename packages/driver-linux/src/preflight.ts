@@ -118,6 +118,18 @@ export function withTiers(
       };
   }
   mechanisms['apparmor-userns'] = apparmorUserns();
+  if (selection.tier === 'user-namespace' && base.mechanisms.identity?.detail.startsWith('host is root'))
+    mechanisms.identity = {
+      available: true,
+      detail:
+        'host is root without what tier 1 needs: commands run as uid 0 with no capabilities, shown as uid 65533 in a user namespace',
+    };
+  if (selection.tier === 'direct')
+    mechanisms.identity = {
+      available: true,
+      detail:
+        "commands keep the host's uid with every capability dropped (bounding set included) and no_new_privs",
+    };
   if (selection.tier === undefined) {
     const tried = selection.attempts.map(
       (a) => `tier ${linuxTier(a.tier).number}: ${a.detail}${a.fix ? ` — fix: ${a.fix}` : ''}`,
