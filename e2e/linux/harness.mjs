@@ -73,6 +73,8 @@ process.stdout.write(
   JSON.stringify({
     uid: process.getuid(),
     tier: probe.tier,
+    tierId: probe.tierId,
+    notEnforced: probe.notEnforced,
     available: probe.available,
     problems: probe.problems,
     notEnforced: probe.notEnforced,

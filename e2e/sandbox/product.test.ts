@@ -400,6 +400,9 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           timedOut: false,
           stdoutTruncated: false,
         });
+        // Which tier ran it and what that tier leaves unenforced (nothing in tiers 1 and 2 as this user).
+        expect(out.details.tier).toMatch(/^(namespaces|user-namespace|direct)$/);
+        expect(Array.isArray(out.details.notEnforced)).toBe(true);
         expect(readFileSync(path.join(ws, 'f'), 'utf8')).toBe('x\n');
       });
 
@@ -466,11 +469,15 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
       it('doctor reports the tier and mechanisms; --json too', async () => {
         const text = await runCli(['doctor'], { home });
         expect(text.code).toBe(0);
-        expect(text.stdout).toMatch(/tier: bubblewrap namespaces \+ Landlock/);
+        // The tier the preflight ran a sandboxed `true` in, and what the rest of the line says it uses.
+        expect(text.stdout).toMatch(/tier: tier \d: .* — Landlock ABI \d+ \+ seccomp-BPF/);
+        expect(text.stdout).toMatch(/ok {3}tier-\d: .*ran a sandboxed `true`/);
         expect(text.stdout).toMatch(/ready: commands will run sandboxed/);
         const json = JSON.parse((await runCli(['doctor', '--json'], { home })).stdout);
         expect(json).toMatchObject({ driver: 'linux', available: true });
         expect(json.mechanisms.bubblewrap.available).toBe(true);
+        expect(['namespaces', 'user-namespace', 'direct']).toContain(json.tierId);
+        expect(Array.isArray(json.notEnforced)).toBe(true);
       });
 
       it('profile prints the plan without running anything', async () => {
@@ -481,6 +488,8 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         const json = JSON.parse((await runCli(['profile', '--json', '--', 'ls'], { home })).stdout);
         expect(json.driver).toBe('linux');
         expect(json.seccomp.network).toBe('loopback');
+        expect(r.stdout).toMatch(/^ {2}tier: (namespaces|user-namespace)$/m);
+        expect(json.tier).toMatch(/^(namespaces|user-namespace)$/);
       });
 
       it('policy and proxy delegate to their CLIs', async () => {

@@ -19,6 +19,7 @@
  *      the command's environment never passes through bwrap or this helper's own environment.
  *
  * `aleph-sandbox-init --launch … -- bwrap …` runs on the host instead: see launch.c.
+ * `aleph-sandbox-init --direct …` does the same steps on the host itself, without namespaces: see direct.c.
  * `aleph-sandbox-init --enter-cgroup DIR -- PROGRAM…` runs on the host too: it moves itself into the
  * cgroup DIR (writing to DIR/cgroup.procs) and execs PROGRAM, so nothing PROGRAM starts escapes it.
  *
@@ -237,12 +238,25 @@ int main(int argc, char **argv) {
   }
   if (argc == 2 && strcmp(argv[1], "--probe") == 0) return probe();
   if (argc >= 2 && strcmp(argv[1], "--enter-cgroup") == 0) return enter_cgroup(argc, argv);
+  if (argc >= 2 && strcmp(argv[1], "--direct") == 0) {
+    direct_mode = 1;
+    argv[1] = argv[0];
+    argv++;
+    argc--;
+  }
   struct options o;
   parse_args(argc, argv, &o);
 
+  if (direct_mode) {
+    if (mount_ops_count() > 0) die("--direct makes no mounts");
+    if (strcmp(o.landlock_mode, "off") == 0) die("--direct needs Landlock (--landlock required)");
+    o.landlock_mode = "required";
+    if (setsid() < 0 && getpgrp() != getpid()) die("setsid: %s", strerror(errno));
+  }
   mount_ops_apply();
   char **env = o.env_fd >= 0 ? read_env(o.env_fd) : NULL;
-  drop_identity(&o);
+  if (direct_mode && o.uid < 0) direct_drop_capabilities();
+  else drop_identity(&o);
   if (o.chdir != NULL && chdir(o.chdir) < 0) die("cannot change to the directory %s: %s", o.chdir, strerror(errno));
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die("PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
 

@@ -45,7 +45,7 @@ extern char **environ;
 
 #endif
 
-#define MAX_ITEMS 256
+#define MAX_ITEMS 1024
 
 struct path_rule {
   const char *path;
@@ -93,6 +93,13 @@ int launch_main(int argc, char **argv);
 /* mounts.c: user-path mounts made inside the sandbox from descriptors. */
 int mount_op_parse(const char *op, char **argv, int argc, int *i);
 void mount_ops_apply(void);
+int mount_ops_count(void);
+
+/* direct.c: tier 3, no namespaces (`--direct`), and the launcher's `--reap`. */
+extern int direct_mode;
+void direct_drop_capabilities(void);
+void reap_prepare(void);
+void reap_descendants(void);
 
 extern char **environ;
 

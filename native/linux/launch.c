@@ -332,6 +332,7 @@ int launch_main(int argc, char **argv) {
   prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
   if (getppid() != parent) die("launch: the parent exited");
   long uid = -1;
+  int reap = 0;
   const char *cgroup = NULL;
   int i = 2;
   for (; i < argc; i++) {
@@ -353,6 +354,9 @@ int launch_main(int argc, char **argv) {
       i += 2;
     } else if (strcmp(a, "--uid") == 0 && left >= 1) {
       uid = parse_long(argv[++i], "uid");
+    } else if (strcmp(a, "--reap") == 0) {
+      reap = 1; /* tier 3: no PID namespace takes PROGRAM's leftovers down, so this process does */
+      reap_prepare();
     } else if (strcmp(a, "--enter-cgroup") == 0 && left >= 1) {
       cgroup = argv[++i];
     } else if (strcmp(a, "--open") == 0 && left >= 2) {
@@ -430,6 +434,7 @@ int launch_main(int argc, char **argv) {
   int status = 0;
   while (waitpid(c, &status, 0) < 0 && errno == EINTR) {
   }
+  if (reap) reap_descendants();
   release_roots();
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   int sig = WTERMSIG(status);

@@ -46,6 +46,8 @@ struct mount_op {
 static struct mount_op ops[MAX_ITEMS];
 static int nops;
 
+int mount_ops_count(void) { return nops; }
+
 int mount_op_parse(const char *op, char **argv, int argc, int *i) {
   int need = strcmp(op, "--mnt") == 0 ? 3 : strcmp(op, "--tmpfs-at") == 0 ? 3 : strcmp(op, "--mask-at") == 0 ? 1 : strcmp(op, "--verify") == 0 ? 2 : 0;
   if (need == 0) return 0;

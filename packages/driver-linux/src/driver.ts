@@ -1,8 +1,10 @@
-import { existsSync, mkdirSync, readdirSync, realpathSync, statSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { constants as osConstants } from 'node:os';
+import os, { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { ProxyPool } from '@aleph/proxy/pool';
 import {
   createSandboxOutput,
@@ -22,8 +24,10 @@ import {
   type SandboxCapabilities,
   type SandboxOutput,
   sessionKeyToFilename,
+  strictCapabilities,
 } from '@aleph/sandbox-core';
 import { CgroupManager, detectCgroup } from './cgroup.js';
+import { buildDirectProfile, PROXY_PORT_ARG } from './direct-profile.js';
 import { encodeEnv, refuseLoaderEnv } from './env.js';
 import { readHostFacts } from './host.js';
 import { defaultMaxOpenFiles, readFileMax, readOpenFilesHardLimit } from './limits.js';
@@ -31,13 +35,19 @@ import { linuxNotEnforced } from './not-enforced.js';
 import {
   BRIDGE_PORT,
   DEFAULT_MAX_PIDS,
+  DEFAULT_SANDBOX_UID,
   DEFAULT_SANDBOX_UID_RANGE,
+  INNER_HOME,
   type LinuxDriverOptions,
 } from './options.js';
+import { selectTier, type TierSelection, withTiers } from './preflight.js';
 import { type LinuxProbe, probeLinux, which } from './probe.js';
 import { buildLinuxProfile, type LinuxProfile } from './profile.js';
 import { hostSeccompArch } from './seccomp.js';
 import { ensureSessionHome, type GitIdentity, readGitIdentity, sessionHomeEnv } from './session-home.js';
+import { candidateTiers, type LinuxTierId, linuxTier, tierGaps } from './tiers.js';
+
+const execFileAsync = promisify(execFile);
 
 /** The only environment bwrap and the host side of the helper ever get. */
 const HOST_SIDE_ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } as const;
@@ -62,7 +72,7 @@ export const LINUX_CAPABILITIES: readonly DriverCapabilityId[] = [
 export interface LinuxDriver extends OsSandboxDriver {
   readonly name: 'linux';
   probe(): Promise<LinuxProbe>;
-  profileFor(caps: SandboxCapabilities, cwd: string, context: ProfileContext): LinuxProfile;
+  profileFor(caps: SandboxCapabilities, cwd: string, context: ProfileContext): Promise<LinuxProfile>;
 }
 
 function defaultHelperPath(): string {
@@ -154,35 +164,62 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
   ];
   const vaultPaths = options.vaultPaths ?? defaultVaultPaths(host.home);
   const envAllowlist = options.envAllowlist ?? DEFAULT_ENV_ALLOWLIST;
-  const pool = new ProxyPool({
+  const poolOptions = {
     ...(options.proxy?.deny === undefined ? {} : { deny: options.proxy.deny }),
     ...(options.proxy?.resolver === undefined ? {} : { resolver: options.proxy.resolver }),
     ...(options.proxy?.idleMs === undefined ? {} : { idleMs: options.proxy.idleMs }),
     ...(options.proxy?.parent === undefined ? {} : { parent: options.proxy.parent }),
+  };
+  const pool = new ProxyPool({
+    ...poolOptions,
     // The sandboxed program (and its bridge) run as another uid when the host is root.
     transport: { kind: 'unix', socketMode: host.isRoot ? 0o666 : 0o600 },
   });
+  // Tier 3 has no network namespace to bridge into: its commands reach a proxy on the host's loopback.
+  let loopbackPool: ProxyPool | undefined;
+  const minimumTier = options.minimumTier ?? 3;
+  let selection: Promise<TierSelection> | undefined;
+  let facts: Promise<{ landlockAbi: number; cgroup: boolean }> | undefined;
+  const privateTmps = new Map<string, number>();
   let probed: Promise<LinuxProbe> | undefined;
   let cgroups: CgroupManager | undefined;
   let disposed = false;
   let ready: { bwrapPath: string; tier: string } | undefined;
 
-  const probe = (): Promise<LinuxProbe> => {
-    probed ??= probeLinux({
-      host,
-      bwrap: options.bwrapPath ?? 'bwrap',
-      helperPath,
-      landlock,
-      ...(options.cgroupRoot === undefined ? {} : { cgroupRoot: options.cgroupRoot }),
-      ...(sandboxUid === undefined ? {} : { sandboxUid }),
-      maxFileMb: options.maxFileMb,
-      cpuQuotaPercent: options.cpuQuotaPercent,
+  /** What the gaps of a tier depend on: the Landlock ABI (from the helper) and a delegated cgroup. */
+  const hostFacts = () => {
+    facts ??= (async () => {
+      let landlockAbi = 0;
+      try {
+        landlockAbi = (
+          JSON.parse((await execFileAsync(helperPath, ['--probe'])).stdout) as { landlock_abi: number }
+        ).landlock_abi;
+      } catch {
+        // no helper: every tier fails its preflight and says why
+      }
+      return { landlockAbi, cgroup: detectCgroup(options.cgroupRoot).available };
+    })();
+    return facts;
+  };
+  const gapsOf = async (tier: LinuxTierId) => {
+    const f = await hostFacts();
+    return tierGaps(tier, {
+      isRoot: host.isRoot,
+      cgroup: f.cgroup,
+      landlockAbi: f.landlockAbi,
+      directUid: host.isRoot ? sandboxUid : undefined,
     });
-    return probed;
   };
 
-  const profileFor = (caps: SandboxCapabilities, cwd: string, context: ProfileContext): LinuxProfile =>
-    buildLinuxProfile(caps, cwd, context.workspace, {
+  /** The plan of one execution in `tier`. */
+  const buildFor = async (
+    tier: LinuxTierId,
+    caps: SandboxCapabilities,
+    cwd: string,
+    workspace: string,
+    sessionKey: string | undefined,
+  ): Promise<LinuxProfile> => {
+    const common = {
       host,
       arch,
       helperPath,
@@ -195,14 +232,116 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       uidRange,
       stateDir,
       sessionHome:
-        homeRoot === undefined ? undefined : path.join(homeRoot, sessionKeyToFilename(context.sessionId)),
+        homeRoot === undefined || sessionKey === undefined ? undefined : path.join(homeRoot, sessionKey),
       maxPids,
       maxOpenFiles,
       maxFileMb: options.maxFileMb,
       tmpfsSizeMb: options.tmpfsSizeMb,
       cpuQuotaPercent: options.cpuQuotaPercent,
+      tier,
+      notEnforced: await gapsOf(tier),
+    };
+    if (tier === 'direct') {
+      return buildDirectProfile(caps, cwd, workspace, {
+        ...common,
+        proxySocket: undefined,
+        landlockAbi: (await hostFacts()).landlockAbi,
+        tmpDir: path.join(stateDir, 'tmp', sessionKey ?? 'preflight'),
+      });
+    }
+    return buildLinuxProfile(caps, cwd, workspace, {
+      ...common,
       proxySocket: caps.network.kind === 'allowHosts' ? pool.socketPath(caps.network.hosts) : undefined,
+      privileged: tier === 'namespaces',
+      ...(tier === 'user-namespace' && host.isRoot ? { innerUid: sandboxUid ?? DEFAULT_SANDBOX_UID } : {}),
     });
+  };
+
+  /** Runs `true` through `tier`, exactly as a command would run. */
+  const tryTier = async (tier: LinuxTierId): Promise<{ ok: boolean; detail: string }> => {
+    const ws = mkdtempSync(path.join(os.tmpdir(), 'aleph-preflight-'));
+    try {
+      const caps = strictCapabilities();
+      const profile = await buildFor(tier, caps, ws, ws, undefined);
+      const out = await driver.run({
+        sessionId: 'aleph-preflight',
+        workspace: ws,
+        program: 'true',
+        args: [],
+        env: {},
+        cwd: ws,
+        capabilities: caps,
+        profile,
+        timeoutMs: 15_000,
+        maxOutputBytes: 64 * 1024,
+      });
+      if (out.exitCode === 0) return { ok: true, detail: 'ran a sandboxed `true`' };
+      return {
+        ok: false,
+        detail: `\`true\` ended with ${out.exitCode ?? out.signal}: ${out.stderrText.trim() || '(no message)'}`,
+      };
+    } catch (error) {
+      return { ok: false, detail: (error as Error).message };
+    } finally {
+      rmSync(ws, { recursive: true, force: true });
+    }
+  };
+
+  const select = (): Promise<TierSelection> => {
+    selection ??= selectTier(
+      JSON.stringify([
+        helperPath,
+        options.bwrapPath ?? 'bwrap',
+        minimumTier,
+        host.uid,
+        stateDir,
+        sandboxUid,
+        uidRange,
+      ]),
+      candidateTiers(host.isRoot, minimumTier),
+      minimumTier,
+      tryTier,
+    );
+    return selection;
+  };
+
+  const probe = (): Promise<LinuxProbe> => {
+    probed ??= (async () => {
+      const base = await probeLinux({
+        host,
+        bwrap: options.bwrapPath ?? 'bwrap',
+        helperPath,
+        landlock,
+        ...(options.cgroupRoot === undefined ? {} : { cgroupRoot: options.cgroupRoot }),
+        ...(sandboxUid === undefined ? {} : { sandboxUid }),
+        maxFileMb: options.maxFileMb,
+        cpuQuotaPercent: options.cpuQuotaPercent,
+      });
+      const chosen = await select();
+      return withTiers(base, chosen, chosen.tier === undefined ? [] : await gapsOf(chosen.tier));
+    })();
+    return probed;
+  };
+
+  const profileFor = async (
+    caps: SandboxCapabilities,
+    cwd: string,
+    context: ProfileContext,
+  ): Promise<LinuxProfile> => {
+    const chosen = await select();
+    if (chosen.tier === undefined) {
+      const tried = chosen.attempts.map(
+        (a) => `tier ${linuxTier(a.tier).number}: ${a.detail}${a.fix ? ` (fix: ${a.fix})` : ''}`,
+      );
+      throw new DriverError(
+        'ALEPH_DRIVER_UNAVAILABLE',
+        'linux',
+        `the Linux sandbox cannot run here: no tier at least as strong as minimum_tier = ${minimumTier} ran a sandboxed \`true\`; ${tried.join('; ')}`,
+        { details: { attempts: chosen.attempts } },
+      );
+    }
+    return buildFor(chosen.tier, caps, cwd, context.workspace, sessionKeyToFilename(context.sessionId));
+  };
 
   const driver: LinuxDriver = defineDriver({
     name: 'linux' as const,
@@ -215,10 +354,12 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       // The run path checks only what it cannot do without (bwrap, the helper, an architecture with
       // seccomp tables); the helper itself enforces a required Landlock, and bwrap reports namespace
       // failures. probe() does the full, slower inspection for doctor.
-      if (ready === undefined) {
+      const profile = request.profile as LinuxProfile;
+      const direct = profile.tier === 'direct';
+      if (ready === undefined || (ready.bwrapPath === '' && !direct)) {
         const bwrapPath = which(options.bwrapPath ?? 'bwrap');
         const problems: string[] = [];
-        if (bwrapPath === null)
+        if (bwrapPath === null && !direct)
           problems.push('bubblewrap: bwrap not found on PATH; fix: apt-get install -y bubblewrap');
         if (!existsSync(helperPath)) {
           problems.push(
@@ -227,7 +368,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
         }
         if (hostSeccompArch() === undefined)
           problems.push(`architecture: ${process.arch} has no seccomp tables here`);
-        if (bwrapPath === null || problems.length > 0) {
+        if (problems.length > 0) {
           throw new DriverError(
             'ALEPH_DRIVER_UNAVAILABLE',
             'linux',
@@ -239,10 +380,9 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
         }
         const info = detectCgroup(options.cgroupRoot);
         cgroups = info.available ? new CgroupManager(info) : undefined;
-        ready = { bwrapPath, tier: cgroups === undefined ? 'rlimits' : 'cgroup v2' };
+        ready = { bwrapPath: bwrapPath ?? '', tier: cgroups === undefined ? 'rlimits' : 'cgroup v2' };
       }
       const p = ready;
-      const profile = request.profile as LinuxProfile;
       if (profile.driver !== 'linux' || !Array.isArray(profile.bwrapArgs)) {
         throw new DriverError('ALEPH_DRIVER_FAILED', 'linux', 'the profile was not made by the Linux driver');
       }
@@ -257,22 +397,39 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
         ensureSessionHome(homeRoot, sessionKeyToFilename(request.sessionId), gitIdentity, topLevelProtected);
       }
 
+      if (direct) loopbackPool ??= new ProxyPool({ ...poolOptions, transport: { kind: 'loopback' } });
       const lease =
         request.capabilities.network.kind === 'allowHosts'
-          ? await pool.acquire(request.capabilities.network.hosts)
+          ? await (direct ? (loopbackPool as ProxyPool) : pool).acquire(request.capabilities.network.hosts)
           : undefined;
+      const tmpDir = direct ? (profile.tmpDir as string) : undefined;
       let leaf: string | undefined;
       try {
         // The command's environment goes to the helper on a pipe and is set only at its final execve.
         const env: Record<string, string> = {
           PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
           ...pickEnv(envAllowlist),
-          ...(profile.home === null ? { HOME: request.workspace } : sessionHomeEnv()),
-          TMPDIR: '/tmp',
+          ...(profile.home === null
+            ? { HOME: request.workspace }
+            : Object.fromEntries(
+                Object.entries(sessionHomeEnv()).map(([k, v]) => [
+                  k,
+                  (profile.home as { inner: string }).inner + v.slice(INNER_HOME.length),
+                ]),
+              )),
+          TMPDIR: tmpDir ?? '/tmp',
           ...request.env,
         };
+        if (tmpDir !== undefined) {
+          mkdirSync(tmpDir, { recursive: true, mode: 0o700 });
+          privateTmps.set(tmpDir, (privateTmps.get(tmpDir) ?? 0) + 1);
+        }
+        const proxyPort = lease === undefined ? undefined : lease.proxy.address?.port;
         if (lease !== undefined)
-          Object.assign(env, lease.proxy.env({ host: '127.0.0.1', port: BRIDGE_PORT }));
+          Object.assign(
+            env,
+            direct ? lease.proxy.env() : lease.proxy.env({ host: '127.0.0.1', port: BRIDGE_PORT }),
+          );
         // RLIMIT_NPROC counts every process of the uid, so a shared uid's budget is on top of what it
         // already runs; a uid of the command's own starts from nothing.
         const sharedUid = !host.isRoot
@@ -281,7 +438,15 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
             ? profile.identity.uid
             : undefined;
         const nproc = profile.limits.maxPids + (sharedUid === undefined ? 0 : processesOf(sharedUid));
-        const args = [...profile.bwrapArgs];
+        const args = direct
+          ? [
+              helperPath,
+              '--direct',
+              ...profile.helperArgs.map((a) => (a === PROXY_PORT_ARG ? String(proxyPort) : a)),
+              '--',
+            ]
+          : [p.bwrapPath, ...profile.bwrapArgs];
+        // Both end in the helper's `--`: the process limit is one of its options.
         args.splice(args.length - 1, 0, '--rlimit', `NPROC=${nproc}`);
         args.push(request.program, ...request.args);
 
@@ -300,7 +465,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
         }
         const result = await runBoundedProcess({
           file: helperPath,
-          args: ['--launch', ...launch, '--', p.bwrapPath, ...args],
+          args: ['--launch', ...launch, '--', ...args],
           env: HOST_SIDE_ENV,
           cwd: '/',
           gracefulStop: { signal: 'SIGTERM', graceMs: 2000 },
@@ -350,18 +515,23 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
           durationMs: result.durationMs,
           details: {
             driver: 'linux',
+            tier: profile.tier,
             limits: p.tier,
             identity: profile.identity,
-            notEnforced: linuxNotEnforced({
-              cgroup: cgroups !== undefined,
-              isRoot: host.isRoot,
-              uid: host.isRoot ? (sandboxUid ?? 'per-run') : host.uid,
-              maxFileMb:
-                profile.limits.rlimits.FSIZE === undefined
-                  ? undefined
-                  : profile.limits.rlimits.FSIZE / (1024 * 1024),
-              cpuQuota: profile.limits.cpuQuotaPercent !== null,
-            }),
+            // What the tier leaves open, then what the limits leave unbounded.
+            notEnforced: [
+              ...profile.notEnforced,
+              ...linuxNotEnforced({
+                cgroup: cgroups !== undefined,
+                isRoot: host.isRoot,
+                uid: host.isRoot ? (sandboxUid ?? 'per-run') : host.uid,
+                maxFileMb:
+                  profile.limits.rlimits.FSIZE === undefined
+                    ? undefined
+                    : profile.limits.rlimits.FSIZE / (1024 * 1024),
+                cpuQuota: profile.limits.cpuQuotaPercent !== null,
+              }),
+            ],
             ...(killedBySignal === undefined ? {} : { exitStatus: result.exitCode }),
             ...(result.killedBy === null ? {} : { killedBy: result.killedBy }),
           },
@@ -377,12 +547,20 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       } finally {
         lease?.release();
         if (leaf !== undefined) await cgroups?.destroyLeaf(leaf);
+        if (tmpDir !== undefined) {
+          const users = (privateTmps.get(tmpDir) ?? 1) - 1;
+          if (users > 0) privateTmps.set(tmpDir, users);
+          else {
+            privateTmps.delete(tmpDir);
+            rmSync(tmpDir, { recursive: true, force: true });
+          }
+        }
       }
     },
 
     async dispose(): Promise<void> {
       disposed = true;
-      await pool.dispose();
+      await Promise.all([pool.dispose(), loopbackPool?.dispose()]);
     },
   });
   return driver;

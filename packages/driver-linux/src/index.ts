@@ -1,4 +1,5 @@
 export { type CgroupInfo, type CgroupLimits, CgroupManager, detectCgroup } from './cgroup.js';
+export { buildDirectProfile, etcRules } from './direct-profile.js';
 export { createLinuxDriver, LINUX_CAPABILITIES, type LinuxDriver } from './driver.js';
 export { type HostFacts, readHostFacts } from './host.js';
 export {
@@ -22,6 +23,7 @@ export {
   INNER_PROXY_SOCKET,
   type LinuxDriverOptions,
 } from './options.js';
+export { type TierAttempt, type TierSelection, withTiers } from './preflight.js';
 export { type LinuxProbe, probeLinux, which } from './probe.js';
 export { buildLinuxProfile, type LandlockRule, type LinuxProfile, type ProfileInputs } from './profile.js';
 export { type ProtectionPlan, planProtectedPaths, type Stub } from './protected.js';
@@ -41,3 +43,14 @@ export {
   type SeccompProgram,
 } from './seccomp.js';
 export { SYSCALLS } from './syscalls.js';
+export {
+  candidateTiers,
+  gapNames,
+  LINUX_TIERS,
+  type LinuxTier,
+  type LinuxTierId,
+  type LinuxTierNumber,
+  linuxTier,
+  type TierGapContext,
+  tierGaps,
+} from './tiers.js';

@@ -84,6 +84,13 @@ export interface LinuxDriverOptions {
     /** A parent HTTP proxy (CONNECT) the managed proxy reaches allowed hosts through. */
     readonly parent?: ParentProxy;
   };
+  /**
+   * The weakest tier a command may run in: 1 bubblewrap namespaces (root with `CAP_SYS_ADMIN`), 2 bubblewrap
+   * in a user namespace, 3 no namespaces (the helper alone: Landlock, seccomp, limits; only with Landlock).
+   * The preflight picks the strongest tier that runs `true` here; none at least this strong is an
+   * `ALEPH_DRIVER_UNAVAILABLE` error. Default 3.
+   */
+  readonly minimumTier?: 1 | 2 | 3;
   /** cgroup v2 mount point. Default: detected. Tests point it at a fake tree. */
   readonly cgroupRoot?: string;
 }

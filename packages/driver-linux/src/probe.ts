@@ -7,6 +7,7 @@ import { type CgroupInfo, detectCgroup } from './cgroup.js';
 import type { HostFacts } from './host.js';
 import { linuxNotEnforced } from './not-enforced.js';
 import { hostSeccompArch } from './seccomp.js';
+import type { LinuxTierId } from './tiers.js';
 
 const run = promisify(execFile);
 
@@ -16,8 +17,11 @@ export interface LinuxProbe extends ProbeResult {
   readonly helperPath: string;
   readonly landlockAbi: number;
   readonly cgroup: CgroupInfo;
-  /** What this host leaves unbounded with the driver's settings (see `linuxNotEnforced`). */
+  /** What this host leaves unbounded with the driver's settings (`linuxNotEnforced`), and, once the
+   * driver folded the preflight in, what the chosen tier does not enforce (each `name: sentence`). */
   readonly notEnforced: readonly string[];
+  /** The tier the preflight chose (`null`: none ran), once the driver folded it in. */
+  readonly tierId?: LinuxTierId | null;
 }
 
 /** Finds an executable on PATH. */
@@ -149,14 +153,8 @@ export async function probeLinux(options: {
     options.landlock === 'required',
   );
 
-  // User namespaces: needed when not root (bwrap unprivileged).
-  if (options.host.isRoot) {
-    note(
-      'user-namespaces',
-      { available: true, detail: 'not needed: bwrap runs as root and the helper drops to the sandbox uid' },
-      false,
-    );
-  } else if (bwrapPath !== null) {
+  // User namespaces: what a non-root host runs in, and tier 2 of a root host (tried on both).
+  if (bwrapPath !== null) {
     let ok = false;
     let error = '';
     try {
@@ -179,7 +177,7 @@ export async function probeLinux(options: {
       ok
         ? { available: true, detail: 'unprivileged user namespaces work' }
         : { available: false, detail: `bwrap cannot create a user namespace: ${error}`, fix },
-      true,
+      !options.host.isRoot,
     );
   }
 

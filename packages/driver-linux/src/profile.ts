@@ -13,6 +13,7 @@ import { type MountOp, renderMounts } from './mounts.js';
 import { BRIDGE_PORT, INNER_HELPER, INNER_HOME, INNER_PROXY_SOCKET } from './options.js';
 import { planProtectedPaths, type Stub } from './protected.js';
 import { buildSeccompProgram, type SeccompArch, type SeccompNetworkMode } from './seccomp.js';
+import type { LinuxTierId } from './tiers.js';
 
 /** Everything a profile depends on besides the capabilities. */
 export interface ProfileInputs {
@@ -43,6 +44,16 @@ export interface ProfileInputs {
   readonly cpuQuotaPercent: number | undefined;
   /** The Unix socket of the managed proxy for `allowHosts` (computed by the driver). */
   readonly proxySocket: string | undefined;
+  /**
+   * bwrap runs with root's privileges and the helper drops to the sandbox uid (tier 1). Default: the host
+   * is root. `false` on a root host is tier 2: bwrap makes a user namespace.
+   */
+  readonly privileged?: boolean;
+  /** Tier 2 on a root host: the uid (and gid) root is shown as inside the user namespace. */
+  readonly innerUid?: number;
+  /** The tier this profile is for, and what it does not enforce (see `tiers.ts`). */
+  readonly tier?: LinuxTierId;
+  readonly notEnforced?: readonly string[];
 }
 
 /** One Landlock rule as the helper applies it. */
@@ -62,7 +73,13 @@ export interface LinuxProfile extends SandboxProfile {
         readonly gid: number | 'per-run';
         readonly range: readonly [number, number] | null;
       }
-    | { readonly mode: 'user-namespace'; readonly uid: number };
+    | { readonly mode: 'user-namespace'; readonly uid: number }
+    /** Tier 3: the host's uid, every capability dropped (no namespace to map it in). */
+    | { readonly mode: 'keep-uid'; readonly uid: number; readonly capabilities: 'none' };
+  /** The tier that runs it (`namespaces`, `user-namespace`, `direct`). */
+  readonly tier: LinuxTierId;
+  /** What this tier does not enforce here, each `name: sentence`. */
+  readonly notEnforced: readonly string[];
   /**
    * Arguments of the host-side launcher (`aleph-sandbox-init --launch …`) before its `--`: the user paths
    * it opens without following symlinks, the stubs it may create, the mounts it clones (root host), the
@@ -167,6 +184,7 @@ export function buildLinuxProfile(
   inputs: ProfileInputs,
 ): LinuxProfile {
   const { host } = inputs;
+  const privileged = inputs.privileged ?? host.isRoot;
   const plan = new LaunchPlan();
   const mounts: MountOp[] = [];
   const landlock: LandlockRule[] = [{ path: '/', access: 'list' }];
@@ -223,7 +241,7 @@ export function buildLinuxProfile(
     let hidden = workspaceRoot;
     for (
       let dir = path.dirname(workspaceRoot);
-      host.isRoot &&
+      privileged &&
       dir !== path.dirname(dir) &&
       visible.some((v) => v !== dir && isPathWithin(dir, v)) &&
       !passable(dir, inputs.sandboxUid ?? inputs.uidRange[0], inputs.sandboxGid ?? inputs.uidRange[0]);
@@ -266,7 +284,7 @@ export function buildLinuxProfile(
   }
 
   // Identity and namespaces.
-  const identity: LinuxProfile['identity'] = host.isRoot
+  const identity: LinuxProfile['identity'] = privileged
     ? inputs.sandboxUid === undefined
       ? { mode: 'drop-to-uid', uid: 'per-run', gid: 'per-run', range: inputs.uidRange }
       : {
@@ -275,10 +293,10 @@ export function buildLinuxProfile(
           gid: inputs.sandboxGid ?? inputs.sandboxUid,
           range: null,
         }
-    : { mode: 'user-namespace', uid: host.uid };
+    : { mode: 'user-namespace', uid: inputs.innerUid ?? host.uid };
   const bwrap: string[] = ['--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try'];
   if (net.kind !== 'allowAll') bwrap.push('--unshare-net');
-  if (host.isRoot) {
+  if (privileged) {
     // bwrap runs as root without a user namespace (a root-mapped one would keep root's file identity);
     // the helper attaches the idmapped user-path mounts (CAP_SYS_ADMIN, and the two DAC capabilities to
     // resolve mount points in directories the idmap shows as the sandbox uid's), then empties the
@@ -300,10 +318,14 @@ export function buildLinuxProfile(
       'CAP_SETPCAP',
     );
   } else {
-    bwrap.push('--unshare-user', '--disable-userns', '--cap-drop', 'ALL');
+    bwrap.push('--unshare-user');
+    // Root without CAP_SYS_ADMIN (tier 2): root is shown as another uid inside, so its files are not root's.
+    if (inputs.innerUid !== undefined)
+      bwrap.push('--uid', String(inputs.innerUid), '--gid', String(inputs.innerUid));
+    bwrap.push('--disable-userns', '--cap-drop', 'ALL');
   }
   bwrap.push('--die-with-parent', '--new-session', '--hostname', 'aleph-sandbox');
-  const rendered = renderMounts(mounts, { inHelper: host.isRoot });
+  const rendered = renderMounts(mounts, { inHelper: privileged });
   bwrap.push(...rendered.bwrap);
   // The helper changes into the cwd once its own mounts are made.
   bwrap.push('--chdir', '/');
@@ -363,8 +385,8 @@ export function buildLinuxProfile(
 
   const mountSummary = describeMounts(mounts);
   const summary = [
-    `identity: ${identity.mode === 'drop-to-uid' ? `host is root; the program runs as ${identity.uid === 'per-run' ? `a uid of its own (${identity.range?.[0]}–${identity.range?.[1]}, one per running command)` : `uid ${identity.uid}/gid ${identity.gid}`} with no capabilities; the workspace and write grants are idmapped so their owner appears as that uid` : `user namespace as uid ${identity.uid}, no capabilities, nested user namespaces disabled`}`,
-    `namespaces: mount, pid, ipc, uts, cgroup${net.kind === 'allowAll' ? '' : ', net'}${host.isRoot ? '' : ', user'}; dies with its parent; new session`,
+    `identity: ${identity.mode === 'drop-to-uid' ? `host is root; the program runs as ${identity.uid === 'per-run' ? `a uid of its own (${identity.range?.[0]}–${identity.range?.[1]}, one per running command)` : `uid ${identity.uid}/gid ${identity.gid}`} with no capabilities; the workspace and write grants are idmapped so their owner appears as that uid` : `user namespace as uid ${identity.uid}${inputs.innerUid !== undefined && host.isRoot ? ' (uid 0 outside: root-owned files it sees are its own)' : ''}, no capabilities, nested user namespaces disabled`}`,
+    `namespaces: mount, pid, ipc, uts, cgroup${net.kind === 'allowAll' ? '' : ', net'}${privileged ? '' : ', user'}; dies with its parent; new session`,
     ...mountSummary,
     ...(inputs.sessionHome === undefined ? [] : [`home: HOME=${INNER_HOME} (from ${inputs.sessionHome})`]),
     ...protection.summary.map((s) => `protected: ${s}`),
@@ -383,9 +405,14 @@ export function buildLinuxProfile(
         ? `network: own namespace with loopback only; 127.0.0.1:${BRIDGE_PORT} bridged to the managed proxy allowing ${net.hosts.join(', ')}`
         : 'network: the host network, unfiltered',
   ];
+  const tier = inputs.tier ?? (privileged ? 'namespaces' : 'user-namespace');
+  const notEnforced = inputs.notEnforced ?? [];
+  summary.unshift(`tier: ${tier}`, ...notEnforced.map((g) => `not enforced: ${g}`));
   return {
     driver: 'linux',
     summary,
+    tier,
+    notEnforced,
     identity,
     launch,
     home: inputs.sessionHome === undefined ? null : { inner: INNER_HOME, host: inputs.sessionHome },

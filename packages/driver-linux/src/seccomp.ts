@@ -13,8 +13,22 @@ export type SeccompArch = 'x86_64' | 'aarch64';
  * - `loopback` (network none, in a namespace of its own): the same gate as `proxy-routed`; its inet
  *   sockets reach only the namespace's loopback.
  * - `unrestricted` (allowAll): no socket filtering.
+ *
+ * Tier 3 (no network namespace) has gates of its own, since an inet socket reaches the host's network:
+ * - `pairs-only` (network none): no socket at all, only AF_UNIX socketpairs;
+ * - `inet-stream` (allowHosts): AF_INET / AF_INET6 stream sockets only (Landlock limits their connects to
+ *   the proxy's port), no TCP Fast Open (a connect that sendto/sendmsg would make), AF_UNIX socketpairs;
+ * - `host-inet` (allowAll): AF_INET / AF_INET6 sockets and AF_UNIX socketpairs; AF_UNIX sockets, which
+ *   could reach the host's socket files (a container runtime's), EPERM.
  */
-export type SeccompNetworkMode = 'unix-only' | 'loopback' | 'proxy-routed' | 'unrestricted';
+export type SeccompNetworkMode =
+  | 'unix-only'
+  | 'loopback'
+  | 'proxy-routed'
+  | 'unrestricted'
+  | 'pairs-only'
+  | 'inet-stream'
+  | 'host-inet';
 
 /** Options of {@link buildSeccompProgram}. */
 export interface SeccompOptions {
@@ -22,6 +36,8 @@ export interface SeccompOptions {
   readonly network: SeccompNetworkMode;
   /** Deny process creation (fork, vfork, clone without CLONE_THREAD); threads keep working. */
   readonly denySpawn: boolean;
+  /** More syscalls denied with EPERM (tier 3 adds System V IPC, which no IPC namespace keeps apart). */
+  readonly extraDenied?: readonly (keyof typeof SYSCALLS)[];
 }
 
 /** A built filter: the bytes the helper loads, and the rules in words. */
@@ -40,6 +56,7 @@ export const BPF = {
   JMP_JGE_K: 0x35,
   JMP_JSET_K: 0x45,
   JMP_JA: 0x05,
+  ALU_AND_K: 0x54,
   RET_K: 0x06,
 } as const;
 
@@ -79,6 +96,10 @@ const ALL_NAMESPACES =
   CLONE.NEWTIME;
 
 const AF = { UNIX: 1, INET: 2, INET6: 10 } as const;
+const SOCK_STREAM = 1;
+/** The socket type without SOCK_NONBLOCK / SOCK_CLOEXEC. */
+const SOCK_TYPE_MASK = 0xf;
+const MSG_FASTOPEN = 0x20000000;
 const TIOCSTI = 0x5412;
 const TIOCLINUX = 0x541c;
 
@@ -213,6 +234,9 @@ export function buildSeccompProgram(options: SeccompOptions): SeccompProgram {
     a.block(nr(name), (b) => b.ret(errno(ERRNO.EPERM)));
   }
   a.rules.push(`denied with EPERM: ${DENIED_SYSCALLS.filter((n) => nr(n) !== undefined).join(', ')}`);
+  const extra = (options.extraDenied ?? []).filter((n) => nr(n) !== undefined);
+  for (const name of extra) a.block(nr(name), (b) => b.ret(errno(ERRNO.EPERM)));
+  if (extra.length > 0) a.rules.push(`also denied with EPERM: ${extra.join(', ')}`);
 
   a.block(nr('clone3'), (b) => b.ret(errno(ERRNO.ENOSYS)));
   a.rules.push('clone3: ENOSYS, so libc falls back to clone, whose flags are checked');
@@ -276,6 +300,40 @@ export function buildSeccompProgram(options: SeccompOptions): SeccompProgram {
     onlyFamilies('socketpair', [AF.UNIX]);
     a.rules.push(
       `sockets: AF_INET and AF_INET6 only (they reach only the namespace's own loopback${options.network === 'proxy-routed' ? ' and the bridge on it' : ''}), and AF_UNIX socketpairs; AF_UNIX sockets: EPERM`,
+    );
+  } else if (options.network === 'pairs-only') {
+    a.block(nr('socket'), (b) => b.ret(errno(ERRNO.EPERM)));
+    onlyFamilies('socketpair', [AF.UNIX]);
+    a.rules.push('sockets: none (socket: EPERM); AF_UNIX socketpairs only');
+  } else if (options.network === 'inet-stream') {
+    a.block(nr('socket'), (b) => {
+      b.stmt(BPF.LD_W_ABS, SECCOMP_DATA.argLow(0));
+      b.jump(BPF.JMP_JEQ_K, AF.INET, 1, 0);
+      b.jump(BPF.JMP_JEQ_K, AF.INET6, 0, 4);
+      b.stmt(BPF.LD_W_ABS, SECCOMP_DATA.argLow(1));
+      b.stmt(BPF.ALU_AND_K, SOCK_TYPE_MASK);
+      b.jump(BPF.JMP_JEQ_K, SOCK_STREAM, 0, 1);
+      b.ret(SECCOMP_RET.ALLOW);
+      b.ret(errno(ERRNO.EPERM));
+    });
+    onlyFamilies('socketpair', [AF.UNIX]);
+    const flagsArg = { sendto: 3, sendmsg: 2, sendmmsg: 3 } as const;
+    for (const [name, arg] of Object.entries(flagsArg) as [keyof typeof flagsArg, number][]) {
+      a.block(nr(name), (b) => {
+        b.stmt(BPF.LD_W_ABS, SECCOMP_DATA.argLow(arg));
+        b.jump(BPF.JMP_JSET_K, MSG_FASTOPEN, 0, 1);
+        b.ret(errno(ERRNO.EPERM));
+        b.ret(SECCOMP_RET.ALLOW);
+      });
+    }
+    a.rules.push(
+      'sockets: AF_INET and AF_INET6 stream sockets only (no network namespace: Landlock lets them connect only to the proxy port), AF_UNIX socketpairs; UDP, raw and AF_UNIX sockets and TCP Fast Open: EPERM',
+    );
+  } else if (options.network === 'host-inet') {
+    onlyFamilies('socket', [AF.INET, AF.INET6]);
+    onlyFamilies('socketpair', [AF.UNIX]);
+    a.rules.push(
+      "sockets: AF_INET and AF_INET6 (the host's network), AF_UNIX socketpairs; AF_UNIX sockets (the host's socket files): EPERM",
     );
   } else {
     a.rules.push('sockets: unrestricted (shared network)');

@@ -42,6 +42,10 @@ export function runBpf(program: Uint8Array, data: SeccompData): number {
       case BPF.JMP_JSET_K:
         pc += 1 + ((acc & k) !== 0 ? jt : jf);
         break;
+      case BPF.ALU_AND_K:
+        acc = (acc & k) >>> 0;
+        pc++;
+        break;
       case BPF.JMP_JA:
         pc += 1 + k;
         break;

@@ -143,4 +143,51 @@ describe.each(['x86_64', 'aarch64'] as const)('seccomp program (%s)', (arch: Sec
     expect(rules).toMatch(/AF_INET and AF_INET6 only/);
     expect(rules).toMatch(/process creation/);
   });
+
+  describe('tier 3 gates (no network namespace)', () => {
+    const SOCK_STREAM = 1;
+    const SOCK_DGRAM = 2;
+    const SOCK_NONBLOCK_CLOEXEC = 0o4000 | 0o2000000;
+    const MSG_FASTOPEN = 0x20000000;
+
+    it('pairs-only: no socket of any family; AF_UNIX socketpairs work', () => {
+      const p = build('pairs-only').bytes;
+      for (const domain of [AF_UNIX, AF_INET, AF_INET6, AF_NETLINK])
+        expect(call(p, 'socket', [domain, SOCK_STREAM, 0])).toBe(EPERM);
+      expect(call(p, 'socketpair', [AF_UNIX, SOCK_STREAM, 0])).toBe(ALLOW);
+      expect(call(p, 'socketpair', [AF_INET, SOCK_STREAM, 0])).toBe(EPERM);
+    });
+
+    it('inet-stream: TCP sockets only (flags ignored), no UDP, no AF_UNIX socket, no TCP Fast Open', () => {
+      const p = build('inet-stream').bytes;
+      expect(call(p, 'socket', [AF_INET, SOCK_STREAM, 0])).toBe(ALLOW);
+      expect(call(p, 'socket', [AF_INET6, SOCK_STREAM | SOCK_NONBLOCK_CLOEXEC, 0])).toBe(ALLOW);
+      expect(call(p, 'socket', [AF_INET, SOCK_DGRAM, 0])).toBe(EPERM);
+      expect(call(p, 'socket', [AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK_CLOEXEC, 0])).toBe(EPERM);
+      expect(call(p, 'socket', [AF_UNIX, SOCK_STREAM, 0])).toBe(EPERM);
+      expect(call(p, 'socket', [AF_PACKET, 3, 0])).toBe(EPERM);
+      expect(call(p, 'socketpair', [AF_UNIX, SOCK_STREAM, 0])).toBe(ALLOW);
+      expect(call(p, 'sendto', [3, 0, 1, MSG_FASTOPEN, 0, 0])).toBe(EPERM);
+      expect(call(p, 'sendmsg', [3, 0, MSG_FASTOPEN])).toBe(EPERM);
+      expect(call(p, 'sendto', [3, 0, 1, 0, 0, 0])).toBe(ALLOW);
+    });
+
+    it('host-inet: inet sockets, no AF_UNIX socket', () => {
+      const p = build('host-inet').bytes;
+      expect(call(p, 'socket', [AF_INET, SOCK_DGRAM, 0])).toBe(ALLOW);
+      expect(call(p, 'socket', [AF_UNIX, SOCK_STREAM, 0])).toBe(EPERM);
+      expect(call(p, 'socketpair', [AF_UNIX, SOCK_STREAM, 0])).toBe(ALLOW);
+    });
+
+    it('extraDenied adds syscalls to the denylist', () => {
+      const p = buildSeccompProgram({
+        arch,
+        network: 'pairs-only',
+        denySpawn: false,
+        extraDenied: ['shmget'],
+      });
+      expect(call(p.bytes, 'shmget')).toBe(EPERM);
+      expect(call(build('pairs-only').bytes, 'shmget')).toBe(ALLOW);
+    });
+  });
 });

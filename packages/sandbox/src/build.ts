@@ -70,6 +70,7 @@ async function platformDriver(
       ...(config.linux.maxOpenFiles === undefined ? {} : { maxOpenFiles: config.linux.maxOpenFiles }),
       ...(config.linux.maxFileMb === undefined ? {} : { maxFileMb: config.linux.maxFileMb }),
       ...(config.linux.tmpfsSizeMb === undefined ? {} : { tmpfsSizeMb: config.linux.tmpfsSizeMb }),
+      minimumTier: config.linux.minimumTier,
       ...(config.linux.cpuQuotaPercent === undefined
         ? {}
         : { cpuQuotaPercent: config.linux.cpuQuotaPercent }),

@@ -374,7 +374,7 @@ async function profile(argv: string[]): Promise<number> {
         `profile for: ${[plan.program, ...plan.args].join(' ')}\nworkspace: ${workspace}\n`,
       );
       for (const line of p.summary) process.stdout.write(`  ${line}\n`);
-      if (Array.isArray(p.bwrapArgs))
+      if (Array.isArray(p.bwrapArgs) && p.bwrapArgs.length > 0)
         process.stdout.write(
           `bwrap ${(p.bwrapArgs as string[]).join(' ')} ${[plan.program, ...plan.args].join(' ')}\n`,
         );
@@ -431,6 +431,7 @@ async function doctor(argv: string[]): Promise<number> {
       process.stdout.write(`  ${m.available ? 'ok  ' : 'MISSING'} ${name}: ${m.detail}\n`);
       if (!m.available && m.fix) process.stdout.write(`         fix: ${m.fix}\n`);
     }
+    for (const gap of (report.notEnforced ?? []) as string[]) process.stdout.write(`not enforced: ${gap}\n`);
     for (const p of (report.problems ?? []) as string[]) process.stdout.write(`problem: ${p}\n`);
     for (const n of (report.notEnforced ?? []) as string[]) process.stdout.write(`not enforced: ${n}\n`);
     process.stdout.write(

@@ -56,6 +56,7 @@ export interface AlephConfig {
     readonly sandboxUidRange: readonly [number, number];
     readonly homeRoot?: string;
     readonly allowLoaderEnv: readonly string[];
+    readonly minimumTier: 1 | 2 | 3;
   };
   readonly macos: {
     readonly protectedPaths: readonly string[];
@@ -123,6 +124,7 @@ export function toConfig(file: FileConfig, home: string, source?: string): Aleph
       sandboxUidRange: file.linux.sandbox_uid_range,
       ...(file.linux.home_root === undefined ? {} : { homeRoot: abs(file.linux.home_root) }),
       allowLoaderEnv: file.linux.allow_loader_env,
+      minimumTier: file.linux.minimum_tier,
     },
     macos: {
       protectedPaths: file.macos.protected_paths,

@@ -225,6 +225,15 @@ export const ConfigFileSchema = z
               .describe(
                 "Where each session's HOME lives on the host (inside it is /run/aleph/home; it holds a .gitconfig with your user.name and user.email, and the XDG cache, config and data directories). Default ~/.aleph/homes.",
               ),
+            minimum_tier: z
+              .union([z.literal(1), z.literal(2), z.literal(3)], {
+                error:
+                  'must be 1 (bubblewrap namespaces), 2 (bubblewrap in a user namespace) or 3 (no namespaces: Landlock, seccomp and limits only)',
+              })
+              .default(3)
+              .describe(
+                'The weakest enforcement tier a command may run in: 1 bubblewrap namespaces (root with CAP_SYS_ADMIN), 2 bubblewrap in a user namespace, 3 no namespaces (the helper alone: Landlock, seccomp, limits; only where Landlock works). A host where no tier at least this strong runs is an error; `aleph-sandbox doctor` says which tier applies and what it leaves unenforced.',
+              ),
             allow_loader_env: z
               .array(z.string().regex(/^LD_[A-Z0-9_]+$/, { message: 'must be an LD_* variable name' }))
               .default([])

@@ -116,6 +116,14 @@ jsonl_path = "~/.aleph/audit.jsonl"
     );
   });
 
+  it('[sandbox.linux] minimum_tier: 3 by default, 1 to 3 accepted, anything else named', async () => {
+    expect((await loadConfig(write('[sandbox]\nenabled = true\n'))).linux.minimumTier).toBe(3);
+    expect((await loadConfig(write('[sandbox.linux]\nminimum_tier = 2\n'))).linux.minimumTier).toBe(2);
+    const e = await rejection(loadConfig(write('[sandbox.linux]\nminimum_tier = 4\n')));
+    expect(isAlephError(e, 'ALEPH_CONFIG_INVALID')).toBe(true);
+    expect(e.message).toMatch(/sandbox\.linux\.minimum_tier must be 1 \(bubblewrap namespaces\), 2 .* or 3/);
+  });
+
   it('reads a parent proxy, and names a bad one with the forms that work', async () => {
     const ok = await loadConfig(write('[sandbox.network]\nparent_proxy = "http://proxy.corp:3128/"\n'));
     expect(ok.network.parentProxy).toEqual({ host: 'proxy.corp', port: 3128 });

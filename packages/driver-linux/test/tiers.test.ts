@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { etcRules } from '../src/direct-profile.js';
+import { candidateTiers, gapNames, tierGaps } from '../src/tiers.js';
+
+const ctx = { isRoot: true, cgroup: false, landlockAbi: 7, directUid: undefined };
+
+describe('Linux tiers', () => {
+  it('a root host tries 1, 2, 3; a non-root host starts at 2; minimum_tier cuts the weaker ones', () => {
+    expect(candidateTiers(true, 3)).toEqual(['namespaces', 'user-namespace', 'direct']);
+    expect(candidateTiers(false, 3)).toEqual(['user-namespace', 'direct']);
+    expect(candidateTiers(true, 2)).toEqual(['namespaces', 'user-namespace']);
+    expect(candidateTiers(true, 1)).toEqual(['namespaces']);
+    expect(candidateTiers(false, 1)).toEqual([]);
+  });
+
+  it('tier 1 declares nothing; tier 2 on a root host declares root file identity and, without a cgroup, the process limit', () => {
+    expect(tierGaps('namespaces', ctx)).toEqual([]);
+    expect(tierGaps('user-namespace', { ...ctx, isRoot: false })).toEqual([]);
+    expect(gapNames(tierGaps('user-namespace', ctx))).toEqual(['root-file-identity', 'process-limit']);
+    expect(gapNames(tierGaps('user-namespace', { ...ctx, cgroup: true }))).toEqual(['root-file-identity']);
+  });
+
+  it('tier 3 names every gap, and how Landlock ABI changes them', () => {
+    const names = gapNames(tierGaps('direct', ctx));
+    expect(names).toEqual([
+      'host-processes',
+      'host-tmp',
+      'dev-shm',
+      'host-network',
+      'protected-paths',
+      'root-listing',
+      'grants-by-path',
+      'root-file-identity',
+      'process-limit',
+    ]);
+    expect(tierGaps('direct', { ...ctx, landlockAbi: 3 }).join('\n')).toMatch(/needs Landlock ABI 4/);
+    expect(tierGaps('direct', { ...ctx, landlockAbi: 5 }).join('\n')).toMatch(/without Landlock ABI 6/);
+    expect(gapNames(tierGaps('direct', { ...ctx, directUid: 1000 }))).not.toContain('root-file-identity');
+  });
+
+  it('tier 3 grants /etc entry by entry, without shadow, gshadow, sudoers*, ssl/private or ssh host keys', () => {
+    const rules = etcRules('/etc', ['/etc/ssl/private', '/etc/security/opasswd']).map((r) => r.path);
+    expect(rules.length).toBeGreaterThan(0);
+    for (const p of rules) {
+      expect(p).not.toMatch(/^\/etc\/(shadow|gshadow|sudoers)/);
+      expect(p).not.toMatch(/^\/etc\/ssl(\/private)?$/);
+      expect(p).not.toMatch(/ssh_host_.*_key$/);
+    }
+    expect(rules).toContain('/etc/passwd');
+  });
+});
