@@ -5,14 +5,10 @@ import {
   lstatSync,
   mkdirSync,
   readdirSync,
-  realpathSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { createRequire } from 'node:module';
 import { constants as osConstants } from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ProxyPool } from '@aleph/proxy/pool';
 import {
   createSandboxOutput,
@@ -32,6 +28,7 @@ import {
   type SandboxOutput,
 } from '@aleph/sandbox-core';
 import { CgroupManager, detectCgroup } from './cgroup.js';
+import { checkHelperSync, resolveHelperPath } from './helper.js';
 import { readHostFacts } from './host.js';
 import { BRIDGE_PORT, DEFAULT_MAX_PIDS, DEFAULT_SANDBOX_UID, type LinuxDriverOptions } from './options.js';
 import { type LinuxProbe, probeLinux, which } from './probe.js';
@@ -58,38 +55,6 @@ export interface LinuxDriver extends OsSandboxDriver {
   readonly name: 'linux';
   probe(): Promise<LinuxProbe>;
   profileFor(caps: SandboxCapabilities, cwd: string, context: ProfileContext): LinuxProfile;
-}
-
-function defaultHelperPath(): string {
-  // dist/driver.js and src/driver.ts both sit one level below the package root…
-  const beside = path.resolve(
-    path.dirname(fileURLToPath(import.meta.url)),
-    '..',
-    'native',
-    'aleph-sandbox-init',
-  );
-  if (existsSync(beside)) return beside;
-  // …unless this code was bundled into another package (the aleph-sandbox CLI): find the package itself,
-  // first by the node_modules walk Node's resolution would make (a few stat calls), then by resolving
-  // it, which costs milliseconds of a CLI start.
-  for (let dir = path.dirname(fileURLToPath(import.meta.url)); ; dir = path.dirname(dir)) {
-    const candidate = path.join(
-      dir,
-      'node_modules',
-      '@aleph',
-      'driver-linux',
-      'native',
-      'aleph-sandbox-init',
-    );
-    if (existsSync(candidate)) return realpathSync(candidate);
-    if (dir === path.dirname(dir)) break;
-  }
-  try {
-    const manifest = createRequire(import.meta.url).resolve('@aleph/driver-linux/package.json');
-    return path.join(path.dirname(manifest), 'native', 'aleph-sandbox-init');
-  } catch {
-    return beside;
-  }
 }
 
 /**
@@ -126,7 +91,7 @@ function processesOf(uid: number): number {
 export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver {
   const host = readHostFacts();
   const arch = hostSeccompArch() ?? 'x86_64';
-  const helperPath = options.helperPath ?? defaultHelperPath();
+  const helperPath = options.helperPath ?? resolveHelperPath();
   const landlock = options.landlock ?? 'best-effort';
   const sandboxUid = options.sandboxUid ?? DEFAULT_SANDBOX_UID;
   const sandboxGid = options.sandboxGid ?? options.sandboxUid ?? DEFAULT_SANDBOX_UID;
@@ -219,11 +184,8 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
         const problems: string[] = [];
         if (bwrapPath === null)
           problems.push('bubblewrap: bwrap not found on PATH; fix: apt-get install -y bubblewrap');
-        if (!existsSync(helperPath)) {
-          problems.push(
-            `helper: ${helperPath} is not built; fix: install gcc and run "npm rebuild @aleph/driver-linux"`,
-          );
-        }
+        const helper = checkHelperSync(helperPath);
+        if (!helper.ok) problems.push(`helper: ${helper.problem}; fix: ${helper.fix}`);
         if (hostSeccompArch() === undefined)
           problems.push(`architecture: ${process.arch} has no seccomp tables here`);
         if (bwrapPath === null || problems.length > 0) {

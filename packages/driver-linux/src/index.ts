@@ -1,5 +1,18 @@
 export { type CgroupInfo, type CgroupLimits, CgroupManager, detectCgroup } from './cgroup.js';
 export { createLinuxDriver, LINUX_CAPABILITIES, type LinuxDriver } from './driver.js';
+export {
+  checkHelper,
+  checkHelperSync,
+  driverLinuxDir,
+  HELPER_ELF_MACHINES,
+  HELPER_NAME,
+  type HelperCheck,
+  type HelperProbeOutput,
+  helperPackageName,
+  platformHelperPath,
+  readElfMachine,
+  resolveHelperPath,
+} from './helper.js';
 export { type HostFacts, readHostFacts } from './host.js';
 export { type MountOp, renderMounts } from './mounts.js';
 export {
