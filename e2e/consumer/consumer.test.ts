@@ -20,6 +20,7 @@ import {
   readFileSync,
   realpathSync,
   renameSync,
+  rmSync,
   statSync,
   symlinkSync,
   writeFileSync,
@@ -538,6 +539,54 @@ process.exitCode = failed > 0 ? 1 : 0;
           expect(skips.length).toBeGreaterThanOrEqual(15);
           for (const s of skips) expect(s).toMatch(/: driver plain does not declare .*net\.none/);
         });
+
+        // npm only (npm rebuild): the build from source, as on a platform no platform package fits.
+        if (manager === 'npm')
+          it('npm rebuild really rebuilds: from source with progress, and a missing compiler fails with the fix', async () => {
+            const env = { ...runEnv(), ALEPH_SANDBOX_BUILD_HELPER: 'source' };
+            const built = path.join(driverDirOf(app()), 'native', 'aleph-sandbox-init');
+            try {
+              const noCompiler = await run(
+                'npm',
+                ['rebuild', '@aleph/driver-linux', '--foreground-scripts'],
+                {
+                  cwd: app(),
+                  env: { ...env, PATH: baseEnv.PATH },
+                },
+              );
+              expect(noCompiler.status, show(noCompiler)).not.toBe(0);
+              expect(noCompiler.stdout + noCompiler.stderr).toMatch(
+                /could not build the sandbox helper: no C compiler/,
+              );
+              expect(noCompiler.stdout + noCompiler.stderr).toMatch(/Fix: install a C compiler/);
+              expect(existsSync(built)).toBe(false);
+
+              const rebuild = await run('npm', ['rebuild', '@aleph/driver-linux', '--foreground-scripts'], {
+                cwd: app(),
+                env,
+              });
+              expect(rebuild.status, show(rebuild)).toBe(0);
+              const said = rebuild.stdout + rebuild.stderr;
+              expect(said).toMatch(/compiling aleph-sandbox-init\.c for .* -static …/);
+              expect(said).toMatch(/helper ready: .*native\/aleph-sandbox-init \(--probe ok\)/);
+              const first = statSync(built).mtimeMs;
+              // Again: a helper that exists is built again, not kept.
+              const again = await run('npm', ['rebuild', '@aleph/driver-linux', '--foreground-scripts'], {
+                cwd: app(),
+                env,
+              });
+              expect(again.status, show(again)).toBe(0);
+              expect(statSync(built).mtimeMs).toBeGreaterThan(first);
+              // The driver now uses the helper built here.
+              const doctor = await run('npx', ['aleph-sandbox', 'doctor'], { cwd: app(), env: runEnv() });
+              expect(doctor.stdout, show(doctor)).toMatch(
+                /ok {3}helper: .*driver-linux\/native\/aleph-sandbox-init/,
+              );
+              expect(doctor.status).toBe(0);
+            } finally {
+              rmSync(built, { force: true });
+            }
+          });
 
         // npm only: npm copies files into node_modules, pnpm hard-links them from its store, which this
         // test must not change.
