@@ -108,7 +108,16 @@ function manifestFor(kind: 'app' | 'policy', manager: 'npm' | 'pnpm'): Record<st
   const file = (name: string) => `file:${tarballs[name]}`;
   const deps =
     kind === 'app'
-      ? ['@aleph/sandbox', '@aleph/sandbox-core', '@aleph/driver-conformance', '@aleph/command-policy']
+      ? [
+          '@aleph/sandbox',
+          '@aleph/sandbox-core',
+          '@aleph/driver-conformance',
+          '@aleph/command-policy',
+          '@aleph/proxy',
+          '@aleph/driver-linux',
+          '@aleph/driver-macos',
+          '@aleph/driver-windows',
+        ]
       : ['@aleph/command-policy'];
   const manifest: Record<string, unknown> = {
     name: `consumer-${kind}`,
@@ -365,6 +374,32 @@ describe.skipIf(reason !== undefined)(
           expect(r.status, show(r)).toBe(0);
           expect(r.stdout).toBe('hello from the sandbox\n0 false\n');
           expect(r.stderr).toMatch(/approving:/);
+        });
+
+        it("the other rows: driver-linux's README example, the proxy, the macOS and Windows drivers' imports", async () => {
+          const readme = readFileSync(
+            path.join(app(), 'node_modules', '@aleph', 'driver-linux', 'README.md'),
+            'utf8',
+          );
+          const example = /```ts\n([\s\S]*?)```/.exec(readme)?.[1];
+          expect(example).toBeDefined();
+          writeFileSync(path.join(app(), 'driver-linux-example.mjs'), example as string);
+          const linux = await run('node', ['driver-linux-example.mjs'], { cwd: app(), env: runEnv() });
+          expect(linux.status, show(linux)).toBe(0);
+          expect(linux.stdout).toMatch(/^bubblewrap namespaces \+ Landlock ABI \d+ .*\n42\n$/);
+          const code = [
+            "import { startProxy } from '@aleph/proxy';",
+            "import { createMacosDriver } from '@aleph/driver-macos';",
+            "import { createWindowsDriver } from '@aleph/driver-windows';",
+            "const proxy = await startProxy({ allow: ['example.com'] });",
+            'console.log(typeof proxy.env().HTTPS_PROXY, typeof createMacosDriver, typeof createWindowsDriver);',
+            'await proxy.close();',
+          ].join('\n');
+          const others = await run('node', ['--input-type=module', '-e', code], {
+            cwd: app(),
+            env: runEnv(),
+          });
+          expect(others.stdout, show(others)).toBe('string function function\n');
         });
 
         it('npx aleph-sandbox run -- echo hi', async () => {
