@@ -10,7 +10,9 @@ import {
   checkHelperSync,
   HELPER_ELF_MACHINES,
   helperPackageName,
+  probeLinux,
   readElfMachine,
+  readHostFacts,
   resolveHelperPath,
 } from '../src/index.js';
 
@@ -146,5 +148,30 @@ describe.runIf(linux)('the platform packages', () => {
     expect(r.status, r.stderr).toBe(0);
     expect(sha(outs[0] as string)).toBe(sha(outs[1] as string));
     if (built(process.arch)) expect(sha(outs[0] as string)).toBe(sha(platformBinary(process.arch)));
+  });
+});
+
+describe.runIf(linux)('probe() with a helper that cannot run', () => {
+  it('reports the helper with its fix, and seccomp and Landlock as unknown rather than missing from the kernel', async () => {
+    const file = path.join(tempDir(), 'aleph-sandbox-init');
+    copyFileSync('/bin/false', file);
+    chmodSync(file, 0o755);
+    const probe = await probeLinux({
+      host: readHostFacts(),
+      bwrap: 'bwrap',
+      helperPath: file,
+      landlock: 'best-effort',
+    });
+    expect(probe.available).toBe(false);
+    expect(probe.mechanisms.helper).toMatchObject({
+      available: false,
+      detail: expect.stringMatching(/--probe failed/),
+    });
+    expect(probe.mechanisms.helper?.fix).toMatch(/npm rebuild @aleph\/driver-linux/);
+    for (const m of ['seccomp', 'landlock']) {
+      expect(probe.mechanisms[m]?.detail, m).toMatch(/^unknown: .*the helper, which could not run/);
+    }
+    expect(probe.problems.join('\n')).not.toMatch(/CONFIG_SECCOMP_FILTER|Landlock is not enabled/);
+    expect(probe.problems.join('\n')).toMatch(/^helper: /m);
   });
 });
