@@ -26,7 +26,6 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { createRequire } from 'node:module';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { linuxStack, REQUIRED, repoRoot, tempDirs } from '../support.js';
@@ -90,7 +89,7 @@ const projects: Record<'npm' | 'pnpm', { app: string; policy: string; installs: 
   npm: { app: '', policy: '', installs: [] },
   pnpm: { app: '', policy: '', installs: [] },
 };
-let lint: { name: string; publint: string[]; attw: Result | undefined }[] = [];
+let lint: { name: string; publint: string[]; attw: string[] | null }[] = [];
 const timings: string[] = [];
 
 /** A PATH with node, the package managers and bwrap, and no C compiler. */
@@ -296,12 +295,12 @@ describe.skipIf(reason !== undefined)(
       expect(lint.length).toBe(PACKAGES.length);
       for (const l of lint) {
         expect(l.publint, `${l.name}: publint`).toEqual([]);
-        if (l.attw !== undefined) expect(l.attw.status, `${l.name}: attw\n${show(l.attw)}`).toBe(0);
+        if (l.attw !== null) expect(l.attw, `${l.name}: attw (esm-only profile)`).toEqual([]);
       }
-      // The platform packages hold a binary and no JavaScript: attw has no entry point to check there.
+      // The platform packages hold a binary and no JavaScript or types: attw has nothing to check there.
       expect(
         lint
-          .filter((l) => l.attw === undefined)
+          .filter((l) => l.attw === null)
           .map((l) => l.name)
           .sort(),
       ).toEqual(['@aleph/driver-linux-arm64', '@aleph/driver-linux-x64']);
@@ -675,38 +674,49 @@ if (reason !== undefined && REQUIRED.has('helper')) {
   });
 }
 
-async function lintTarballs(): Promise<{ name: string; publint: string[]; attw: Result | undefined }[]> {
+/**
+ * attw's checks in one process for every tarball (TypeScript loads once), with the CLI's `esm-only`
+ * profile: a problem counts when it affects the node16-from-ESM or the bundler resolution.
+ */
+const ATTW_SCRIPT = `
+import { readFileSync } from 'node:fs';
+import { checkPackage, createPackageFromTarballData } from '@arethetypeswrong/core';
+import { problemAffectsResolutionKind } from '@arethetypeswrong/core/problems';
+const out = {};
+for (const tgz of JSON.parse(process.argv[1])) {
+  const analysis = await checkPackage(createPackageFromTarballData(new Uint8Array(readFileSync(tgz))));
+  out[tgz] = analysis.types
+    ? analysis.problems
+        .filter((p) => ['node16-esm', 'bundler'].some((k) => problemAffectsResolutionKind(p, k, analysis)))
+        .map((p) => JSON.stringify(p))
+    : null;
+}
+console.log(JSON.stringify(out));
+`;
+
+async function lintTarballs(): Promise<{ name: string; publint: string[]; attw: string[] | null }[]> {
   const { publint } = await import('publint');
   const { formatMessage } = await import('publint/utils');
-  const attwBin = path.join(repoRoot, 'node_modules', '.bin', 'attw');
-  const out: { name: string; publint: string[]; attw: Result | undefined }[] = [];
-  const entries = Object.entries(tarballs);
-  // Two at a time: attw is CPU-bound and the installs run meanwhile.
-  const queue = [...entries];
-  const worker = async () => {
-    for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
-      const [name, tgz] = next;
-      const bytes = readFileSync(tgz);
-      const result = await publint({
-        pack: {
-          tarball: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer,
-        },
-        level: 'suggestion',
-      });
-      const messages = result.messages.map((m) => `${m.type}: ${formatMessage(m, result.pkg) ?? m.code}`);
-      const hasTypes = JSON.parse(
-        spawnSync('tar', ['-xOzf', tgz, 'package/package.json'], { encoding: 'utf8' }).stdout,
-      ).exports?.['.'];
-      const attw =
-        hasTypes === undefined
-          ? undefined
-          : await run(attwBin, [tgz, '--profile', 'esm-only', '--format', 'ascii'], {
-              cwd: root,
-              env: process.env,
-            });
-      out.push({ name, publint: messages, attw });
-    }
-  };
-  await Promise.all([worker(), worker()]);
+  const files = Object.values(tarballs);
+  const attwRun = run(process.execPath, ['--input-type=module', '-e', ATTW_SCRIPT, JSON.stringify(files)], {
+    cwd: repoRoot,
+    env: process.env,
+  });
+  const out: { name: string; publint: string[]; attw: string[] | null }[] = [];
+  for (const [name, tgz] of Object.entries(tarballs)) {
+    const bytes = readFileSync(tgz);
+    const result = await publint({
+      pack: {
+        tarball: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer,
+      },
+      level: 'suggestion',
+    });
+    const messages = result.messages.map((m) => `${m.type}: ${formatMessage(m, result.pkg) ?? m.code}`);
+    out.push({ name, publint: messages, attw: null });
+  }
+  const attw = await attwRun;
+  if (attw.status !== 0) throw new Error(`attw failed:\n${show(attw)}`);
+  const byFile = JSON.parse(attw.stdout) as Record<string, string[] | null>;
+  for (const entry of out) entry.attw = byFile[tarballs[entry.name] as string] ?? null;
   return out;
 }
