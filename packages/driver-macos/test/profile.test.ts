@@ -246,7 +246,8 @@ describe('properties', () => {
       }),
       { numRuns: 300 },
     );
-  });
+    // 300 runs of a CPU-bound check: ~30 s of CPU, far more wall time on a shared two-core machine.
+  }, 180_000);
 
   it('both rule orderings give the same answer for every file access of every generated profile', () => {
     const probes = [
