@@ -3,6 +3,7 @@ import { accessSync, constants, existsSync, mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checkHelperSync, resolveHelperPath } from '@aleph/driver-linux';
 import { afterAll } from 'vitest';
 
 /**
@@ -43,12 +44,10 @@ export function linuxStack(): { ok: boolean; reason: string; missing: string[] }
     missing.push('bwrap');
     reasons.push('bubblewrap is not installed (apt-get install -y bubblewrap)');
   }
-  const helper = fileURLToPath(
-    new URL('../packages/driver-linux/native/aleph-sandbox-init', import.meta.url),
-  );
-  if (!existsSync(helper)) {
+  const helper = checkHelperSync(resolveHelperPath());
+  if (!helper.ok) {
     missing.push('helper');
-    reasons.push('the native helper is not built (pnpm build)');
+    reasons.push(`the native helper is not usable: ${helper.problem} (pnpm build)`);
   }
   const harness = fileURLToPath(new URL('../packages/driver-linux/dist/index.js', import.meta.url));
   if (!existsSync(harness)) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a checkout: pnpm 12.4.2, bubblewrap (Linux), dependencies, and a build (TypeScript + the native
 # Linux helper). Safe to re-run. Works on a fresh Debian/Ubuntu machine with Node 20+, npm and a C compiler,
-# as root (or with sudo available for the apt step).
+# as root (or with sudo available for the apt step, which also installs the compilers the helpers need).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,16 +18,37 @@ if [ "$(pnpm -v 2>/dev/null || true)" != "12.4.2" ]; then
   npm install --global --no-fund --no-audit --loglevel=error pnpm@12.4.2 >&2
 fi
 
-if [ "$(uname -s)" = "Linux" ] && ! command -v bwrap >/dev/null 2>&1; then
-  if command -v apt-get >/dev/null 2>&1; then
-    sudo=""
-    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-    say "installing bubblewrap from the distribution archive"
-    $sudo apt-get update -qq >&2 || true
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq bubblewrap >&2
-  else
-    say "bubblewrap is missing; install it with your package manager (e.g. dnf install bubblewrap) and re-run"
-    exit 1
+# Linux: bubblewrap to run sandboxes; a C compiler with a static C library, the aarch64 cross compiler
+# and qemu-user to build and test both platform packages' helpers (@aleph/driver-linux-x64, -arm64).
+if [ "$(uname -s)" = "Linux" ]; then
+  need=()
+  command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+  command -v cc >/dev/null 2>&1 || need+=(gcc)
+  [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || [ -f /usr/lib/aarch64-linux-gnu/libc.a ] || need+=(libc6-dev)
+  case "$(uname -m)" in
+    x86_64)
+      command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need+=(gcc-aarch64-linux-gnu)
+      [ -f /usr/aarch64-linux-gnu/lib/libc.a ] || need+=(libc6-dev-arm64-cross)
+      command -v qemu-aarch64-static >/dev/null 2>&1 || need+=(qemu-user-static)
+      ;;
+    aarch64)
+      command -v x86_64-linux-gnu-gcc >/dev/null 2>&1 || need+=(gcc-x86-64-linux-gnu)
+      [ -f /usr/x86_64-linux-gnu/lib/libc.a ] || need+=(libc6-dev-amd64-cross)
+      command -v qemu-x86_64-static >/dev/null 2>&1 || need+=(qemu-user-static)
+      ;;
+  esac
+  if [ "${#need[@]}" -gt 0 ]; then
+    if command -v apt-get >/dev/null 2>&1; then
+      sudo=""
+      if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+      say "installing ${need[*]} from the distribution archive"
+      $sudo apt-get update -qq >&2 || true
+      DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >&2
+    else
+      say "missing: ${need[*]}; install them with your package manager (e.g. dnf install bubblewrap gcc glibc-static) and re-run"
+      say "(without the cross compiler the other architecture's platform package is left unbuilt)"
+      command -v bwrap >/dev/null 2>&1 || exit 1
+    fi
   fi
 fi
 

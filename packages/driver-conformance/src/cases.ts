@@ -7,6 +7,9 @@ import {
   type DriverCapabilityId,
   isAlephError,
   type OsSandboxDriver,
+  parseCapabilities,
+  requiredDriverCapabilities,
+  type SandboxCapabilitiesInput,
   type SandboxCommandInput,
   type SandboxOutput,
   strictCapabilities,
@@ -35,7 +38,12 @@ export interface ConformanceCase {
   /** Dotted, stable id: `group.name`. */
   readonly id: string;
   readonly title: string;
-  /** Declared driver capabilities the case needs; it is skipped (with the reason) otherwise. */
+  /**
+   * Declared driver capabilities the case needs; it is skipped (with the reason) otherwise. For a case
+   * that runs commands: `exec` plus what `requiredDriverCapabilities` derives from each command's
+   * capabilities (see {@link requirementsOf}); the strict baseline alone needs `fs.confine`, `net.none`
+   * and `proc.deny-spawn`.
+   */
   readonly requires: readonly DriverCapabilityId[];
   /** Platforms the case's commands exist on. Default: every POSIX platform. */
   readonly platforms?: readonly NodeJS.Platform[];
@@ -46,13 +54,35 @@ export interface ConformanceCase {
 export const POSIX_PLATFORMS: readonly NodeJS.Platform[] = ['linux', 'darwin', 'freebsd', 'openbsd'];
 
 /**
+ * What a case that runs commands with these capabilities needs the driver to declare: `exec`, plus the
+ * union of `requiredDriverCapabilities` of each command's capabilities (a command that gives none runs
+ * on the strict baseline). Paths only matter by presence, so placeholders do.
+ *
+ * @example
+ * ```ts
+ * requirementsOf(undefined) // ['exec', 'fs.confine', 'net.none', 'proc.deny-spawn']
+ * ```
+ */
+export function requirementsOf(...commands: (SandboxCapabilitiesInput | undefined)[]): DriverCapabilityId[] {
+  const out = new Set<DriverCapabilityId>(['exec']);
+  for (const caps of commands) {
+    for (const id of requiredDriverCapabilities(parseCapabilities(caps ?? {}, 'case capabilities')))
+      out.add(id);
+  }
+  return [...out];
+}
+
+/** Capabilities of the process-behaviour cases' shell scripts (see `sh`). */
+const SH_CAPS = { spawnSubprocess: true } as const;
+
+/**
  * A shell script. Process-behaviour cases allow subprocesses: a shell forks for every command but the
  * last, and those cases are about exit codes and streams, not about spawn denial.
  */
 const sh = (script: string) => ({
   program: '/bin/sh',
   args: ['-c', script],
-  capabilities: { spawnSubprocess: true },
+  capabilities: SH_CAPS,
 });
 
 async function rejection(p: Promise<unknown>): Promise<unknown> {
@@ -144,7 +174,8 @@ export const conformanceCases: readonly ConformanceCase[] = [
     id: 'contract.output',
     title:
       'run() resolves with a complete SandboxOutput, or rejects with ALEPH_DRIVER_UNAVAILABLE where it cannot run',
-    requires: [],
+    // Its command runs on the strict baseline.
+    requires: requiredDriverCapabilities(strictCapabilities()),
     async check({ run, driver }) {
       const exit0 =
         process.platform === 'win32'
@@ -181,7 +212,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   {
     id: 'process.exit-code',
     title: 'propagates the exit code',
-    requires: ['exec'],
+    requires: requirementsOf(SH_CAPS),
     async check({ run }) {
       assert.equal((await run(sh('exit 7'))).exitCode, 7);
       assert.equal((await run(sh('exit 0'))).exitCode, 0);
@@ -190,7 +221,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   {
     id: 'process.streams',
     title: 'keeps stdout and stderr apart',
-    requires: ['exec'],
+    requires: requirementsOf(SH_CAPS),
     async check({ run }) {
       const out = await run(sh('echo to-out; echo to-err >&2'));
       assert.equal(out.stdoutText, 'to-out\n');
@@ -200,7 +231,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   {
     id: 'process.stdin',
     title: 'delivers stdin and closes it',
-    requires: ['exec'],
+    requires: requirementsOf(SH_CAPS),
     async check({ run }) {
       const out = await run({ ...sh('cat; echo " [eof]"'), stdin: 'from stdin' });
       assert.equal(out.stdoutText, 'from stdin [eof]\n');
@@ -209,7 +240,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   {
     id: 'process.env',
     title: "passes the command's env and none of the host's secrets",
-    requires: ['exec'],
+    requires: requirementsOf(SH_CAPS),
     async check({ run }) {
       process.env.ALEPH_CONFORMANCE_HOST_SECRET = 'host-secret-value';
       try {
@@ -224,7 +255,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   {
     id: 'process.cwd',
     title: 'runs in the requested cwd inside the workspace',
-    requires: ['exec'],
+    requires: requirementsOf(SH_CAPS),
     async check({ run, workspaceOf }) {
       const ws = await workspaceOf();
       mkdirSync(path.join(ws, 'sub'), { recursive: true });
@@ -235,7 +266,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   {
     id: 'process.persistence',
     title: "a session's files persist between executions",
-    requires: ['exec'],
+    requires: requirementsOf(SH_CAPS),
     async check({ run }) {
       assert.equal((await run(sh('echo kept > note.txt'))).exitCode, 0);
       assert.equal((await run(sh('cat note.txt'))).stdoutText, 'kept\n');
@@ -244,7 +275,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   {
     id: 'process.timeout',
     title: 'a timeout ends the run and reports timedOut',
-    requires: ['exec'],
+    requires: requirementsOf(SH_CAPS),
     async check({ run }) {
       const out = await run({ ...sh('sleep 30'), timeout: 300 });
       assert.equal(out.timedOut, true);
@@ -254,7 +285,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   {
     id: 'process.output-budget',
     title: 'truncates output at the budget and reports it',
-    requires: ['exec'],
+    requires: requirementsOf(SH_CAPS),
     async check({ sandbox }) {
       const out = await sandbox
         .withMaxOutputBytes(64 * 1024)
@@ -267,7 +298,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   {
     id: 'process.signal',
     title: 'reports a terminating signal',
-    requires: ['exec'],
+    requires: requirementsOf(SH_CAPS),
     async check({ run }) {
       const out = await run(sh('kill -KILL $$'));
       assert.equal(out.signal, 'SIGKILL');
@@ -277,7 +308,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   {
     id: 'process.abort',
     title: 'an AbortSignal ends the run with ALEPH_ABORTED',
-    requires: ['exec'],
+    requires: requirementsOf(SH_CAPS),
     async check({ sandbox }) {
       const controller = new AbortController();
       setTimeout(() => controller.abort(), 200);
@@ -294,7 +325,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   {
     id: 'fs.write-outside',
     title: 'cannot write outside the workspace',
-    requires: ['exec', 'fs.confine'],
+    requires: requirementsOf(SH_CAPS),
     async check({ run, outside }) {
       const target = path.join(outside, 'escaped.txt');
       await run(sh(`echo pwned > '${target}'`));
@@ -304,7 +335,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   {
     id: 'fs.read-outside',
     title: 'cannot read files outside the workspace',
-    requires: ['exec', 'fs.confine'],
+    requires: requirementsOf(SH_CAPS),
     async check({ run, outside }) {
       const secret = path.join(outside, 'secret.txt');
       writeFileSync(secret, 'conformance-secret-42\n', { mode: 0o644 });
@@ -315,7 +346,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   {
     id: 'fs.sessions-isolated',
     title: "a session cannot see another session's workspace",
-    requires: ['exec', 'fs.confine'],
+    requires: requirementsOf(SH_CAPS),
     async check({ run, workspaceOf }) {
       const other = await workspaceOf('other-session');
       writeFileSync(path.join(other, 'private.txt'), 'other-session-data\n', { mode: 0o644 });
@@ -326,7 +357,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   {
     id: 'fs.read-grant',
     title: 'a granted read path is readable but not writable',
-    requires: ['exec', 'fs.confine', 'fs.read'],
+    requires: requirementsOf({ fsRead: ['/granted'], spawnSubprocess: true }),
     async check({ run, outside }) {
       const dir = path.join(outside, 'ro');
       mkdirSync(dir, { recursive: true });
@@ -342,7 +373,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   {
     id: 'fs.write-grant',
     title: 'a granted write path is writable',
-    requires: ['exec', 'fs.confine', 'fs.write'],
+    requires: requirementsOf({ fsWrite: ['/granted'], spawnSubprocess: true }),
     async check({ run, outside }) {
       const dir = path.join(outside, 'rw');
       mkdirSync(dir, { recursive: true });
@@ -358,7 +389,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   {
     id: 'fs.protected-paths',
     title: '.git/hooks stays read-only inside the workspace',
-    requires: ['exec', 'fs.confine', 'fs.protected-paths'],
+    requires: [...requirementsOf(SH_CAPS), 'fs.protected-paths'],
     async check({ run, workspaceOf }) {
       const ws = await workspaceOf();
       mkdirSync(path.join(ws, '.git', 'hooks'), { recursive: true });
@@ -369,7 +400,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   {
     id: 'net.none',
     title: 'network none cannot reach a host loopback port',
-    requires: ['exec', 'net.none'],
+    requires: requirementsOf(undefined),
     platforms: ['linux'],
     async check({ run }) {
       const listener = await loopbackListener();
@@ -386,7 +417,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   {
     id: 'proc.deny-spawn',
     title: 'spawnSubprocess false stops the command from starting a child',
-    requires: ['exec', 'proc.deny-spawn'],
+    requires: requirementsOf(undefined),
     async check({ run }) {
       const out = await run({ program: '/bin/sh', args: ['-c', '/bin/echo child-ran; echo parent-done'] });
       assert.doesNotMatch(out.stdoutText, /child-ran/);
@@ -395,7 +426,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   {
     id: 'proc.allow-spawn',
     title: 'spawnSubprocess true lets the command start children',
-    requires: ['exec'],
+    requires: requirementsOf(SH_CAPS),
     async check({ run }) {
       const out = await run({
         ...sh('/bin/echo child-ran; echo parent-done'),

@@ -3,6 +3,7 @@ export {
   type ConformanceContext,
   conformanceCases,
   POSIX_PLATFORMS,
+  requirementsOf,
 } from './cases.js';
 export {
   type ConformanceHarness,

@@ -1,6 +1,6 @@
 import { createFakeDriver } from '@aleph/sandbox-core/testing';
 import { describe, expect, it } from 'vitest';
-import { conformanceCases, conformanceSkipReason } from '../src/index.js';
+import { conformanceCases, conformanceSkipReason, requirementsOf } from '../src/index.js';
 import { describeDriverConformance } from '../src/vitest.js';
 
 // The fake driver runs nothing, so it declares only what the strict baseline needs; every case that runs a
@@ -35,5 +35,31 @@ describe('conformanceSkipReason', () => {
     const ids = conformanceCases.map((c) => c.id);
     expect(new Set(ids).size).toBe(ids.length);
     for (const id of ids) expect(id).toMatch(/^[a-z]+\.[a-z-]+$/);
+  });
+});
+
+describe('requirements derived from what each case runs', () => {
+  it('the strict baseline needs fs.confine, net.none and proc.deny-spawn', () => {
+    expect(requirementsOf(undefined)).toEqual(['exec', 'fs.confine', 'net.none', 'proc.deny-spawn']);
+  });
+  it('every case that runs a command requires what requiredDriverCapabilities derives for it', () => {
+    for (const c of conformanceCases.filter((x) => x.requires.includes('exec'))) {
+      expect(c.requires, c.id).toEqual(expect.arrayContaining(['fs.confine', 'net.none']));
+    }
+  });
+});
+
+// A third-party driver that runs programs but declares only exec and fs.confine (as one written outside
+// the monorepo may): every case it cannot run is a skip that says why, and none fails.
+const execOnly = () => createFakeDriver({ capabilities: ['exec', 'fs.confine'] });
+describeDriverConformance('exec-and-fs-confine-only', execOnly);
+
+describe('a driver declaring only exec and fs.confine', () => {
+  it('gets a skip naming the missing capability for every case that runs a command', () => {
+    const runsCommands = conformanceCases.filter((c) => c.requires.includes('exec'));
+    expect(runsCommands.length).toBeGreaterThan(15);
+    for (const c of runsCommands) {
+      expect(conformanceSkipReason(c, execOnly()), c.id).toMatch(/^driver fake does not declare .*net\.none/);
+    }
   });
 });

@@ -1,51 +1,159 @@
 #!/usr/bin/env node
-// Builds native/aleph-sandbox-init from native/linux/aleph-sandbox-init.c with the system C compiler.
-// `--if-missing` (the package's install step) only builds when the binary is absent.
+// Builds the sandbox helper, aleph-sandbox-init, from its C source: statically and reproducibly (no build
+// id, no build paths, so the same compiler gives the same bytes on any machine).
+//
+//   node scripts/build-helper.mjs --arch x64|arm64 --out FILE [--skip-without-compiler]
+//       the platform packages' build (@aleph/driver-linux-x64, -arm64): a static binary for that
+//       architecture, cross-compiled when it is not this machine's (Debian: gcc-aarch64-linux-gnu,
+//       libc6-dev-arm64-cross / gcc-x86-64-linux-gnu, libc6-dev-amd64-cross). --skip-without-compiler
+//       turns a missing cross compiler into a notice (the package is then left unbuilt and its prepack
+//       refuses to pack it).
+//   node scripts/build-helper.mjs --sync-source
+//       driver-linux's own build in the monorepo: copies native/linux/aleph-sandbox-init.c into the
+//       package (a published driver-linux builds from it where no platform package fits) and removes a
+//       helper left in native/ by an older build, which would otherwise shadow the platform package's.
+//
+// Also imported by scripts/install.mjs for the build from source.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const pkg = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-// In the monorepo the C sources live in /native/linux; a published package carries a copy in native/src.
-const monorepoSources = path.resolve(pkg, '../../native/linux');
-const packagedSources = path.join(pkg, 'native', 'src');
-const packagedSource = path.join(packagedSources, 'aleph-sandbox-init.c');
-const out = path.join(pkg, 'native', 'aleph-sandbox-init');
+/**
+ * In the monorepo the C sources live in /native/linux; a published package carries a copy in native/src.
+ * `…Source` names the main file; every `.c` file beside it is compiled with it.
+ */
+export const monorepoSource = path.resolve(pkg, '../../native/linux/aleph-sandbox-init.c');
+export const packagedSource = path.join(pkg, 'native', 'src', 'aleph-sandbox-init.c');
 
-if (process.platform !== 'linux') {
-  console.error('aleph driver-linux: not on Linux, skipping the native helper build');
-  process.exit(0);
+/** The `.c` files compiled together with `source` (all of its directory's, sorted, `source` first). */
+export function sourcesBeside(source) {
+  const dir = path.dirname(source);
+  const others = readdirSync(dir)
+    .filter((n) => n.endsWith('.c') && n !== path.basename(source))
+    .sort()
+    .map((n) => path.join(dir, n));
+  return [source, ...others];
 }
-mkdirSync(path.dirname(out), { recursive: true });
-if (existsSync(monorepoSources)) {
-  mkdirSync(packagedSources, { recursive: true });
-  for (const name of readdirSync(monorepoSources)) {
-    if (/\.[ch]$/.test(name))
-      copyFileSync(path.join(monorepoSources, name), path.join(packagedSources, name));
+
+const TRIPLES = { x64: 'x86_64-linux-gnu', arm64: 'aarch64-linux-gnu' };
+
+/** The compiler for `arch`: `$CC` or `cc` on a machine of that architecture, else the cross compiler. */
+export function compilerFor(arch) {
+  if (arch === process.arch) return process.env.CC || 'cc';
+  const triple = TRIPLES[arch];
+  if (triple === undefined) throw new Error(`no cross compiler known for ${arch}`);
+  return `${triple}-gcc`;
+}
+
+function found(command) {
+  const r = spawnSync(command, ['--version'], { stdio: 'ignore' });
+  return r.error === undefined && r.status === 0;
+}
+
+/**
+ * Compiles `source` into `out` for `arch`. Static unless `allowDynamic` (the build from source on a host
+ * whose C library has no static archive). Returns `{ ok, compiler, static, message }`; writes progress to
+ * `log`.
+ */
+export function compileHelper({
+  source,
+  out,
+  arch = process.arch,
+  allowDynamic = false,
+  log = (s) => console.error(s),
+}) {
+  const cc = compilerFor(arch);
+  if (!found(cc)) {
+    return {
+      ok: false,
+      missingCompiler: true,
+      compiler: cc,
+      message: `no C compiler: \`${cc}\` was not found on PATH`,
+    };
   }
+  mkdirSync(path.dirname(out), { recursive: true });
+  const tmp = `${out}.tmp-${process.pid}`;
+  const flags = [
+    '-O2',
+    '-Wall',
+    '-Wextra',
+    '-std=c11',
+    // Reproducible: no build paths in the binary, no random build id.
+    `-ffile-prefix-map=${path.dirname(source)}=.`,
+    '-Wl,--build-id=none',
+    '-o',
+    tmp,
+    ...sourcesBeside(source),
+  ];
+  log(`aleph driver-linux: compiling ${path.basename(source)} for ${arch} with ${cc} -static …`);
+  let r = spawnSync(cc, ['-static', ...flags], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+  let isStatic = true;
+  if ((r.error || r.status !== 0) && allowDynamic) {
+    log('aleph driver-linux: no static C library here; building a dynamically linked helper instead …');
+    r = spawnSync(cc, flags, { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+    isStatic = false;
+  }
+  if (r.error || r.status !== 0) {
+    rmSync(tmp, { force: true });
+    return {
+      ok: false,
+      compiler: cc,
+      message: `${cc} failed (${r.error?.message ?? `exit ${r.status}`}): ${(r.stderr ?? '').trim().slice(-2000)}`,
+    };
+  }
+  // Renamed into place: a helper that is running (another sandbox) is never overwritten mid-flight.
+  spawnSync('mv', ['-f', tmp, out]);
+  log(`aleph driver-linux: built ${out}${isStatic ? ' (static)' : ''}`);
+  return { ok: true, compiler: cc, static: isStatic, message: `built ${out}` };
 }
-if (!existsSync(packagedSource)) {
-  console.error(`aleph driver-linux: ${packagedSource} is missing; reinstall @aleph/driver-linux`);
-  process.exit(1);
-}
-const sources = readdirSync(packagedSources)
-  .filter((n) => /\.[ch]$/.test(n))
-  .map((n) => path.join(packagedSources, n));
-const upToDate = existsSync(out) && sources.every((f) => statSync(out).mtimeMs >= statSync(f).mtimeMs);
-if (process.argv.includes('--if-missing') ? existsSync(out) : upToDate) process.exit(0);
 
-const cc = process.env.CC ?? 'cc';
-console.error(`aleph driver-linux: building the sandbox helper with ${cc} (one time, under a second)`);
-// Static when the C library allows it: the helper runs once per command, and a static binary skips the
-// dynamic loader (~0.3 ms per execution here). Falls back to a dynamic build.
-const flags = ['-O2', '-Wall', '-Wextra', '-std=c11', '-o', out, ...sources.filter((f) => f.endsWith('.c'))];
-let r = spawnSync(cc, ['-static', ...flags], { stdio: ['ignore', 'ignore', 'pipe'] });
-if (r.error || r.status !== 0) r = spawnSync(cc, flags, { stdio: 'inherit' });
-if (r.error || r.status !== 0) {
-  console.error(
-    `aleph driver-linux: could not build the sandbox helper (${r.error?.message ?? `exit ${r.status}`}).\n` +
-      '  Fix: install a C compiler (Debian/Ubuntu: apt-get install -y gcc libc6-dev; Fedora: dnf install gcc) and run `npm rebuild @aleph/driver-linux`.',
-  );
-  process.exit(1);
+function arg(name) {
+  const i = process.argv.indexOf(name);
+  return i === -1 ? undefined : process.argv[i + 1];
+}
+
+if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  if (process.argv.includes('--sync-source')) {
+    const into = path.dirname(packagedSource);
+    rmSync(into, { recursive: true, force: true });
+    mkdirSync(into, { recursive: true });
+    const from = path.dirname(monorepoSource);
+    if (existsSync(from)) {
+      for (const name of readdirSync(from))
+        if (/\.[ch]$/.test(name)) copyFileSync(path.join(from, name), path.join(into, name));
+    }
+    rmSync(path.join(pkg, 'native', 'aleph-sandbox-init'), { force: true });
+    process.exit(0);
+  }
+  const arch = arg('--arch');
+  const out = arg('--out');
+  if (arch === undefined || out === undefined || !(arch in TRIPLES)) {
+    console.error(
+      'usage: build-helper.mjs --arch x64|arm64 --out FILE [--skip-without-compiler] | --sync-source',
+    );
+    process.exit(2);
+  }
+  const source = existsSync(monorepoSource) ? monorepoSource : packagedSource;
+  const result = compileHelper({ source, out: path.resolve(out), arch });
+  if (!result.ok) {
+    rmSync(path.resolve(out), { force: true });
+    const pkgName =
+      arch === 'x64'
+        ? 'gcc-x86-64-linux-gnu libc6-dev-amd64-cross'
+        : 'gcc-aarch64-linux-gnu libc6-dev-arm64-cross';
+    const fix =
+      arch === process.arch
+        ? 'install a C compiler with a static C library (apt-get install -y gcc libc6-dev)'
+        : `install the cross compiler (apt-get install -y ${pkgName}; scripts/setup.sh does)`;
+    if (result.missingCompiler && process.argv.includes('--skip-without-compiler')) {
+      console.error(`aleph driver-linux: NOT building the ${arch} helper: ${result.message}. Fix: ${fix}.`);
+      process.exit(0);
+    }
+    console.error(
+      `aleph driver-linux: could not build the ${arch} helper: ${result.message}\n  Fix: ${fix}.`,
+    );
+    process.exit(1);
+  }
 }

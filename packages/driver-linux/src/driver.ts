@@ -1,9 +1,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import os, { constants as osConstants } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ProxyPool } from '@aleph/proxy/pool';
 import {
@@ -29,6 +27,7 @@ import {
 import { CgroupManager, detectCgroup } from './cgroup.js';
 import { buildDirectProfile, PROXY_PORT_ARG } from './direct-profile.js';
 import { encodeEnv, refuseLoaderEnv } from './env.js';
+import { checkHelperSync, resolveHelperPath } from './helper.js';
 import { readHostFacts } from './host.js';
 import { defaultMaxOpenFiles, readFileMax, readOpenFilesHardLimit } from './limits.js';
 import { linuxNotEnforced } from './not-enforced.js';
@@ -75,38 +74,6 @@ export interface LinuxDriver extends OsSandboxDriver {
   profileFor(caps: SandboxCapabilities, cwd: string, context: ProfileContext): Promise<LinuxProfile>;
 }
 
-function defaultHelperPath(): string {
-  // dist/driver.js and src/driver.ts both sit one level below the package root…
-  const beside = path.resolve(
-    path.dirname(fileURLToPath(import.meta.url)),
-    '..',
-    'native',
-    'aleph-sandbox-init',
-  );
-  if (existsSync(beside)) return beside;
-  // …unless this code was bundled into another package (the aleph-sandbox CLI): find the package itself,
-  // first by the node_modules walk Node's resolution would make (a few stat calls), then by resolving
-  // it, which costs milliseconds of a CLI start.
-  for (let dir = path.dirname(fileURLToPath(import.meta.url)); ; dir = path.dirname(dir)) {
-    const candidate = path.join(
-      dir,
-      'node_modules',
-      '@aleph',
-      'driver-linux',
-      'native',
-      'aleph-sandbox-init',
-    );
-    if (existsSync(candidate)) return realpathSync(candidate);
-    if (dir === path.dirname(dir)) break;
-  }
-  try {
-    const manifest = createRequire(import.meta.url).resolve('@aleph/driver-linux/package.json');
-    return path.join(path.dirname(manifest), 'native', 'aleph-sandbox-init');
-  } catch {
-    return beside;
-  }
-}
-
 /**
  * Processes owned by `uid` right now (RLIMIT_NPROC counts them all), cached for 250 ms. Without a
  * delegated cgroup v2 the process limit is per uid, so executions running at the same time share it.
@@ -141,7 +108,7 @@ function processesOf(uid: number): number {
 export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver {
   const host = readHostFacts();
   const arch = hostSeccompArch() ?? 'x86_64';
-  const helperPath = options.helperPath ?? defaultHelperPath();
+  const helperPath = options.helperPath ?? resolveHelperPath();
   const landlock = options.landlock ?? 'best-effort';
   const sandboxUid = options.sandboxUid;
   const sandboxGid = options.sandboxGid ?? options.sandboxUid;
@@ -361,11 +328,8 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
         const problems: string[] = [];
         if (bwrapPath === null && !direct)
           problems.push('bubblewrap: bwrap not found on PATH; fix: apt-get install -y bubblewrap');
-        if (!existsSync(helperPath)) {
-          problems.push(
-            `helper: ${helperPath} is not built; fix: install gcc and run "npm rebuild @aleph/driver-linux"`,
-          );
-        }
+        const helper = checkHelperSync(helperPath);
+        if (!helper.ok) problems.push(`helper: ${helper.problem}; fix: ${helper.fix}`);
         if (hostSeccompArch() === undefined)
           problems.push(`architecture: ${process.arch} has no seccomp tables here`);
         if (problems.length > 0) {

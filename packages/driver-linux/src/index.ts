@@ -1,6 +1,19 @@
 export { type CgroupInfo, type CgroupLimits, CgroupManager, detectCgroup } from './cgroup.js';
 export { buildDirectProfile, etcRules } from './direct-profile.js';
 export { createLinuxDriver, LINUX_CAPABILITIES, type LinuxDriver } from './driver.js';
+export {
+  checkHelper,
+  checkHelperSync,
+  driverLinuxDir,
+  HELPER_ELF_MACHINES,
+  HELPER_NAME,
+  type HelperCheck,
+  type HelperProbeOutput,
+  helperPackageName,
+  platformHelperPath,
+  readElfMachine,
+  resolveHelperPath,
+} from './helper.js';
 export { type HostFacts, readHostFacts } from './host.js';
 export {
   DEFAULT_MAX_OPEN_FILES,

@@ -10,7 +10,7 @@ export {
 export interface LinuxDriverOptions {
   /** bubblewrap binary. Default: `bwrap` found on PATH. */
   readonly bwrapPath?: string;
-  /** The native helper. Default: the one this package built (`native/aleph-sandbox-init`). */
+  /** The native helper. Default: `resolveHelperPath()` (a build from source in `native/`, else the platform package's prebuilt one). */
   readonly helperPath?: string;
   /** `best-effort` (default) applies the best Landlock ABI available and reports it; `required` refuses to run without Landlock. */
   readonly landlock?: 'best-effort' | 'required';

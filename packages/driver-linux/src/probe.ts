@@ -4,6 +4,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { ProbeMechanism, ProbeResult } from '@aleph/sandbox-core';
 import { type CgroupInfo, detectCgroup } from './cgroup.js';
+import { checkHelper } from './helper.js';
 import type { HostFacts } from './host.js';
 import { linuxNotEnforced } from './not-enforced.js';
 import { hostSeccompArch } from './seccomp.js';
@@ -104,54 +105,55 @@ export async function probeLinux(options: {
     true,
   );
 
+  // The kernel's answers come from the helper, so a helper that cannot run says nothing about the
+  // kernel: its own problem is reported, and seccomp/Landlock are "unknown", never blamed on the kernel.
   let landlockAbi = 0;
   let seccomp = false;
-  const helperBuilt = existsSync(options.helperPath);
-  if (helperBuilt) {
-    try {
-      const out = JSON.parse((await run(options.helperPath, ['--probe'])).stdout) as {
-        landlock_abi: number;
-        seccomp: boolean;
-      };
-      landlockAbi = out.landlock_abi;
-      seccomp = out.seccomp;
-    } catch {
-      // reported below
-    }
+  const helper = await checkHelper(options.helperPath, { probe: true });
+  if (helper.ok && helper.probe !== undefined) {
+    landlockAbi = helper.probe.landlock_abi;
+    seccomp = helper.probe.seccomp;
   }
   note(
     'helper',
-    helperBuilt
-      ? { available: true, detail: options.helperPath }
-      : {
-          available: false,
-          detail: `${options.helperPath} is not built`,
-          fix: 'install a C compiler (apt-get install -y gcc libc6-dev) and run `npm rebuild @aleph/driver-linux` (or `pnpm build` in the repository)',
-        },
+    helper.ok
+      ? { available: true, detail: `${options.helperPath} (${process.arch}, --probe ok)` }
+      : { available: false, detail: helper.problem, fix: helper.fix },
     true,
   );
-  note(
-    'seccomp',
-    seccomp
-      ? { available: true, detail: 'seccomp-BPF filters supported' }
-      : {
-          available: false,
-          detail: 'seccomp-BPF not available',
-          fix: 'use a kernel built with CONFIG_SECCOMP_FILTER',
-        },
-    true,
-  );
-  note(
-    'landlock',
-    landlockAbi > 0
-      ? { available: true, detail: `ABI ${landlockAbi} (${options.landlock})` }
-      : {
-          available: false,
-          detail: 'Landlock is not enabled in this kernel',
-          fix: 'boot a kernel >= 5.13 with lsm=landlock,…',
-        },
-    options.landlock === 'required',
-  );
+  const unknown = (what: string): ProbeMechanism => ({
+    available: false,
+    detail: `unknown: ${what} is checked by the helper, which could not run (see helper)`,
+    fix: 'fix the helper first',
+  });
+  if (!helper.ok) {
+    // Not a problem of its own: the helper's problem already stops the driver.
+    note('seccomp', unknown('seccomp-BPF support'), false);
+    note('landlock', unknown('the Landlock ABI'), false);
+  } else {
+    note(
+      'seccomp',
+      seccomp
+        ? { available: true, detail: 'seccomp-BPF filters supported' }
+        : {
+            available: false,
+            detail: "the kernel refuses seccomp-BPF filters (the helper's --probe says so)",
+            fix: 'use a kernel built with CONFIG_SECCOMP_FILTER',
+          },
+      true,
+    );
+    note(
+      'landlock',
+      landlockAbi > 0
+        ? { available: true, detail: `ABI ${landlockAbi} (${options.landlock})` }
+        : {
+            available: false,
+            detail: "Landlock is not enabled in this kernel (the helper's --probe says so)",
+            fix: 'boot a kernel >= 5.13 with lsm=landlock,…',
+          },
+      options.landlock === 'required',
+    );
+  }
 
   // User namespaces: what a non-root host runs in, and tier 2 of a root host (tried on both).
   if (bwrapPath !== null) {

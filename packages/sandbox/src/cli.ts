@@ -1,8 +1,18 @@
 #!/usr/bin/env node
 import { spawn } from 'node:child_process';
-import { existsSync, fstatSync, mkdirSync, readFileSync, realpathSync, type Stats, statSync } from 'node:fs';
+import {
+  existsSync,
+  fstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  type Stats,
+  statSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
-import { constants as osConstants } from 'node:os';
+import os, { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { isatty } from 'node:tty';
 import { parseArgs } from 'node:util';
@@ -395,16 +405,46 @@ async function doctor(argv: string[]): Promise<number> {
   const { loadConfig, buildSandbox } = await loadSandboxModules();
   const config = await loadConfig(values.config);
   let report: Record<string, unknown>;
+  // "ready" means a command really ran sandboxed: after the probe, `true` runs through the whole pipeline
+  // in a throw-away workspace root (removed afterwards), and its failure is reported as the problem.
+  const scratch = mkdtempSync(path.join(os.tmpdir(), 'aleph-doctor-'));
   try {
-    const sandbox = await buildSandbox({ ...config, enabled: true });
-    const probe = await sandbox.probe();
-    await sandbox.dispose();
-    report = {
-      platform: process.platform,
-      node: process.version,
-      config: config.source ?? '(defaults)',
-      ...probe,
-    };
+    const sandbox = await buildSandbox({ ...config, enabled: true, workspaceRoot: scratch });
+    try {
+      const probe = await sandbox.probe();
+      let trial: { ok: boolean; detail: string; fix?: string } | undefined;
+      if (probe === undefined || probe.available) {
+        try {
+          const out = await sandbox.execute({ sessionId: 'doctor', program: 'true' });
+          trial =
+            out.exitCode === 0
+              ? { ok: true, detail: `\`true\` ran sandboxed (exit 0, ${Math.round(out.durationMs)} ms)` }
+              : {
+                  ok: false,
+                  detail: `\`true\` exited ${out.exitCode ?? out.signal}: ${out.stderrText.trim().slice(0, 400)}`,
+                };
+        } catch (error) {
+          trial = { ok: false, detail: `\`true\` could not run sandboxed: ${(error as Error).message}` };
+        }
+      }
+      const mechanisms = { ...(probe?.mechanisms ?? {}) } as Record<string, unknown>;
+      const problems = [...(probe?.problems ?? [])];
+      if (trial !== undefined) {
+        mechanisms['sandboxed-run'] = { available: trial.ok, detail: trial.detail };
+        if (!trial.ok) problems.push(`sandboxed-run: ${trial.detail}`);
+      }
+      report = {
+        platform: process.platform,
+        node: process.version,
+        config: config.source ?? '(defaults)',
+        ...probe,
+        available: (probe?.available ?? true) && trial?.ok === true,
+        mechanisms,
+        problems,
+      };
+    } finally {
+      await sandbox.dispose();
+    }
   } catch (error) {
     report = {
       platform: process.platform,
@@ -415,6 +455,8 @@ async function doctor(argv: string[]): Promise<number> {
       mechanisms: {},
       problems: [(error as Error).message],
     };
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
   }
   if (values.json) {
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
@@ -433,7 +475,6 @@ async function doctor(argv: string[]): Promise<number> {
     }
     for (const gap of (report.notEnforced ?? []) as string[]) process.stdout.write(`not enforced: ${gap}\n`);
     for (const p of (report.problems ?? []) as string[]) process.stdout.write(`problem: ${p}\n`);
-    for (const n of (report.notEnforced ?? []) as string[]) process.stdout.write(`not enforced: ${n}\n`);
     process.stdout.write(
       report.available
         ? 'ready: commands will run sandboxed\n'
