@@ -77,7 +77,6 @@ process.stdout.write(
     notEnforced: probe.notEnforced,
     available: probe.available,
     problems: probe.problems,
-    notEnforced: probe.notEnforced,
     results,
   }),
 );
