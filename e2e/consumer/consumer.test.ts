@@ -273,7 +273,8 @@ describe.skipIf(reason !== undefined)(
       const files = spawnSync('tar', ['-tzf', tarballs['@aleph/driver-linux'] as string], {
         encoding: 'utf8',
       }).stdout;
-      expect(files).toMatch(/^package\/native\/aleph-sandbox-init\.c$/m);
+      expect(files).toMatch(/^package\/native\/src\/aleph-sandbox-init\.c$/m);
+      expect(files).toMatch(/^package\/native\/src\/launch\.c$/m);
       expect(files).not.toMatch(/^package\/native\/aleph-sandbox-init$/m);
     });
 
@@ -385,7 +386,7 @@ describe.skipIf(reason !== undefined)(
           writeFileSync(path.join(app(), 'driver-linux-example.mjs'), example as string);
           const linux = await run('node', ['driver-linux-example.mjs'], { cwd: app(), env: runEnv() });
           expect(linux.status, show(linux)).toBe(0);
-          expect(linux.stdout).toMatch(/^bubblewrap namespaces \+ Landlock ABI \d+ .*\n42\n$/);
+          expect(linux.stdout).toMatch(/^tier 1: bubblewrap namespaces.* Landlock ABI \d+ .*\n42\n$/);
           const code = [
             "import { startProxy } from '@aleph/proxy';",
             "import { createMacosDriver } from '@aleph/driver-macos';",

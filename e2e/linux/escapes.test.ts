@@ -16,7 +16,14 @@ import http from 'node:http';
 import type net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { detectCgroup, gapNames, type LinuxTierId, SYSCALLS, tierGaps } from '@aleph/driver-linux';
+import {
+  detectCgroup,
+  gapNames,
+  type LinuxTierId,
+  resolveHelperPath,
+  SYSCALLS,
+  tierGaps,
+} from '@aleph/driver-linux';
 import { sessionKeyToFilename } from '@aleph/sandbox-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canSwitchUid, linuxStack, REQUIRED, repoRoot, runAsync } from '../support.js';
@@ -100,9 +107,7 @@ if (isRoot) {
 }
 const helperFacts = (() => {
   try {
-    const out = spawnSync(path.join(repoRoot, 'packages/driver-linux/native/aleph-sandbox-init'), [
-      '--probe',
-    ]);
+    const out = spawnSync(resolveHelperPath(), ['--probe']);
     return JSON.parse(String(out.stdout)) as { landlock_abi: number };
   } catch {
     return { landlock_abi: 0 };
