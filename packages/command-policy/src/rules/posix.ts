@@ -16,7 +16,9 @@ const DISK = String.raw`/dev/(?:(?:sd|hd|vd|xvd)[a-z]+[0-9]*|nvme[0-9]+n[0-9]+(?
 const SYSTEM_DEEP = String.raw`/(?:etc|boot|bin|sbin|lib|lib32|lib64|libx32|usr/(?:bin|sbin|lib|lib32|lib64|libexec|include|share|src)|System|Library|private/(?:etc|var)|efi)(?:/[^ \n]*)?`;
 /** System directories themselves, and their first level. */
 const SYSTEM_SHALLOW = String.raw`(?:/(?:usr|var|opt|srv|root|home|Users|Applications|snap|mnt|media|dev|proc|sys|run|private|nix|var/(?:lib|log|cache|spool|mail|www|backups|opt|db|empty))(?:/[^/ \n]+)?|/usr/local/(?:bin|sbin|lib|lib64|share|include|etc))/?\*?`;
-const HOME = String.raw`(?:~|\$HOME)/?\*?`;
+/** A home directory as a whole: `~`, `~user`, `$HOME`, `/home/<user>`, `/root`, `/Users/<user>`, or `/home`. */
+const HOME = String.raw`(?:~|~[a-z_][a-z0-9_.-]*|\$HOME|/home(?:/[^/ \n]+)?|/root|/var/root|/Users(?:/[^/ \n]+)?)/?\*?`;
+const MKFS = String.raw`${CMD}(?:mkfs(?:\.[a-z0-9]+)?|mke2fs|mkdosfs|mkntfs|mkexfatfs|mkswap|newfs(?:_[a-z]+)?)`;
 const SH = String.raw`(?:ba|z|da|k|fi|a|mk|tc|c|y)?sh`;
 const AUTH_FILE = String.raw`/etc/(?:passwd|shadow|gshadow|group|sudoers(?:\.d(?:/[^ \n]*)?)?)`;
 const SYSTEM_ANY = String.raw`(?:/\*?|${SYSTEM_DEEP}|/(?:usr|var|opt|srv|snap|dev|proc|sys|run|private|nix)(?:/[^ \n]*)?|/(?:root|home|Users)(?:/[^/ \n]+)?/?\*?)`;
@@ -121,16 +123,70 @@ export const POSIX_RULES = defineRules([
     },
   },
   {
+    name: 'rm-rf-home',
+    action: 'block',
+    platform: 'posix',
+    description:
+      'Recursive rm of a home directory as a whole (~, $HOME, /home/<user>, /root, /home): every file of its user.',
+    patterns: [
+      String.raw`${CMD}rm${ARGS} ${RFLAG}${ARGS} ${HOME}${END}`,
+      String.raw`${CMD}rm${ARGS} ${HOME}${ARGS} ${RFLAG}${END}`,
+      String.raw`${CMD}find ${HOME}${ARGS} -delete${END}`,
+    ],
+    examples: {
+      match: [
+        'rm -rf ~',
+        'rm -rf ~/',
+        'rm -rf $HOME',
+        'rm -rf "${HOME}"/*',
+        'rm -rf /home/alice',
+        'sudo rm -rf /root',
+        'rm -rf /home',
+        'rm -rf ~/..',
+      ],
+      nearMiss: [
+        'rm -rf ~/.cache/pip',
+        'rm -rf $HOME/tmp/build',
+        'echo rm -rf ~',
+        'rm -rf /home/alice/project',
+      ],
+    },
+  },
+  {
     name: 'mkfs-device',
     action: 'block',
     platform: 'posix',
-    description: 'Making a filesystem on a disk device erases it.',
+    description:
+      'Making a filesystem on a disk device erases it (not a dry run, and not a device name given as a label).',
     patterns: [
-      String.raw`${CMD}(?:mkfs(?:\.[a-z0-9]+)?|mke2fs|mkdosfs|mkntfs|mkexfatfs|mkswap|newfs(?:_[a-z]+)?)${ARGS} ${DISK}${END}`,
+      // The device is an operand: not the value of a label option (`-L /dev/sda disk.img` formats a file).
+      String.raw`${MKFS}(?:${ARGS} (?:[^- \n][^ \n]*|-[^ \n]*[^LnN \n]))? ${DISK}${END}`,
+    ],
+    exempt: [
+      // mke2fs -n / mkfs.xfs -N: dry run; -V: print the version and exit (`mkfs -V -V` does nothing).
+      String.raw`${CMD}(?:mke2fs|mkfs\.ext[234])${ARGS} -[a-zA-Z]*n[a-zA-Z]*${END}`,
+      String.raw`${CMD}mkfs -t ext[234]${ARGS} -n${END}`,
+      String.raw`${CMD}mkfs\.xfs${ARGS} -N${END}`,
+      String.raw`${CMD}(?:mkfs\.[a-z0-9]+|mke2fs|mkswap)${ARGS} -V${END}`,
+      String.raw`${CMD}mkfs${ARGS} -V${ARGS} -V${END}`,
     ],
     examples: {
-      match: ['mkfs.ext4 /dev/sda1', 'mkfs -t xfs /dev/nvme0n1p2', 'sudo mkswap /dev/sdb2'],
-      nearMiss: ['mkfs.ext4 disk.img', 'man mkfs', 'echo mkfs /dev/sda'],
+      match: [
+        'mkfs.ext4 /dev/sda1',
+        'mkfs -t xfs /dev/nvme0n1p2',
+        'sudo mkswap /dev/sdb2',
+        'mkfs.vfat -n BOOT /dev/sdb1',
+        'mkfs.ext4 -L data /dev/sdc',
+      ],
+      nearMiss: [
+        'mkfs.ext4 disk.img',
+        'man mkfs',
+        'echo mkfs /dev/sda',
+        'mkfs.ext4 -n /dev/sda1',
+        'mke2fs -V',
+        'mkfs.ext4 -L /dev/sda disk.img',
+        'mkfs.xfs -N /dev/sdb',
+      ],
     },
   },
   {
@@ -178,7 +234,7 @@ export const POSIX_RULES = defineRules([
     name: 'rm-rf-system-path',
     action: 'warn',
     platform: 'posix',
-    description: 'Recursive rm of an absolute system path (/etc, /usr/lib, /var, /home/<user>, …).',
+    description: 'Recursive rm of an absolute system path (/etc, /usr/lib, /var, /opt, …).',
     patterns: [
       String.raw`${CMD}rm${ARGS} ${RFLAG}${ARGS} (?:${SYSTEM_DEEP}|${SYSTEM_SHALLOW})${END}`,
       String.raw`${CMD}rm${ARGS} (?:${SYSTEM_DEEP}|${SYSTEM_SHALLOW})${ARGS} ${RFLAG}${END}`,
@@ -188,7 +244,7 @@ export const POSIX_RULES = defineRules([
       match: [
         'rm -rf /etc',
         'sudo rm -rf /usr/lib/python3',
-        'rm -rf /home/alice',
+        'rm -rf /srv/www',
         'rm -r /var/log',
         'rm -rf /boot/grub',
       ],
@@ -199,20 +255,6 @@ export const POSIX_RULES = defineRules([
         'rm /etc/motd.bak',
         'rm -rf node_modules',
       ],
-    },
-  },
-  {
-    name: 'rm-rf-home',
-    action: 'warn',
-    platform: 'posix',
-    description: 'Recursive rm of the whole home directory.',
-    patterns: [
-      String.raw`${CMD}rm${ARGS} ${RFLAG}${ARGS} ${HOME}${END}`,
-      String.raw`${CMD}rm${ARGS} ${HOME}${ARGS} ${RFLAG}${END}`,
-    ],
-    examples: {
-      match: ['rm -rf ~', 'rm -rf ~/', 'rm -rf $HOME', 'rm -rf "${HOME}"/*'],
-      nearMiss: ['rm -rf ~/.cache/pip', 'rm -rf $HOME/tmp/build', 'echo rm -rf ~'],
     },
   },
   {

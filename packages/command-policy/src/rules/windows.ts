@@ -14,6 +14,12 @@ const RECURSE = String.raw`-r(?:e(?:c(?:u(?:r(?:s(?:e)?)?)?)?)?)?(?::\$true)?`;
 const PATH_PARAM = String.raw`(?:-(?:path|literalpath|lp|pspath|p|pa|pat) )?`;
 const HIVE = String.raw`(?:hklm|hkcu|hkcr|hku|hkcc|hkey_local_machine|hkey_current_user|hkey_classes_root|hkey_users|hkey_current_config|registry::hkey_[a-z_]+):?/?\*?`;
 const SP = String.raw`[ \x1a]`;
+/** Top-level keys whose loss breaks the system or every user's settings. */
+const HIVE_TOP = String.raw`(?:(?:hklm|hkey_local_machine)/(?:software|system|sam|security|hardware|bcd00000000)|(?:hkcu|hkey_current_user)/software|(?:hku|hkey_users)/\.default)`;
+/** The same keys, and whole hives, as registry provider paths (`HKLM:\SOFTWARE`, `Registry::HKLM\SAM`). */
+const HIVE_PROVIDER = String.raw`(?:(?:hklm|hkcu|hku|hkcr|hkcc):/?|registry::(?:hklm|hkcu|hku|hkcr|hkcc|hkey_[a-z_]+)/?|(?:hklm|hkey_local_machine):?/(?:software|system|sam|security|hardware|bcd00000000)/?|(?:hkcu|hkey_current_user):?/software/?|registry::(?:hklm|hkey_local_machine)/(?:software|system|sam|security|hardware|bcd00000000)/?|registry::(?:hkcu|hkey_current_user)/software/?)\*?`;
+/** A program that starts another one (the destructive command is its argument). */
+const STARTER = String.raw`\b(?:start-process|saps|start|wmic|invoke-wmimethod|iwmi|invoke-cimmethod|new-object|createobject|shellexecute|\.run|\.exec|\.create)\b`;
 const WIN_DEEP = String.raw`[a-z]:/(?:windows|program${SP}files(?:${SP}\(x86\))?|programdata|boot|recovery|system${SP}volume${SP}information|\$recycle\.bin)(?:/[^ \n]*)?`;
 const WIN_USERS = String.raw`[a-z]:/users(?:/[^/ \n]+)?/?\*?`;
 const WIN_SYSTEM = String.raw`(?:${WIN_DEEP}|${WIN_USERS})`;
@@ -84,11 +90,25 @@ export const WINDOWS_RULES = defineRules([
     name: 'hive-root-recursive-delete',
     action: 'block',
     platform: 'windows',
-    description: 'Recursive delete of a whole registry hive through the PowerShell registry provider.',
-    patterns: recursiveDelete(HIVE).slice(2, 4),
+    description:
+      'Deleting a whole registry hive or a top-level key (HKLM\\SOFTWARE, SYSTEM, SAM, SECURITY) through the PowerShell registry provider.',
+    patterns: [
+      ...recursiveDelete(HIVE).slice(2, 4),
+      String.raw`${ST}${REMOVE}${ARGS} ${PATH_PARAM}${HIVE_PROVIDER}${END}`,
+    ],
     examples: {
-      match: ['Remove-Item -Path HKLM:\\ -Recurse -Force', 'ri hkcu:\\ -r'],
-      nearMiss: ['Remove-Item -Path HKCU:\\Software\\MyApp -Recurse', 'Get-ChildItem HKLM:\\'],
+      match: [
+        'Remove-Item -Path HKLM:\\ -Recurse -Force',
+        'ri hkcu:\\ -r',
+        'Remove-Item -Path HKLM:\\SOFTWARE -Recurse -Force',
+        'Remove-Item "Registry::HKEY_LOCAL_MACHINE\\SYSTEM" -Recurse',
+        'Remove-Item HKLM:\\SAM',
+      ],
+      nearMiss: [
+        'Remove-Item -Path HKCU:\\Software\\MyApp -Recurse',
+        'Get-ChildItem HKLM:\\',
+        'Remove-Item -Path HKLM:\\SOFTWARE\\Vendor\\App -Recurse',
+      ],
     },
   },
   {
@@ -98,17 +118,31 @@ export const WINDOWS_RULES = defineRules([
     description: 'Deleting Volume Shadow Copies removes the restore points ransomware targets.',
     patterns: [
       String.raw`${ST}vssadmin${ARGS} delete shadows${END}`,
-      String.raw`${ST}vssadmin${ARGS} resize shadowstorage${ARGS} /maxsize=[0-9]+(?:kb|mb|b)?${END}`,
+      // Shrinking the storage deletes the copies that no longer fit.
+      String.raw`${ST}vssadmin${ARGS} resize shadowstorage${ARGS} /maxsize=(?:[0-9][0-9.]*(?:kb|mb|gb|tb|pb|eb|b)?|[0-9]+%)${END}`,
       String.raw`${ST}wmic${ARGS} shadowcopy${ARGS} delete${END}`,
       String.raw`${FLAT}win32_shadowcopy[^\n]*(?:\.delete\(|remove-ciminstance|remove-wmiobject)`,
+      // Launched through another program (Start-Process, wmic process call create, WMI/CIM, COM).
+      String.raw`${FLAT}${STARTER}[^\n]*\bvssadmin(?:\.exe)?\b[^\n]*\b(?:delete${SP}+shadows|resize${SP}+shadowstorage)\b`,
+      String.raw`${FLAT}${STARTER}[^\n]*\bwmic(?:\.exe)?\b[^\n]*\bshadowcopy\b[^\n]*\bdelete\b`,
     ],
     examples: {
       match: [
         'vssadmin delete shadows /all /quiet',
         'wmic shadowcopy delete',
         'Get-WmiObject Win32_ShadowCopy | ForEach-Object { $_.Delete() }',
+        'vssadmin resize shadowstorage /for=c: /on=c: /maxsize=401MB',
+        'Start-Process vssadmin -ArgumentList "delete shadows /all /quiet" -WindowStyle Hidden',
+        'wmic process call create "vssadmin delete shadows /all /quiet"',
+        'Invoke-CimMethod -ClassName Win32_Process -MethodName Create -Arguments @{CommandLine="vssadmin delete shadows /all"}',
       ],
-      nearMiss: ['vssadmin list shadows', 'Get-WmiObject Win32_ShadowCopy'],
+      nearMiss: [
+        'vssadmin list shadows',
+        'Get-WmiObject Win32_ShadowCopy',
+        'vssadmin list shadowstorage',
+        'vssadmin resize shadowstorage /for=c: /on=c: /maxsize=unbounded',
+        'Start-Process notepad.exe',
+      ],
     },
   },
   {
@@ -171,13 +205,27 @@ export const WINDOWS_RULES = defineRules([
     name: 'reg-delete-hive',
     action: 'block',
     platform: 'windows',
-    description: 'reg delete of a whole registry hive with /f.',
+    description:
+      'reg delete of a whole registry hive or a top-level key (HKLM\\SOFTWARE, SYSTEM, SAM, SECURITY).',
     patterns: [
       String.raw`${ST}reg${ARGS} delete (?:hklm|hkcu|hkcr|hku|hkcc|hkey_local_machine|hkey_current_user|hkey_classes_root|hkey_users|hkey_current_config)/?${ARGS} /f${END}`,
+      String.raw`${ST}reg${ARGS} delete (?://[^/ \n]+/)?${HIVE_TOP}/?${END}`,
     ],
     examples: {
-      match: ['reg delete HKLM /f', 'reg delete HKEY_CURRENT_USER\\ /va /f'],
-      nearMiss: ['reg delete HKCU\\Software\\MyApp /f', 'reg query HKLM'],
+      match: [
+        'reg delete HKLM /f',
+        'reg delete HKEY_CURRENT_USER\\ /va /f',
+        'reg delete HKLM\\SOFTWARE /f',
+        'reg delete "HKLM\\SYSTEM" /f',
+        'reg delete HKEY_LOCAL_MACHINE\\SAM /f',
+        'reg delete HKLM\\SECURITY',
+      ],
+      nearMiss: [
+        'reg delete HKCU\\Software\\MyApp /f',
+        'reg query HKLM',
+        'reg delete HKLM\\SOFTWARE\\Vendor\\App /f',
+        'reg query HKLM\\SYSTEM',
+      ],
     },
   },
 
@@ -209,14 +257,17 @@ export const WINDOWS_RULES = defineRules([
     description:
       'PowerShell -EncodedCommand hides the script from readers (the decoded text is scanned too).',
     patterns: [
-      String.raw`${ST}(?:powershell|pwsh)${ARGS} -(?:e|ec|en[a-z]*)${END}`,
-      String.raw`^\x11(?:powershell|pwsh)(?:\.exe)?${ARGS} -(?:e|ec|en[a-z]*)${END}`,
+      String.raw`${ST}(?:powershell|pwsh)${ARGS} (?:--?|/)(?:e|ec|en[a-z]*)${END}`,
+      String.raw`^\x11(?:powershell|pwsh)(?:\.exe)?${ARGS} (?:--?|/)(?:e|ec|en[a-z]*)${END}`,
     ],
     examples: {
       match: [
         'powershell -EncodedCommand ZQBjAGgAbwAgAGgAaQA=',
         'pwsh -enc ZQBjAGgAbwAgAGgAaQA=',
         'powershell.exe -NoP -e ZQBjAGgAbwA=',
+        'powershell /enc ZQBjAGgAbwAgAGgAaQA=',
+        'powershell -ec ZQBjAGgAbwAgAGgAaQA=',
+        'pwsh --encodedcommand ZQBjAGgAbwAgAGgAaQA=',
       ],
       nearMiss: ['powershell -ExecutionPolicy RemoteSigned -File x.ps1', 'powershell -Command Get-Date'],
     },
