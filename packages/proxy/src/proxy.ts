@@ -195,8 +195,12 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
       // Loopback goes direct (a server the command starts itself), except loopback the allowlist names
       // explicitly: that is the host's, reachable only through the proxy (the sandbox's loopback is not).
       const allowed = allowlist.allow.filter((p) => p.kind === 'ip').map((p) => p.host);
-      const v4 = allowed.some((h) => h.startsWith('127.'));
-      const v6 = allowed.includes('::1');
+      const ranges = allowlist.allow.filter((p) => p.kind === 'cidr');
+      const v4 =
+        allowed.some((h) => h.startsWith('127.')) ||
+        ranges.some((r) => r.family === 4 && r.range.check('127.0.0.1', 'ipv4'));
+      const v6 =
+        allowed.includes('::1') || ranges.some((r) => r.family === 6 && r.range.check('::1', 'ipv6'));
       const noProxy = [
         ...(v4 || v6 ? [] : ['localhost']),
         ...(v4 ? [] : ['127.0.0.1']),

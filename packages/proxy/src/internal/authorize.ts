@@ -1,5 +1,5 @@
 import { lookup } from 'node:dns/promises';
-import type { Allowlist } from '../allowlist.js';
+import { type Allowlist, patternMatches } from '../allowlist.js';
 import type { Refusal } from '../audit.js';
 import type { Resolver } from '../proxy.js';
 import { forbiddenReason, normalizeHost, type Target } from '../target.js';
@@ -66,9 +66,8 @@ export function createAuthorizer(allowlist: Allowlist, resolver: Resolver, timeo
     // Every address the name resolves to must be acceptable (no rebinding to a private address).
     for (const ip of ips) {
       const ipTarget: Target = { kind: 'ip', host: ip.host, family: ip.family, port: target.port };
-      const denied = allowlist.deny.find(
-        (p) => p.kind === 'ip' && (p.port === undefined || p.port === target.port) && p.host === ip.host,
-      );
+      // IP and CIDR deny entries apply to resolved addresses too.
+      const denied = allowlist.deny.find((p) => p.kind !== 'name' && patternMatches(p, ipTarget));
       if (denied)
         return {
           ok: false,

@@ -1,7 +1,14 @@
 import http from 'node:http';
 import type net from 'node:net';
 import type { ProxyRecord } from '../audit.js';
-import { formatTarget, parseAuthority, type Target, TargetError } from '../target.js';
+import {
+  formatTarget,
+  fromWire,
+  normalizeHost,
+  parseAuthority,
+  type Target,
+  TargetError,
+} from '../target.js';
 import type { ProxyContext } from './context.js';
 import { dialParent } from './dial.js';
 import type { ConnectHandler } from './http-connect.js';
@@ -78,6 +85,67 @@ export function createHttpServer(ctx: ProxyContext, heads: HeadTimers, connect: 
     socket.destroy();
   });
   return server;
+}
+
+const NON_ASCII = /[^\x00-\x7f]/;
+const ABSOLUTE_URI = /^([A-Za-z]+ )([A-Za-z][A-Za-z0-9+.-]*:\/\/)([^/?#\s]*)(\S*)( HTTP\/\d\.\d\r?)$/;
+
+/**
+ * A request line whose absolute URI carries raw UTF-8 (`GET http://bücher.example/ä HTTP/1.1`), read as
+ * the UTF-8 it is and made ASCII as a client should have sent it: the host normalised (IDN → punycode),
+ * the rest percent-encoded. Node's parser refuses raw non-ASCII outright. Any other line comes back as it
+ * is (one that is not UTF-8, or whose host is malformed, is then refused by the parser or the target
+ * check, as before).
+ */
+export function asciiRequestLine(line: string): string {
+  if (!NON_ASCII.test(line)) return line;
+  const text = fromWire(line);
+  const m = text === undefined ? null : ABSOLUTE_URI.exec(text);
+  if (m === null) return line;
+  const [, method, scheme, authority = '', rest = '', version] = m;
+  const at = /^(\[[^\]]*\]|[^:]*)(:[0-9]*)?$/.exec(authority);
+  if (at === null) return line;
+  let host: string;
+  try {
+    host = normalizeHost(at[1] as string).host;
+  } catch {
+    return line;
+  }
+  const encoded = rest.replace(/[^\x00-\x7f]+/g, (run) => encodeURIComponent(run));
+  const hostPart = host.includes(':') ? `[${host}]` : host;
+  return `${method}${scheme}${hostPart}${at[2] ?? ''}${encoded}${version}`;
+}
+
+/**
+ * Hands a connection to the HTTP server once its request line is in (its first line rewritten by
+ * {@link asciiRequestLine}), reading it without putting the socket into flowing mode. A line longer than
+ * the header limit goes on unread: the parser answers 431.
+ */
+export function handOver(
+  server: http.Server,
+  client: net.Socket,
+  first: Buffer,
+  maxHeaderBytes: number,
+): void {
+  let buf = first;
+  const give = () => {
+    const eol = buf.indexOf('\n');
+    if (eol > 0 && buf.subarray(0, eol).some((b) => b >= 0x80)) {
+      const line = buf.subarray(0, eol).toString('latin1');
+      const rewritten = asciiRequestLine(line);
+      if (rewritten !== line) buf = Buffer.concat([Buffer.from(rewritten, 'latin1'), buf.subarray(eol)]);
+    }
+    client.unshift(buf);
+    server.emit('connection', client);
+  };
+  const more = () => {
+    for (let chunk = client.read() as Buffer | null; chunk !== null; chunk = client.read() as Buffer | null) {
+      buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
+    }
+    if (buf.includes(0x0a) || buf.length > maxHeaderBytes || client.readableEnded) give();
+    else client.once('readable', more);
+  };
+  more();
 }
 
 /** Replies to a forwarded request that failed, or drops the response if it already started. */

@@ -4,6 +4,7 @@ import net from 'node:net';
 import { dirname } from 'node:path';
 import type { ProxyContext } from './context.js';
 import type { ConnectHandler } from './http-connect.js';
+import { handOver } from './http-forward.js';
 import type { HeadTimers } from './http-head.js';
 
 /** Where the listener hands each connection once its first byte says which protocol it speaks. */
@@ -59,13 +60,11 @@ export function createSniffer(
         ) {
           protocols.connect.readHead(client, start);
         } else {
-          client.unshift(start);
-          protocols.http.emit('connection', client);
+          handOver(protocols.http, client, start, limits.maxHeaderBytes);
         }
       } else {
-        client.unshift(first);
         protocols.heads.arm(client);
-        protocols.http.emit('connection', client);
+        handOver(protocols.http, client, first, limits.maxHeaderBytes);
       }
     });
   };
