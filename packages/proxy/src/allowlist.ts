@@ -36,7 +36,7 @@ function parseCidr(source: string, text: string): Pattern | undefined {
   const bitsText = m[2] ?? m[3] ?? m[5];
   if (bitsText === undefined || (m[2] !== undefined && m[3] !== undefined)) return undefined;
   // A bare IPv6 range with a port is ambiguous (`2001:db8::/32:443`): brackets make it plain.
-  if (m[6] !== undefined && m[4] !== undefined && m[4].includes(':')) {
+  if (m[6] !== undefined && m[4]?.includes(':')) {
     throw new PatternError(source, 'puts a port after a bare IPv6 range; write it as [2001:db8::/32]:443');
   }
   const family = isIPv4(address) ? 4 : isIPv6(address) ? 6 : undefined;
