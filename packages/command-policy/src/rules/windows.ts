@@ -313,12 +313,23 @@ export const WINDOWS_RULES = defineRules([
       String.raw`${FLAT}windows defender[^\n]*disable(?:antispyware|antivirus|realtimemonitoring|behaviormonitoring)`,
       String.raw`${FLAT}uninstall-windowsfeature[^\n]*windows-defender`,
       String.raw`${FLAT}mpcmdrun(?:\.exe)?[^\n]*-removedefinitions`,
+      String.raw`${FLAT}\bdism(?:\.exe)?\b[^\n]*/disable-feature[^\n]*defender`,
+      // PowerShell takes any unambiguous prefix of a parameter name.
+      String.raw`${FLAT}set-mppreference[^\n]*-(?:maps[a-z]*|enablec[a-z]*|enablen[a-z]*|pua[a-z]*)(?: |:)(?:0|disabled|\$false)\b`,
+      String.raw`${FLAT}set-mppreference[^\n]*-submits[a-z]*(?: |:)(?:2|neversend)\b`,
+      String.raw`${FLAT}set-mppreference[^\n]*-exclusionp[a-z]*`,
+      String.raw`${FLAT}msft_mppreference[^\n]*(?:disable[a-z]*[ =:]+\$?(?:true|1)\b|exclusion(?:path|process|extension))`,
+      String.raw`${FLAT}windows defender[^\n]*\bdisable[a-z]*\b[^\n]*(?:/d +|-value +|=)1\b`,
     ],
     examples: {
       match: [
         'Set-MpPreference -DisableRealtimeMonitoring $true',
         'Add-MpPreference -ExclusionPath C:\\',
         'sc stop WinDefend',
+        'Dism /online /Disable-Feature /FeatureName:Windows-Defender /Remove /NoRestart',
+        'Set-MpPreference -DisableRealtimeMon $true',
+        'Set-MpPreference -MAPSReporting 0',
+        'Invoke-CimMethod -Namespace root/Microsoft/Windows/Defender -ClassName MSFT_MpPreference -MethodName Set -Arguments @{DisableRealtimeMonitoring=$true}',
       ],
       nearMiss: [
         'Get-MpPreference',
@@ -337,11 +348,13 @@ export const WINDOWS_RULES = defineRules([
       String.raw`${FLAT}\bnetsh\b[^\n]*\bfirewall\b[^\n]*\bset\b[^\n]*opmode (?:mode=)?disable`,
       String.raw`${FLAT}set-netfirewallprofile[^\n]*-enabled(?: |:)\$?(?:false|0)\b`,
       String.raw`${FLAT}\b(?:sc(?:\.exe)?|stop-service|set-service)\b[^\n]*\bmpssvc\b`,
+      String.raw`${FLAT}\benablefirewall\b[^\n]*(?:/d +|-value +|-va[a-z]* +|=|:)(?:0|0x0+|\\$false)(?: |;|$)`,
     ],
     examples: {
       match: [
         'netsh advfirewall set allprofiles state off',
         'Set-NetFirewallProfile -Profile Domain,Public -Enabled False',
+        'reg add HKLM\\SYSTEM\\CurrentControlSet\\Services\\SharedAccess\\Parameters\\FirewallPolicy\\StandardProfile /v EnableFirewall /t REG_DWORD /d 0 /f',
       ],
       nearMiss: ['netsh advfirewall show allprofiles', 'Get-NetFirewallProfile'],
     },
@@ -371,10 +384,13 @@ export const WINDOWS_RULES = defineRules([
     description: 'Tampering with the Antimalware Scan Interface (AmsiUtils, amsiInitFailed, AmsiScanBuffer).',
     patterns: [
       String.raw`${FLAT}(?:amsiutils|amsiinitfailed|amsiscanbuffer|amsiopensession|amsicontext|amsi\.dll)`,
+      // AmsiEnable = 0 under Windows Script\Settings turns AMSI off for script hosts.
+      String.raw`${FLAT}\bamsienable\b[^\n]*(?:/d +|-value +|-va[a-z]* +|=|:)(?:0|0x0+|\\$false)(?: |;|$)`,
     ],
     examples: {
       match: [
         "[Ref].Assembly.GetType('System.Management.Automation.AmsiUtils').GetField('amsiInitFailed','NonPublic,Static').SetValue($null,$true)",
+        'reg add "HKCU\\Software\\Microsoft\\Windows Script\\Settings" /v AmsiEnable /t REG_DWORD /d 0 /f',
       ],
       nearMiss: ['Get-Help about_Antimalware', 'Get-Command *amsi-report*'],
     },
@@ -388,9 +404,16 @@ export const WINDOWS_RULES = defineRules([
       String.raw`${ST}wevtutil${ARGS} (?:cl|clear-log)${END}`,
       String.raw`${ST}(?:clear-eventlog|remove-eventlog)${END}`,
       String.raw`${FLAT}\.clearlog\(`,
+      // `for /F … in ('wevtutil el') do wevtutil cl "%1"`: the loop body is a statement of `do`.
+      String.raw`${FLAT}\bdo +@?wevtutil(?:\.exe)? +(?:cl|clear-log)\b`,
     ],
     examples: {
-      match: ['wevtutil cl Security', 'Clear-EventLog -LogName System', 'wevtutil clear-log Application'],
+      match: [
+        'wevtutil cl Security',
+        'Clear-EventLog -LogName System',
+        'wevtutil clear-log Application',
+        `for /F "tokens=*" %1 in ('wevtutil.exe el') DO wevtutil.exe cl "%1"`,
+      ],
       nearMiss: ['wevtutil qe System /c:5', 'Get-EventLog -LogName System -Newest 5'],
     },
   },
@@ -422,12 +445,13 @@ export const WINDOWS_RULES = defineRules([
     description:
       'Registering something to start automatically (Run keys, scheduled tasks, services, Startup folder).',
     patterns: [
-      String.raw`${ST}reg${ARGS} add (?:hklm|hkcu|hkey_local_machine|hkey_current_user)/software/(?:wow6432node/)?microsoft/windows/currentversion/(?:run|runonce|runservices|runservicesonce|policies/explorer/run)(?:/|${END})`,
-      String.raw`${ST}reg${ARGS} add (?:hklm|hkey_local_machine)/software/microsoft/windows${SP}nt/currentversion/winlogon`,
+      String.raw`${ST}reg${ARGS} add (?:hklm|hkcu|hkey_local_machine|hkey_current_user)/software/(?:wow6432node/)?microsoft/windows/currentversion/(?:run|runonce|runonceex|runservices|runservicesonce|policies/explorer/run)(?:/|${END})`,
+      String.raw`${ST}reg${ARGS} add (?:hklm|hkcu|hkey_local_machine|hkey_current_user)/software/(?:wow6432node/)?microsoft/windows${SP}nt/currentversion/winlogon`,
       String.raw`${ST}schtasks${ARGS} /create${END}`,
       String.raw`${ST}(?:register-scheduledtask|new-scheduledtask|new-service)${END}`,
       String.raw`${ST}sc${ARGS} create${END}`,
-      String.raw`${FLAT}(?:set-itemproperty|new-itemproperty|\bsp\b)[^\n]*currentversion/run`,
+      String.raw`${FLAT}(?:set-itemproperty|new-itemproperty|\bsp\b)[^\n]*currentversion/(?:run|policies/explorer/run)`,
+      String.raw`${FLAT}(?:set-itemproperty|new-itemproperty|\bsp\b)[^\n]*windows nt/currentversion/winlogon[^\n]*-name +(?:userinit|shell|taskman|appsetup|notify)\b`,
       String.raw`${FLAT}start menu/programs/startup`,
     ],
     examples: {
@@ -436,6 +460,9 @@ export const WINDOWS_RULES = defineRules([
         'schtasks /create /tn x /tr c:\\x.exe /sc onlogon',
         'sc create evil binPath= c:\\x.exe',
         'New-ItemProperty -Path HKCU:\\Software\\Microsoft\\Windows\\CurrentVersion\\Run -Name x -Value c:\\x.exe',
+        'reg add HKLM\\Software\\Microsoft\\Windows\\CurrentVersion\\RunOnceEx\\0001 /v x /d c:\\x.exe',
+        'reg add "HKCU\\Software\\Microsoft\\Windows NT\\CurrentVersion\\Winlogon" /v Shell /d explorer.exe,c:\\x.exe /f',
+        'Set-ItemProperty "HKLM:\\Software\\Microsoft\\Windows NT\\CurrentVersion\\Winlogon" -Name Userinit -Value "userinit.exe,c:\\x.exe"',
       ],
       nearMiss: [
         'schtasks /query',
