@@ -79,7 +79,7 @@ function parseCidrEntry(entry: string): CidrEntry | string | undefined {
  * the edge, before a request goes to approval.
  */
 function hostPatternProblem(entry: string): string | undefined {
-  const shape = 'use name, *.suffix, an IP literal or a CIDR range, optionally with :port';
+  const shape = 'use name, *.suffix or an IP literal or CIDR range, optionally with :port';
   if (entry.includes('/') && !entry.includes('://')) {
     const cidr = parseCidrEntry(entry);
     if (typeof cidr === 'string') return cidr;
