@@ -41,6 +41,15 @@ describe('corpus', () => {
     });
   }
 
+  it('blocks at most 1 % of the benign commands', () => {
+    const benign = corpus.filter((c) => c.category === 'benign');
+    const blocked = benign.filter(
+      (c) => policy.evaluate(c.cmd, { platform: c.platform }).decision === 'block',
+    );
+    expect(blocked.map((c) => c.cmd)).toEqual([]);
+    expect(blocked.length / benign.length).toBeLessThanOrEqual(0.01);
+  });
+
   it('data is never blocked (at most warn)', () => {
     for (const c of corpus.filter((x) => x.category === 'data')) {
       expect(policy.evaluate(c.cmd, { platform: c.platform }).decision).not.toBe('block');

@@ -12,7 +12,12 @@ Usage:
   aleph-proxy [--allow PATTERN]... [--deny PATTERN]... [--listen HOST:PORT] [--unix PATH] [--resolve NAME=IP]...
               [--parent HOST:PORT]
 
-PATTERN: name, *.suffix (subdomains only), IPv4, [IPv6], each with an optional :port.
+PATTERN: name, *.suffix (subdomains only), IPv4, [IPv6], or a CIDR range (10.0.0.0/8, 2001:db8::/32,
+  [2001:db8::/32]:443), each with an optional :port. Deny entries win over allow entries.
+  Names never match addresses: an IP or CIDR entry matches IP literals and the addresses names resolve to.
+  Loopback, private, link-local, metadata and reserved addresses are refused unless an IP or CIDR --allow
+  covers them: --allow 10.0.0.0/8 is the explicit permission that lets that private range through, both
+  for IP literals and for allowed names that resolve into it.
 --parent: reach allowed hosts through this HTTP proxy (CONNECT), e.g. a corporate proxy.
 Prints one JSON line {"listen": "HOST:PORT", "unix": PATH|null} when ready; runs until SIGTERM or SIGINT.
 Denied: HTTP 403 / SOCKS5 0x02. Allowed but unreachable: 502 / SOCKS5 0x04 or 0x05. Malformed: 400 / 0x01.

@@ -7,14 +7,13 @@ export {
   patternMatches,
   type Verdict,
 } from './allowlist.js';
+export { PROXY_CHANNEL, type ProxyRecord } from './audit.js';
 export { parseParentProxy } from './parent.js';
 export {
   DEFAULT_LIMITS,
   type ParentProxy,
-  PROXY_CHANNEL,
   type ProxyLimits,
   type ProxyOptions,
-  type ProxyRecord,
   type ProxyServer,
   type ProxyStats,
   type Resolver,

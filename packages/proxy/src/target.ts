@@ -34,7 +34,12 @@ export function parsePort(text: string): number {
  */
 export function normalizeHost(raw: string): { kind: 'name' | 'ip'; host: string; family?: 4 | 6 } {
   let host = raw;
-  if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
+  if (host.startsWith('[') && host.endsWith(']')) {
+    host = host.slice(1, -1);
+    // Brackets hold an IPv6 literal and nothing else: `[example.com]` is malformed, not a name.
+    if (!host.includes(':'))
+      throw new TargetError(`host ${JSON.stringify(raw)} is bracketed but not an IPv6 literal`);
+  }
   if (host.includes('%')) throw new TargetError(`host ${JSON.stringify(raw)} has an IPv6 zone id`);
   if (host.includes(':')) {
     if (!isIPv6(host)) throw new TargetError(`host ${JSON.stringify(raw)} is not a valid IPv6 address`);

@@ -96,6 +96,38 @@ const table: Row[] = [
   [['a.com', '*.b.com'], [], 'b.com', 443, false],
   [['pypi.org', '*.pythonhosted.org:443'], [], 'files.pythonhosted.org', 443, true],
   [['pypi.org', '*.pythonhosted.org:443'], [], 'files.pythonhosted.org', 80, false],
+  // CIDR ranges: IP literals inside them, in any spelling; never names
+  [['10.0.0.0/8'], [], '10.1.2.3', 80, true],
+  [['10.0.0.0/8'], [], '10.255.255.255', 443, true],
+  [['10.0.0.0/8'], [], '11.0.0.1', 80, false],
+  [['10.0.0.0/8'], [], '0xa.1', 80, true], // 10.0.0.1
+  [['10.0.0.0/8'], [], '::ffff:10.0.0.1', 80, true],
+  [['10.0.0.0/8'], [], 'ten.example', 80, false],
+  [['10.1.2.3/8'], [], '10.9.9.9', 80, true], // host bits are ignored, as in every CIDR tool
+  [['192.168.1.0/24'], [], '192.168.1.77', 80, true],
+  [['192.168.1.0/24'], [], '192.168.2.1', 80, false],
+  [['192.168.1.7/32'], [], '192.168.1.7', 80, true],
+  [['192.168.1.7/32'], [], '192.168.1.8', 80, false],
+  [['0.0.0.0/0'], [], '93.184.216.34', 443, true],
+  [['0.0.0.0/0'], [], '2001:db8::1', 443, false], // an IPv4 range never covers IPv6
+  [['10.0.0.0/8:443'], [], '10.0.0.1', 443, true],
+  [['10.0.0.0/8:443'], [], '10.0.0.1', 80, false],
+  [['2001:db8::/32'], [], '2001:db8:1::5', 443, true],
+  [['2001:db8::/32'], [], '2001:DB8:ffff::', 443, true],
+  [['2001:db8::/32'], [], '2001:db9::1', 443, false],
+  [['2001:db8::/32'], [], '10.0.0.1', 443, false],
+  [['[2001:db8::]/32'], [], '2001:db8::1', 443, true],
+  [['[2001:db8::/32]:443'], [], '2001:db8::1', 443, true],
+  [['[2001:db8::/32]:443'], [], '2001:db8::1', 80, false],
+  [['fd00::/8'], [], 'fd12:3456::1', 80, true],
+  // a CIDR deny wins over an allow, a name allow, and an IP allow inside it
+  [['10.0.0.0/8'], ['10.9.0.0/16'], '10.9.1.1', 80, false],
+  [['10.0.0.0/8'], ['10.9.0.0/16'], '10.8.1.1', 80, true],
+  [['10.0.0.5'], ['10.0.0.0/24'], '10.0.0.5', 80, false],
+  [['10.0.0.0/8'], ['10.0.0.0/8:22'], '10.0.0.1', 22, false],
+  [['10.0.0.0/8'], ['10.0.0.0/8:22'], '10.0.0.1', 443, true],
+  [['2001:db8::/32'], ['2001:db8:bad::/48'], '2001:db8:bad::1', 443, false],
+  [['2001:db8::/32'], ['2001:db8:bad::/48'], '2001:db8:900d::1', 443, true],
 ];
 
 describe('allowlist decisions', () => {
@@ -123,6 +155,9 @@ describe('target normalisation rejects malformed hosts', () => {
     'a'.repeat(64) + '.com',
     '[::1',
     'exam\u0000ple.com',
+    '[example.com]',
+    '[127.0.0.1]',
+    '[]',
   ])('%j', (host) => {
     expect(() => normalizeTarget(host, 443)).toThrow();
   });
@@ -146,6 +181,15 @@ describe('parsePattern', () => {
     ['example.com:http', /bad port/],
     ['fe80::1%eth0', /zone id/],
     ['exa mple.com', /not a URL/],
+    ['10.0.0.0/33', /prefix length above 32/],
+    ['2001:db8::/129', /prefix length above 128/],
+    ['example.com/8', /not a URL/],
+    ['10.0.0/8', /not an IP address/],
+    ['2001:db8::/32:443', /write it as \[2001:db8::\/32\]:443/],
+    ['10.0.0.0/8:0', /bad port/],
+    ['::ffff:10.0.0.0/104', /IPv4-mapped/],
+    ['10.0.0.0/8/8', /not a URL/],
+    ['[example.com]', /bracketed but not an IPv6 literal/],
   ])('rejects %j naming it and why', (pattern, why) => {
     let error: unknown;
     try {

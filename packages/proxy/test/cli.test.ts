@@ -139,10 +139,19 @@ describe('aleph-proxy CLI', () => {
     ],
     [['--parent', 'proxy.corp'], /--parent: parent proxy "proxy\.corp" must be HOST:PORT/],
     [['--bogus'], /Unknown option/],
+    [['--allow', '10.0.0.0/33'], /pattern "10\.0\.0\.0\/33" has a prefix length above 32/],
   ])('usage error %j exits 2 naming the problem', (args, message) => {
     requireBuilt();
     const r = spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8' });
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(message);
+  });
+
+  it('--help names CIDR patterns and that a CIDR allow lets a private range through', () => {
+    requireBuilt();
+    const r = spawnSync(process.execPath, [cli, '--help'], { encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('10.0.0.0/8');
+    expect(r.stdout).toMatch(/CIDR --allow\s+covers them: --allow 10\.0\.0\.0\/8 is the explicit permission/);
   });
 });

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { SocksProxyAgent } from 'socks-proxy-agent';
 import { ProxyAgent, request } from 'undici';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { createStaticResolver, startProxy } from '../src/index.js';
 import { proxyFor, rawConnect, readBytes, readUntilClose, sha256, startUpstream } from './helpers.js';
 
 const hasCurl = spawnSync('curl', ['--version']).status === 0;
@@ -204,5 +205,71 @@ describe('resolution and unreachable targets', () => {
     const a = await rawConnect(proxy.address!.port);
     a.write('CONNECT nowhere.test:443 HTTP/1.1\r\n\r\n');
     expect((await readUntilClose(a)).toString()).toMatch(/^HTTP\/1\.1 502/);
+  });
+});
+
+describe('CIDR entries: IP literals and resolved addresses', () => {
+  /** A proxy with these entries; `lan.test` resolves to loopback (the upstream), `pub.test` to a public address. */
+  async function cidrProxy(allow: string[], deny: string[] = []) {
+    const proxy = await startProxy({
+      allow,
+      deny,
+      resolver: createStaticResolver({ 'lan.test': ['127.0.0.1'], 'pub.test': ['93.184.216.34'] }, false),
+    });
+    onTestFinished(() => proxy.close());
+    return proxy.address?.port ?? 0;
+  }
+  const connect = async (port: number, authority: string) => {
+    const socket = await rawConnect(port);
+    socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`);
+    const head = (await readBytes(socket, 12)).toString('latin1').slice(0, 12);
+    socket.destroy();
+    return head;
+  };
+
+  it('a CIDR allow is the explicit permission that lets an allowed name resolve into a private range', async () => {
+    const upstream = await startUpstream();
+    expect(await connect(await cidrProxy(['lan.test']), `lan.test:${upstream.port}`)).toBe('HTTP/1.1 403');
+    const port = await cidrProxy(['lan.test', '127.0.0.0/8']);
+    expect(await connect(port, `lan.test:${upstream.port}`)).toBe('HTTP/1.1 200');
+    // The range lets addresses through; it does not allow names that resolve into it.
+    expect(await connect(port, `other.test:${upstream.port}`)).toBe('HTTP/1.1 403');
+  });
+
+  it('a CIDR allow covers IP literals on every entry path; a port on it is honoured', async () => {
+    const upstream = await startUpstream();
+    const port = await cidrProxy([`127.0.0.0/8:${upstream.port}`]);
+    expect(await connect(port, `127.0.0.1:${upstream.port}`)).toBe('HTTP/1.1 200');
+    expect(await connect(port, `127.1.2.3:${upstream.port + 1}`)).toBe('HTTP/1.1 403');
+    const s = await rawConnect(port);
+    s.write(Buffer.from([5, 1, 0]));
+    expect([...(await readBytes(s, 2))]).toEqual([5, 0]);
+    s.write(Buffer.from([5, 1, 0, 1, 127, 0, 0, 1, upstream.port >> 8, upstream.port & 255]));
+    expect((await readBytes(s, 10))[1]).toBe(0x00);
+    s.destroy();
+  });
+
+  it('a CIDR deny wins, for literals and for the addresses a name resolves to, without dialling', async () => {
+    const upstream = await startUpstream();
+    const port = await cidrProxy(
+      ['lan.test', 'pub.test', '127.0.0.0/8'],
+      ['127.0.0.0/16', '93.184.216.0/24'],
+    );
+    const socket = await rawConnect(port);
+    socket.write(`CONNECT lan.test:${upstream.port} HTTP/1.1\r\n\r\n`);
+    const text = (await readUntilClose(socket)).toString();
+    expect(text).toMatch(/^HTTP\/1\.1 403/);
+    expect(text).toMatch(
+      /X-Aleph-Proxy-Reason: lan\.test resolves to 127\.0\.0\.1, denied by 127\.0\.0\.0\/16/,
+    );
+    expect(await connect(port, 'pub.test:443')).toBe('HTTP/1.1 403');
+    expect(await connect(port, `127.0.0.1:${upstream.port}`)).toBe('HTTP/1.1 403');
+    expect(upstream.connections()).toBe(0);
+  });
+
+  it('a bracketed host that is not an IPv6 literal is malformed (400), not a name', async () => {
+    const port = await cidrProxy(['lan.test']);
+    expect(await connect(port, '[lan.test]:443')).toBe('HTTP/1.1 400');
+    expect(await connect(port, '[127.0.0.1]:443')).toBe('HTTP/1.1 400');
   });
 });

@@ -32,5 +32,9 @@ describe('env()', () => {
     expect((await proxy(['127.0.0.1', '::1'])).env().NO_PROXY).toBe('');
     // A name or another address changes nothing.
     expect((await proxy(['localhost', '10.0.0.1'])).env().NO_PROXY).toBe('localhost,127.0.0.1,::1');
+    // A range that covers loopback names it as explicitly as an address; one that does not, not at all.
+    expect((await proxy(['127.0.0.0/8'])).env().NO_PROXY).toBe('::1');
+    expect((await proxy(['::/96'])).env().NO_PROXY).toBe('127.0.0.1');
+    expect((await proxy(['10.0.0.0/8', '2001:db8::/32'])).env().NO_PROXY).toBe('localhost,127.0.0.1,::1');
   });
 });

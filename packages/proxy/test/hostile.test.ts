@@ -185,6 +185,11 @@ describe('SOCKS5 protocol replies (RFC 1928)', () => {
     ['port 0 gets 0x01', [5, 1, 0, 1, 127, 0, 0, 1, 0, 0], 0x01],
     ['a denied domain gets 0x02', [5, 1, 0, 3, 9, ...Buffer.from('evil.test'), 0, 80], 0x02],
     ['a malformed domain gets 0x01', [5, 1, 0, 3, 5, ...Buffer.from('a b/c'), 0, 80], 0x01],
+    [
+      'a bracketed domain that is not IPv6 gets 0x01',
+      [5, 1, 0, 3, 10, ...Buffer.from('[api.test]'), 0, 80],
+      0x01,
+    ],
     ['a denied IPv6 literal gets 0x02', [5, 1, 0, 4, ...Array(15).fill(0), 1, 0, 80], 0x02],
   ])('%s', async (_name, request, code) => {
     const upstream = await startUpstream();
@@ -334,24 +339,39 @@ describe('request heads in UTF-8', () => {
     }
   });
 
-  it('an absolute URL must be ASCII (400 otherwise); its punycode form reaches the upstream', async () => {
+  it('an absolute URL in raw UTF-8 is read as UTF-8: its punycode form reaches the upstream, as for CONNECT', async () => {
     const upstream = await startUpstream();
     const { proxy, port } = await idnProxy(upstream.port);
     try {
-      const raw = await rawConnect(port);
-      raw.write(
+      for (const host of ['bücher.test', 'BÜCHER.test', 'xn--bcher-kva.test']) {
+        const s = await rawConnect(port);
+        s.write(
+          Buffer.from(
+            `GET http://${host}:${upstream.port}/café HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
+          ),
+        );
+        const reply = (await readUntilClose(s)).toString('utf8');
+        expect(reply).toMatch(/^HTTP\/1\.1 200/);
+        expect(reply).toContain(`upstream saw GET /caf%C3%A9 host=xn--bcher-kva.test:${upstream.port}`);
+      }
+      // Not UTF-8 (latin1 "ü", one byte): malformed, not some other name.
+      const latin1 = await rawConnect(port);
+      latin1.write(
+        Buffer.concat([
+          Buffer.from('GET http://b'),
+          Buffer.from([0xfc]),
+          Buffer.from(`cher.test:${upstream.port}/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`),
+        ]),
+      );
+      expect((await readUntilClose(latin1)).toString('latin1')).toMatch(/^HTTP\/1\.1 400/);
+      // A UTF-8 name that is not allowed is denied like its punycode.
+      const other = await rawConnect(port);
+      other.write(
         Buffer.from(
-          `GET http://bücher.test:${upstream.port}/ HTTP/1.1\r\nHost: bücher.test\r\nConnection: close\r\n\r\n`,
+          `GET http://bücher.other:${upstream.port}/ HTTP/1.1\r\nHost: bücher.other\r\nConnection: close\r\n\r\n`,
         ),
       );
-      expect((await readUntilClose(raw)).toString('latin1')).toMatch(/^HTTP\/1\.1 400/);
-      const s = await rawConnect(port);
-      s.write(
-        `GET http://xn--bcher-kva.test:${upstream.port}/caf%C3%A9 HTTP/1.1\r\nHost: xn--bcher-kva.test\r\nConnection: close\r\n\r\n`,
-      );
-      const reply = (await readUntilClose(s)).toString('utf8');
-      expect(reply).toMatch(/^HTTP\/1\.1 200/);
-      expect(reply).toContain(`upstream saw GET /caf%C3%A9 host=xn--bcher-kva.test:${upstream.port}`);
+      expect((await readUntilClose(other)).toString('latin1')).toMatch(/^HTTP\/1\.1 403/);
     } finally {
       await proxy.close();
     }

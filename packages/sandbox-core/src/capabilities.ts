@@ -1,3 +1,4 @@
+import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -5,7 +6,8 @@ import { z } from 'zod';
  * What network a command may reach.
  * - `none`: nothing (loopback inside its own namespace at most).
  * - `allowHosts`: only the listed hosts, through the managed proxy. Entries are `name`, `*.suffix`
- *   (strict subdomains), IP literals, each with an optional `:port`.
+ *   (strict subdomains), IP literals and CIDR ranges (`10.0.0.0/8`, `2001:db8::/32`), each with an
+ *   optional `:port`. A CIDR entry is the explicit permission that lets a private range through.
  * - `allowAll`: the host's network, unfiltered.
  */
 export type NetworkPolicy =
@@ -49,6 +51,33 @@ const AbsolutePathSchema = z
 
 const HOST_LABEL = /^[\p{L}\p{M}\p{N}_-]{1,63}$/u;
 
+/** `10.0.0.0/8`, `10.0.0.0/8:443`, `2001:db8::/32`, `[2001:db8::]/32:443`, `[2001:db8::/32]:443`. */
+const CIDR_ENTRY =
+  /^(?:\[([0-9a-fA-F:.]+)(?:\/([0-9]{1,3}))?\](?:\/([0-9]{1,3}))?|([0-9a-fA-F:.]+)\/([0-9]{1,3}))(?::([^:\]]*))?$/;
+
+interface CidrEntry {
+  readonly family: 4 | 6;
+  readonly address: string;
+  readonly prefix: number;
+  readonly port: string | undefined;
+}
+
+/** A CIDR entry's parts, a problem in words, or undefined when `entry` is not CIDR-shaped. */
+function parseCidrEntry(entry: string): CidrEntry | string | undefined {
+  const m = CIDR_ENTRY.exec(entry);
+  if (m === null) return undefined;
+  const address = (m[1] ?? m[4]) as string;
+  const bits = m[2] ?? m[3] ?? m[5];
+  if (bits === undefined || (m[2] !== undefined && m[3] !== undefined)) return undefined;
+  if (m[6] !== undefined && m[4]?.includes(':')) {
+    return 'puts a port after a bare IPv6 range; write it as [2001:db8::/32]:443';
+  }
+  const family = isIPv4(address) ? 4 : isIPv6(address) ? 6 : undefined;
+  if (family === undefined) return `is not a CIDR range: ${JSON.stringify(address)} is not an IP address`;
+  if (Number(bits) > (family === 4 ? 32 : 128)) return `has a prefix length above ${family === 4 ? 32 : 128}`;
+  return { family, address, prefix: Number(bits), port: m[6] };
+}
+
 /**
  * Why `entry` is not a host pattern (`name`, `*.suffix`, an IPv4 literal, or an IPv6 literal bare or in
  * brackets, each but the bare IPv6 with an optional `:port`), or undefined when it is one. The managed
@@ -56,7 +85,18 @@ const HOST_LABEL = /^[\p{L}\p{M}\p{N}_-]{1,63}$/u;
  * the edge, before a request goes to approval.
  */
 function hostPatternProblem(entry: string): string | undefined {
-  const shape = 'use name, *.suffix or an IP literal, optionally with :port';
+  const shape = 'use name, *.suffix or an IP literal or CIDR range, optionally with :port';
+  if (entry.includes('/') && !entry.includes('://')) {
+    const cidr = parseCidrEntry(entry);
+    if (typeof cidr === 'string') return cidr;
+    if (cidr !== undefined) {
+      const { port } = cidr;
+      if (port !== undefined && !(/^[1-9][0-9]{0,4}$/.test(port) && Number(port) <= 65535)) {
+        return `has a bad port ${JSON.stringify(port)}; use a port from 1 to 65535, or none for any port`;
+      }
+      return undefined;
+    }
+  }
   if (/[\s/\\@?#]/u.test(entry)) return `is not a host pattern (no scheme, path, user or spaces); ${shape}`;
   if (/^[0-9a-f]*:[0-9a-f]*:[0-9a-f:.]*$/i.test(entry)) return undefined; // a bare IPv6 literal
   const m = /^(\*\.)?(\[[0-9a-fA-F:.]+\]|[^:[\]]+)(?::([^:]*))?$/u.exec(entry);
@@ -194,8 +234,43 @@ function parseHostEntry(entry: string): HostEntry {
   return { wildcard, name: rest, port };
 }
 
+/** An IP literal or CIDR entry as a range (a literal is a /32 or /128), or undefined for a name. */
+function rangeOf(entry: string): (CidrEntry & { readonly port: string | undefined }) | undefined {
+  const text = entry.trim().toLowerCase();
+  const cidr = text.includes('/') ? parseCidrEntry(text) : undefined;
+  if (typeof cidr === 'object') return cidr;
+  if (cidr !== undefined) return undefined;
+  const { name, port, wildcard } = parseHostEntry(text);
+  if (wildcard) return undefined;
+  const family = isIPv4(name) ? 4 : isIPv6(name) ? 6 : undefined;
+  return family === undefined
+    ? undefined
+    : {
+        family,
+        address: name,
+        prefix: family === 4 ? 32 : 128,
+        port: port === null ? undefined : String(port),
+      };
+}
+
+/** True when the range `r` lies inside `c` (CIDR blocks are aligned: r's address in c and r no wider). */
+function isRangeWithin(r: CidrEntry, c: CidrEntry): boolean {
+  if (r.family !== c.family || r.prefix < c.prefix) return false;
+  const list = new BlockList();
+  const type = c.family === 4 ? 'ipv4' : 'ipv6';
+  list.addSubnet(c.address, c.prefix, type);
+  return list.check(r.address, type);
+}
+
 /** True when the host pattern `requested` allows nothing that `ceiling` does not. */
 export function isHostEntryWithin(requested: string, ceiling: string): boolean {
+  if (requested.includes('/') || ceiling.includes('/')) {
+    const rr = rangeOf(requested);
+    const cr = rangeOf(ceiling);
+    if (rr === undefined || cr === undefined) return false;
+    if (cr.port !== undefined && rr.port !== cr.port) return false;
+    return isRangeWithin(rr, cr);
+  }
   const r = parseHostEntry(requested);
   const c = parseHostEntry(ceiling);
   if (c.port !== null && r.port !== c.port) return false;

@@ -83,6 +83,27 @@ describe('isWithin', () => {
     ).toBe(true);
     expect(isWithin(caps({ network: { kind: 'allowHosts', hosts: ['evil.com'] } }), ceiling)).toBe(false);
   });
+  it.each([
+    ['10.1.0.0/16', '10.0.0.0/8', true],
+    ['10.1.2.3', '10.0.0.0/8', true],
+    ['10.0.0.0/8', '10.0.0.0/8', true],
+    ['10.0.0.0/8', '10.1.0.0/16', false],
+    ['11.0.0.1', '10.0.0.0/8', false],
+    ['10.0.0.0/8:443', '10.0.0.0/8', true],
+    ['10.0.0.0/8', '10.0.0.0/8:443', false],
+    ['2001:db8:1::/48', '2001:db8::/32', true],
+    ['2001:db8::1', '2001:db8::/32', true],
+    ['10.0.0.0/8', '2001:db8::/32', false],
+    ['api.example.com', '10.0.0.0/8', false],
+    ['10.0.0.0/8', '10.0.0.1', false],
+    ['10.0.0.1/32', '10.0.0.1', true],
+  ])('a host entry %j is within the ceiling %j: %s (CIDR ranges)', (requested, ceiling, expected) => {
+    const within = isWithin(
+      caps({ network: { kind: 'allowHosts', hosts: [requested] } }),
+      caps({ network: { kind: 'allowHosts', hosts: [ceiling] } }),
+    );
+    expect(within).toBe(expected);
+  });
   it('spawnSubprocess false is within anything', () => {
     expect(isWithin(caps({ spawnSubprocess: false }), caps({ spawnSubprocess: true }))).toBe(true);
     expect(isWithin(caps({ spawnSubprocess: true }), caps({ spawnSubprocess: false }))).toBe(false);

@@ -105,6 +105,11 @@ describe('parseSandboxCommand', () => {
     ['1.2.3.4.5', /not a valid host name or IP address/],
     ['xn--zz.com', /not a valid host name or IP address/],
     ['*.1.2.3.4', /combines \* with an IP address/],
+    ['10.0.0.0/33', /prefix length above 32/],
+    ['2001:db8::/129', /prefix length above 128/],
+    ['10.0.0/8', /not an IP address/],
+    ['10.0.0.0/8:0', /bad port/],
+    ['2001:db8::/32:443', /write it as \[2001:db8::\/32\]:443/],
   ])('rejects the host pattern %j at the edge, naming it and the fix', (host, message) => {
     const error = rejection(withHosts([host]));
     expect(error.details.field).toBe('command.capabilities.network.hosts[0]');
@@ -128,6 +133,11 @@ describe('parseSandboxCommand', () => {
     '::ffff:127.0.0.1',
     'a_b.example.com',
     'xn--bcher-kva.de',
+    '10.0.0.0/8',
+    '10.0.0.0/8:443',
+    '2001:db8::/32',
+    '[2001:db8::]/32',
+    '[2001:db8::/32]:443',
   ])('accepts the host pattern %j', (host) => {
     expect(parseSandboxCommand(withHosts([host])).capabilities.network).toEqual({
       kind: 'allowHosts',

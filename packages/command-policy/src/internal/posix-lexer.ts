@@ -92,6 +92,31 @@ export function scanBalanced(src: string, start: number, open: string, close: st
   return n;
 }
 
+/**
+ * Pushes the code of every `$(…)` and backtick substitution in `text` from `start` on (arithmetic
+ * expansion text, which is not otherwise read as words). Linear: each balanced scan moves past what it read.
+ */
+function collectSubstitutions(text: string, start: number, nested: string[]): void {
+  let j = start;
+  while (j < text.length) {
+    const c = text[j];
+    if (c === '$' && text[j + 1] === '(' && text[j + 2] !== '(') {
+      const end = scanBalanced(text, j + 2, '(', ')');
+      nested.push(text.slice(j + 2, end - 1));
+      j = end;
+      continue;
+    }
+    if (c === '`') {
+      const end = text.indexOf('`', j + 1);
+      if (end < 0) return;
+      nested.push(text.slice(j + 1, end));
+      j = end + 1;
+      continue;
+    }
+    j++;
+  }
+}
+
 function decodeAnsiC(body: string): string {
   let out = '';
   for (let i = 0; i < body.length; i++) {
@@ -313,6 +338,8 @@ export function lexPosix(src: string, flush?: (tokens: Token[]) => void): LexRes
       const close = src[end] === ')' ? end + 1 : end;
       const raw = src.slice(i, close);
       i = close;
+      // Arithmetic expands the substitutions inside it before it computes: `$(( $(rm -rf /) ))` runs rm.
+      if (raw.includes('$(') || raw.includes('`')) collectSubstitutions(raw, 3, nested);
       return raw;
     }
     if (next === '(') {

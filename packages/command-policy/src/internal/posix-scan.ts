@@ -80,6 +80,10 @@ function variableWords(
  * it cannot be known without running anything.
  */
 function substitutionOutput(word: string, quoted: boolean): string[] | undefined {
+  if (word.startsWith('$(cat') || word.startsWith('`cat')) {
+    const printed = catOutput(word);
+    if (printed !== undefined) return quoted ? [printed] : printed.split(/\s+/).filter((w) => w !== '');
+  }
   const inner = /^\$\(([^()`]*)\)$/.exec(word)?.[1] ?? /^`([^`]*)`$/.exec(word)?.[1];
   if (inner === undefined) return undefined;
   const [first, ...rest] = inner
@@ -99,6 +103,37 @@ function substitutionOutput(word: string, quoted: boolean): string[] | undefined
   if (name === 'which') return operands(['-a'], 1);
   if (name === 'command' && rest[0] === '-v') return operands(['-v'], 1);
   if (name === 'type' && (rest[0] === '-P' || rest[0] === '-p')) return operands(['-P', '-p'], 1);
+  return undefined;
+}
+
+const CAT_HEREDOC = /^(?:\$\(|`)\s*cat\s*<<(-?)\s*(['"]?)([A-Za-z_][A-Za-z0-9_]*)\2[ \t]*\n/;
+const CAT_HERESTRING = /^\$\(\s*cat\s*<<<\s*(?:'([^']*)'|"([^"$`\\]*)")\s*\)$/;
+
+/**
+ * What `$(cat <<EOF … EOF)` or `$(cat <<<'text')` prints: the here-document body (tabs stripped for
+ * `<<-`) or the here-string. Undefined for anything else, or when text follows the terminator.
+ */
+function catOutput(word: string): string | undefined {
+  const string = CAT_HERESTRING.exec(word);
+  if (string !== null) return string[1] ?? string[2];
+  const head = CAT_HEREDOC.exec(word);
+  if (head === null) return undefined;
+  const strip = head[1] === '-';
+  const delimiter = head[3] as string;
+  const close = word.startsWith('`') ? '`' : ')';
+  const lines = word.slice(head[0].length).split('\n');
+  const body: string[] = [];
+  for (let k = 0; k < lines.length; k++) {
+    const line = strip ? (lines[k] as string).replace(/^\t+/, '') : (lines[k] as string);
+    if (line === delimiter) {
+      const after = lines
+        .slice(k + 1)
+        .join('\n')
+        .trim();
+      return after === close ? body.join('\n') : undefined;
+    }
+    body.push(line);
+  }
   return undefined;
 }
 
@@ -309,8 +344,18 @@ export function programName(word: string): string {
 }
 
 const HOME_STANDIN = '/home/\u0000';
+/** Any other variable holding a path stands for a directory one level below `/` (`$TMPDIR` is `/tmp`). */
+const VARIABLE_STANDIN = '/\u0000';
 
-/** Absolute paths folded; `~/..` and `$HOME/..` resolved against a home two levels below `/`. */
+/** A leading `~`, `$HOME`, `${HOME:?}` or other variable, then a path that climbs with `..`. */
+const CLIMBING_PATH =
+  /^(?:(~|\$HOME|\$\{HOME(?:[:?][^}/]*)?\})|\$\{?[A-Za-z_][A-Za-z0-9_]*(?:[:?][^}/]*)?\}?)(\/.*\.\..*)$/;
+
+/**
+ * Absolute paths folded; `~/..` and `$HOME/..` resolved against a home two levels below `/`, any other
+ * variable against a directory one level below it (`$TMPDIR/../..` is `/`). A result that still depends on
+ * the unknown part is kept as written.
+ */
 function renderWord(word: string): string {
   if (word === SELF) return SELF;
   let w = word;
@@ -319,9 +364,14 @@ function renderWord(word: string): string {
     if ((w.includes('//') || w.includes('/.') || (w.length > 1 && w.endsWith('/'))) && !w.includes('$')) {
       w = normalizeAbsolutePath(w);
     }
-  } else if ((first === 0x7e /* ~ */ || first === 0x24) /* $ */ && /^(~|\$HOME)\/.*\.\./.test(w)) {
-    const resolved = normalizeAbsolutePath(w.replace(/^(~|\$HOME)/, HOME_STANDIN));
-    if (!resolved.startsWith(HOME_STANDIN)) w = resolved;
+  } else if ((first === 0x7e /* ~ */ || first === 0x24) /* $ */ && w.includes('..')) {
+    const climb = CLIMBING_PATH.exec(w);
+    if (climb !== null) {
+      const resolved = normalizeAbsolutePath(
+        `${climb[1] === undefined ? VARIABLE_STANDIN : HOME_STANDIN}${climb[2]}`,
+      );
+      if (!resolved.includes('\u0000')) w = resolved;
+    }
   }
   return hasBlank(w) ? joinWordSpaces(w) : w;
 }
@@ -394,6 +444,13 @@ const WRAPPER_TABLE: Record<string, WrapperSpec> = {
       '--gid',
       '--setenv',
       '--working-directory',
+      '--on-calendar',
+      '--on-active',
+      '--on-boot',
+      '--on-startup',
+      '--on-unit-active',
+      '--on-unit-inactive',
+      '--timer-property',
     ],
   },
   nsenter: { arg: 'tSG', long: ['--target', '--setuid', '--setgid'] },
@@ -521,6 +578,44 @@ const XARGS: WrapperSpec = {
   ],
 };
 const ENV_ARG = new Set(['-u', '--unset', '-C', '--chdir']);
+
+/** A whole word that is one variable the script did not set to a literal (`$X`, `${X}`, `$1`). */
+const UNKNOWN_VARIABLE = /^\$(?:[a-z_][a-z0-9_]*|\{[a-z_][a-z0-9_]*\}|[0-9@*])$/;
+/** Variables that name the user's shell, bare and braced (`$SHELL`, `${SHELL}`). */
+const SHELL_VARIABLES = new Set(['shell', 'bash'].flatMap((name) => [`$${name}`, `\${${name}}`]));
+
+/**
+ * The command xargs runs with the input it is fed: `-I R` / `-i` put the input in place of R inside the
+ * words (`sh -c "{}"` runs the input as code), a `sh -c` with nothing after it takes the input as its
+ * code, and otherwise the input words are appended.
+ */
+function xargsCommand(
+  rest: readonly string[],
+  options: readonly string[],
+  input: readonly string[],
+): string[] {
+  if (input.length === 0) return [...rest];
+  let replace: string | undefined;
+  for (let k = 0; k < options.length; k++) {
+    const o = options[k] as string;
+    if (o === '-i') replace = '{}';
+    else if (o.startsWith('--replace=')) replace = o.slice('--replace='.length);
+    else {
+      const cluster = /^-[0rtxp]*I(.*)$/.exec(o);
+      if (cluster !== null) replace = cluster[1] === '' ? options[k + 1] : cluster[1];
+    }
+  }
+  const item = input.join(' ');
+  if (replace !== undefined && replace !== '') {
+    const r = replace;
+    return rest.map((w) => (w.includes(r) ? w.split(r).join(item) : w));
+  }
+  const last = rest[rest.length - 1] ?? '';
+  if (rest.length >= 2 && SHELLS.has(programName(rest[0] as string)) && /^-[A-Za-z]*c[A-Za-z]*$/.test(last)) {
+    return [...rest, item];
+  }
+  return [...rest, ...input];
+}
 
 /** Programs {@link analyze} strips or looks through to find the command they run. */
 const UNWRAPPED = new Set([
@@ -691,6 +786,18 @@ function analyze(
   while (words.length > 0 && guard++ < 32) {
     prog = programName(words[0] as string);
     progOf = words;
+    if (prog.charCodeAt(0) === 0x24 /* $ */ && UNKNOWN_VARIABLE.test(prog)) {
+      // `$SHELL -c CODE` is a shell; `$X rm -rf /` may be `rm -rf /` (X empty, or a wrapper such as sudo).
+      if (SHELL_VARIABLES.has(prog)) {
+        words = ['sh', ...words.slice(1)];
+        continue;
+      }
+      if (words.length > 1) {
+        ctx.push(`${POSIX_LINE}${META}W ${prog}`);
+        words = words.slice(1);
+        continue;
+      }
+    }
     if (!UNWRAPPED.has(prog)) break;
     if (prog === 'busybox' || prog === 'toybox') {
       words = words.slice(1);
@@ -738,7 +845,7 @@ function analyze(
       const fed = command.redirects
         .filter((r) => r.op === '<<<' || r.op === '<<')
         .flatMap((r) => (r.op === '<<<' ? r.target : (r.body ?? '')).split(/\s+/).filter(Boolean));
-      words = [...words.slice(next), ...(stdinWords ?? []), ...fed];
+      words = xargsCommand(words.slice(next), options, [...(stdinWords ?? []), ...fed]);
       stdinWords = undefined;
       continue;
     }
@@ -788,6 +895,7 @@ function analyze(
 /** Programs {@link launchers} looks into, besides interpreters ({@link interpreterKind}). */
 const LAUNCHERS = new Set([
   ...SHELLS,
+  'parallel',
   'eval',
   'source',
   '.',
@@ -828,6 +936,10 @@ function launchers(
   }
   if (prog === 'eval' || prog === 'source' || prog === '.') {
     if (prog === 'eval') ctx.enqueue('posix', words.slice(1).join(' '), depth + 1);
+    return;
+  }
+  if (prog === 'parallel') {
+    for (const code of parallelCommands(words, stdinWords)) ctx.enqueue('posix', code, depth + 1);
     return;
   }
   if (prog === 'watch') {
@@ -880,8 +992,122 @@ function launchers(
         if (r.op === '<<<') codes.push(r.target);
       }
     }
-    for (const code of codes) for (const s of extractShellStrings(code)) ctx.enqueue('posix', s, depth + 1);
+    for (const code of codes) {
+      for (const s of extractShellStrings(code)) ctx.enqueue('posix', s, depth + 1);
+      // A recursive delete through the language's own API is read as the `rm -r` it performs.
+      for (const path of deletedPaths(code)) ctx.enqueueWords(['rm', '-r', path], depth + 1);
+    }
   }
+}
+
+/** GNU parallel options that take a separate argument. */
+const PARALLEL_ARG = new Set([
+  '-j',
+  '-P',
+  '-S',
+  '-a',
+  '-d',
+  '-I',
+  '-E',
+  '-C',
+  '-n',
+  '-N',
+  '-L',
+  '--jobs',
+  '--sshlogin',
+  '--arg-file',
+  '--delimiter',
+  '--colsep',
+  '--timeout',
+  '--joblog',
+  '--results',
+  '--tmpdir',
+  '--workdir',
+  '--wd',
+]);
+const PARALLEL_SOURCE = new Set([':::', '::::', ':::+', '::::+']);
+
+/**
+ * The command lines GNU parallel runs: the template with each argument put in place of `{}` (or appended),
+ * or each argument as a command when there is no template. Arguments come after `:::` or from a literal
+ * stdin; at most 16 are read.
+ */
+function parallelCommands(words: readonly string[], stdinWords: readonly string[] | undefined): string[] {
+  let i = 1;
+  while (i < words.length) {
+    const w = words[i] as string;
+    if (PARALLEL_SOURCE.has(w) || !w.startsWith('-')) break;
+    i += PARALLEL_ARG.has(w) ? 2 : 1;
+  }
+  const template: string[] = [];
+  while (i < words.length && !PARALLEL_SOURCE.has(words[i] as string)) template.push(words[i++] as string);
+  const args: string[] = [];
+  if (words[i] === ':::' || words[i] === ':::+') {
+    for (i++; i < words.length && !PARALLEL_SOURCE.has(words[i] as string) && args.length < 16; i++) {
+      args.push(words[i] as string);
+    }
+  } else if (i >= words.length && stdinWords !== undefined) args.push(...stdinWords.slice(0, 16));
+  return args.map((arg) => {
+    if (template.length === 0) return arg;
+    // parallel quotes each argument it puts into the template.
+    const quoted = `'${arg.replace(/'/g, `'\\''`)}'`;
+    const placed = template.some((w) => w.includes('{}'));
+    return (placed ? template.map((w) => w.split('{}').join(quoted)) : [...template, quoted]).join(' ');
+  });
+}
+
+/** Recursive-delete calls of interpreter libraries; node's need `recursive` among their options. */
+const DELETE_CALL =
+  /\b(?:shutil\.rmtree|FileUtils\.(?:rm_rf|rm_r|remove_dir|remove_entry_secure|remove_entry|rmtree)|File::Path::(?:rmtree|remove_tree)|rmtree|remove_tree|((?:fs|fsp|promises)\.(?:rmSync|rmdirSync|rm|rmdir)|rmSync|rmdirSync))\s*(?:\(\s*)?/g;
+
+/** Library expressions that name the home directory. */
+const HOME_EXPRESSION =
+  /^(?:os\.path\.expanduser\(\s*['"]~\/?['"]\s*\)|(?:pathlib\.)?Path\.home\(\)|(?:pathlib\.)?Path\(\s*['"]~['"]\s*\)\.expanduser\(\)|os\.environ\[\s*['"]HOME['"]\s*\]|os\.(?:environ\.get|getenv)\(\s*['"]HOME['"]\s*\)|(?:require\(\s*['"](?:node:)?os['"]\s*\)\.|os\.)?homedir\(\)|process\.env\.HOME\b|process\.env\[\s*['"]HOME['"]\s*\]|Dir\.home\b|ENV\[\s*['"]HOME['"]\s*\]|ENV\.fetch\(\s*['"]HOME['"]\s*\)|File\.expand_path\(\s*['"]~['"]\s*\)|\$ENV\{\s*['"]?HOME['"]?\s*\})/;
+
+/**
+ * The paths interpreter code deletes recursively (`shutil.rmtree('/')`, `fs.rmSync(os.homedir(),
+ * {recursive: true})`, `FileUtils.rm_rf(Dir.home)`, `File::Path::rmtree('/')`): a literal path as it is
+ * (a literal `~` is not expanded by these APIs), a home expression as `~`. Unknown arguments are skipped.
+ */
+export function deletedPaths(code: string): string[] {
+  if (!/rmtree|remove_tree|rm_r|remove_dir|remove_entry|rmSync|rmdirSync|\.rm\(|\.rmdir\(/.test(code))
+    return [];
+  const found: string[] = [];
+  // Which string literal the code is in at `scanned`: a call spelled inside a string is data.
+  let scanned = 0;
+  let quote: string | undefined;
+  DELETE_CALL.lastIndex = 0;
+  let m: RegExpExecArray | null = DELETE_CALL.exec(code);
+  while (m !== null && found.length < 16) {
+    for (; scanned < m.index; scanned++) {
+      const c = code[scanned];
+      if (c === '\\') scanned++;
+      else if (quote === undefined ? c === '"' || c === "'" : c === quote)
+        quote = quote === undefined ? c : undefined;
+    }
+    const start = m.index + m[0].length;
+    if (quote === undefined && (m[1] === undefined || /\brecursive\b/.test(code.slice(start, start + 256)))) {
+      const path = deletedPath(code, start);
+      if (path !== undefined) found.push(path);
+    }
+    if (DELETE_CALL.lastIndex <= m.index) DELETE_CALL.lastIndex = m.index + 1;
+    m = DELETE_CALL.exec(code);
+  }
+  return found;
+}
+
+function deletedPath(code: string, start: number): string | undefined {
+  const open = code[start];
+  if (open === '"' || open === "'") {
+    const text = readLiteral(code, start)?.text;
+    if (text === undefined || text === '') return undefined;
+    const interpolated = text.replace(/\$ENV\{\s*['"]?HOME['"]?\s*\}/g, '$HOME');
+    return interpolated.startsWith('~') ? `./${interpolated}` : interpolated;
+  }
+  const rest = code.slice(start, start + 128);
+  if (HOME_EXPRESSION.test(rest)) return '~';
+  const path = /^(?:pathlib\.)?Path\(\s*(['"])([^'"]+)\1\s*\)/.exec(rest);
+  return path?.[2];
 }
 
 /** Literal words an `echo`/`printf` writes, for `echo / | xargs rm -rf` and `echo 'cmd' | sh`. */

@@ -151,6 +151,54 @@ const PS_ENCODED =
 const PS_COMMAND = /^-(c|co|com|comm|comma|comman|command)$/;
 const PS_FILE = /^-(f|fi|fil|file)$/;
 
+/** `/enc` and `--enc` as PowerShell reads them: `-enc`. Paths (`/tmp/x.ps1`) are left alone. */
+function psParameter(word: string): string {
+  if (word.startsWith('--') && word.length > 2) return word.slice(1);
+  if (word.startsWith('/') && /^\/[a-z]+$/.test(word)) return `-${word.slice(1)}`;
+  return word;
+}
+
+const START_FILE = /^-(?:f|fi|fil|file|filep|filepa|filepat|filepath|pspath|path)$/;
+const START_ARGS =
+  /^-(?:a|ar|arg|args|argu|argum|argume|argumen|argument|argumentl|argumentli|argumentlis|argumentlist)$/;
+const START_SWITCH =
+  /^-(?:wait|nonewwindow|nnw|passthru|usenewenvironment|loaduserprofile|lup|wa|no|pa|us|lo)[a-z]*$/;
+/** cmd `start` options that take a value. */
+const CMD_START_VALUE = new Set(['/d', '/node', '/affinity']);
+
+/**
+ * The command line `Start-Process FILE -ArgumentList ARGS` (alias `saps`, `start`) or cmd
+ * `start [/b …] ["title"] PROGRAM ARGS` runs, or undefined when no program is named.
+ */
+function startedCommand(
+  words: readonly string[],
+  lower: readonly string[],
+  cmdStart: boolean,
+): string | undefined {
+  let file: string | undefined;
+  const args: string[] = [];
+  const positional: string[] = [];
+  for (let i = 1; i < words.length; i++) {
+    const w = lower[i] as string;
+    if (cmdStart && w.startsWith('/') && /^\/[a-z]+$/.test(w)) {
+      if (CMD_START_VALUE.has(w)) i++;
+      continue;
+    }
+    if (w.startsWith('-') && w.length > 1) {
+      if (START_FILE.test(w)) file = words[++i];
+      else if (START_ARGS.test(w)) args.push((words[++i] ?? '').replace(/,/g, ' '));
+      else if (!START_SWITCH.test(w)) i++;
+      continue;
+    }
+    // cmd's `start "" prog`: an empty title.
+    if (words[i] === '' && positional.length === 0) continue;
+    positional.push(words[i] as string);
+  }
+  file ??= positional.shift();
+  if (file === undefined) return undefined;
+  return [file, ...positional.map((a) => a.replace(/,/g, ' ')), ...args].join(' ');
+}
+
 /** Decodes a PowerShell -EncodedCommand argument (base64 of UTF-16LE). */
 export function decodeEncodedCommand(b64: string): string | undefined {
   if (!/^[A-Za-z0-9+/=]{4,}$/.test(b64)) return undefined;
@@ -169,7 +217,8 @@ function launchers(ctx: ScanContext, words: readonly string[], depth: number): v
   }
   if (prog === 'powershell' || prog === 'pwsh') {
     for (let i = 1; i < words.length; i++) {
-      const w = lower[i] as string;
+      // PowerShell takes `-Param`, `--Param` (pwsh) and `/Param` alike.
+      const w = psParameter(lower[i] as string);
       if (PS_ENCODED.test(w)) {
         const decoded = decodeEncodedCommand(words[i + 1] ?? '');
         if (decoded !== undefined) ctx.enqueue('windows', decoded, depth + 1);
@@ -187,6 +236,18 @@ function launchers(ctx: ScanContext, words: readonly string[], depth: number): v
       if (w.startsWith('-')) continue;
       ctx.enqueue('windows', words.slice(i).join(' '), depth + 1);
       return;
+    }
+    return;
+  }
+  if (prog === 'start-process' || prog === 'saps' || prog === 'start') {
+    const started = startedCommand(words, lower, prog === 'start');
+    if (started !== undefined) ctx.enqueue('windows', started, depth + 1);
+    return;
+  }
+  if (prog === 'wmic') {
+    const create = lower.findIndex((w, i) => w === 'create' && lower[i - 1] === 'call' && i > 2);
+    if (create > 0 && lower.slice(1, create).includes('process')) {
+      ctx.enqueue('windows', words.slice(create + 1).join(' '), depth + 1);
     }
     return;
   }

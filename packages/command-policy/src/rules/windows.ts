@@ -14,6 +14,12 @@ const RECURSE = String.raw`-r(?:e(?:c(?:u(?:r(?:s(?:e)?)?)?)?)?)?(?::\$true)?`;
 const PATH_PARAM = String.raw`(?:-(?:path|literalpath|lp|pspath|p|pa|pat) )?`;
 const HIVE = String.raw`(?:hklm|hkcu|hkcr|hku|hkcc|hkey_local_machine|hkey_current_user|hkey_classes_root|hkey_users|hkey_current_config|registry::hkey_[a-z_]+):?/?\*?`;
 const SP = String.raw`[ \x1a]`;
+/** Top-level keys whose loss breaks the system or every user's settings. */
+const HIVE_TOP = String.raw`(?:(?:hklm|hkey_local_machine)/(?:software|system|sam|security|hardware|bcd00000000)|(?:hkcu|hkey_current_user)/software|(?:hku|hkey_users)/\.default)`;
+/** The same keys, and whole hives, as registry provider paths (`HKLM:\SOFTWARE`, `Registry::HKLM\SAM`). */
+const HIVE_PROVIDER = String.raw`(?:(?:hklm|hkcu|hku|hkcr|hkcc):/?|registry::(?:hklm|hkcu|hku|hkcr|hkcc|hkey_[a-z_]+)/?|(?:hklm|hkey_local_machine):?/(?:software|system|sam|security|hardware|bcd00000000)/?|(?:hkcu|hkey_current_user):?/software/?|registry::(?:hklm|hkey_local_machine)/(?:software|system|sam|security|hardware|bcd00000000)/?|registry::(?:hkcu|hkey_current_user)/software/?)\*?`;
+/** A program that starts another one (the destructive command is its argument). */
+const STARTER = String.raw`\b(?:start-process|saps|start|wmic|invoke-wmimethod|iwmi|invoke-cimmethod|new-object|createobject|shellexecute|\.run|\.exec|\.create)\b`;
 const WIN_DEEP = String.raw`[a-z]:/(?:windows|program${SP}files(?:${SP}\(x86\))?|programdata|boot|recovery|system${SP}volume${SP}information|\$recycle\.bin)(?:/[^ \n]*)?`;
 const WIN_USERS = String.raw`[a-z]:/users(?:/[^/ \n]+)?/?\*?`;
 const WIN_SYSTEM = String.raw`(?:${WIN_DEEP}|${WIN_USERS})`;
@@ -84,11 +90,25 @@ export const WINDOWS_RULES = defineRules([
     name: 'hive-root-recursive-delete',
     action: 'block',
     platform: 'windows',
-    description: 'Recursive delete of a whole registry hive through the PowerShell registry provider.',
-    patterns: recursiveDelete(HIVE).slice(2, 4),
+    description:
+      'Deleting a whole registry hive or a top-level key (HKLM\\SOFTWARE, SYSTEM, SAM, SECURITY) through the PowerShell registry provider.',
+    patterns: [
+      ...recursiveDelete(HIVE).slice(2, 4),
+      String.raw`${ST}${REMOVE}${ARGS} ${PATH_PARAM}${HIVE_PROVIDER}${END}`,
+    ],
     examples: {
-      match: ['Remove-Item -Path HKLM:\\ -Recurse -Force', 'ri hkcu:\\ -r'],
-      nearMiss: ['Remove-Item -Path HKCU:\\Software\\MyApp -Recurse', 'Get-ChildItem HKLM:\\'],
+      match: [
+        'Remove-Item -Path HKLM:\\ -Recurse -Force',
+        'ri hkcu:\\ -r',
+        'Remove-Item -Path HKLM:\\SOFTWARE -Recurse -Force',
+        'Remove-Item "Registry::HKEY_LOCAL_MACHINE\\SYSTEM" -Recurse',
+        'Remove-Item HKLM:\\SAM',
+      ],
+      nearMiss: [
+        'Remove-Item -Path HKCU:\\Software\\MyApp -Recurse',
+        'Get-ChildItem HKLM:\\',
+        'Remove-Item -Path HKLM:\\SOFTWARE\\Vendor\\App -Recurse',
+      ],
     },
   },
   {
@@ -98,17 +118,31 @@ export const WINDOWS_RULES = defineRules([
     description: 'Deleting Volume Shadow Copies removes the restore points ransomware targets.',
     patterns: [
       String.raw`${ST}vssadmin${ARGS} delete shadows${END}`,
-      String.raw`${ST}vssadmin${ARGS} resize shadowstorage${ARGS} /maxsize=[0-9]+(?:kb|mb|b)?${END}`,
+      // Shrinking the storage deletes the copies that no longer fit.
+      String.raw`${ST}vssadmin${ARGS} resize shadowstorage${ARGS} /maxsize=(?:[0-9][0-9.]*(?:kb|mb|gb|tb|pb|eb|b)?|[0-9]+%)${END}`,
       String.raw`${ST}wmic${ARGS} shadowcopy${ARGS} delete${END}`,
       String.raw`${FLAT}win32_shadowcopy[^\n]*(?:\.delete\(|remove-ciminstance|remove-wmiobject)`,
+      // Launched through another program (Start-Process, wmic process call create, WMI/CIM, COM).
+      String.raw`${FLAT}${STARTER}[^\n]*\bvssadmin(?:\.exe)?\b[^\n]*\b(?:delete${SP}+shadows|resize${SP}+shadowstorage)\b`,
+      String.raw`${FLAT}${STARTER}[^\n]*\bwmic(?:\.exe)?\b[^\n]*\bshadowcopy\b[^\n]*\bdelete\b`,
     ],
     examples: {
       match: [
         'vssadmin delete shadows /all /quiet',
         'wmic shadowcopy delete',
         'Get-WmiObject Win32_ShadowCopy | ForEach-Object { $_.Delete() }',
+        'vssadmin resize shadowstorage /for=c: /on=c: /maxsize=401MB',
+        'Start-Process vssadmin -ArgumentList "delete shadows /all /quiet" -WindowStyle Hidden',
+        'wmic process call create "vssadmin delete shadows /all /quiet"',
+        'Invoke-CimMethod -ClassName Win32_Process -MethodName Create -Arguments @{CommandLine="vssadmin delete shadows /all"}',
       ],
-      nearMiss: ['vssadmin list shadows', 'Get-WmiObject Win32_ShadowCopy'],
+      nearMiss: [
+        'vssadmin list shadows',
+        'Get-WmiObject Win32_ShadowCopy',
+        'vssadmin list shadowstorage',
+        'vssadmin resize shadowstorage /for=c: /on=c: /maxsize=unbounded',
+        'Start-Process notepad.exe',
+      ],
     },
   },
   {
@@ -171,13 +205,27 @@ export const WINDOWS_RULES = defineRules([
     name: 'reg-delete-hive',
     action: 'block',
     platform: 'windows',
-    description: 'reg delete of a whole registry hive with /f.',
+    description:
+      'reg delete of a whole registry hive or a top-level key (HKLM\\SOFTWARE, SYSTEM, SAM, SECURITY).',
     patterns: [
       String.raw`${ST}reg${ARGS} delete (?:hklm|hkcu|hkcr|hku|hkcc|hkey_local_machine|hkey_current_user|hkey_classes_root|hkey_users|hkey_current_config)/?${ARGS} /f${END}`,
+      String.raw`${ST}reg${ARGS} delete (?://[^/ \n]+/)?${HIVE_TOP}/?${END}`,
     ],
     examples: {
-      match: ['reg delete HKLM /f', 'reg delete HKEY_CURRENT_USER\\ /va /f'],
-      nearMiss: ['reg delete HKCU\\Software\\MyApp /f', 'reg query HKLM'],
+      match: [
+        'reg delete HKLM /f',
+        'reg delete HKEY_CURRENT_USER\\ /va /f',
+        'reg delete HKLM\\SOFTWARE /f',
+        'reg delete "HKLM\\SYSTEM" /f',
+        'reg delete HKEY_LOCAL_MACHINE\\SAM /f',
+        'reg delete HKLM\\SECURITY',
+      ],
+      nearMiss: [
+        'reg delete HKCU\\Software\\MyApp /f',
+        'reg query HKLM',
+        'reg delete HKLM\\SOFTWARE\\Vendor\\App /f',
+        'reg query HKLM\\SYSTEM',
+      ],
     },
   },
 
@@ -209,14 +257,17 @@ export const WINDOWS_RULES = defineRules([
     description:
       'PowerShell -EncodedCommand hides the script from readers (the decoded text is scanned too).',
     patterns: [
-      String.raw`${ST}(?:powershell|pwsh)${ARGS} -(?:e|ec|en[a-z]*)${END}`,
-      String.raw`^\x11(?:powershell|pwsh)(?:\.exe)?${ARGS} -(?:e|ec|en[a-z]*)${END}`,
+      String.raw`${ST}(?:powershell|pwsh)${ARGS} (?:--?|/)(?:e|ec|en[a-z]*)${END}`,
+      String.raw`^\x11(?:powershell|pwsh)(?:\.exe)?${ARGS} (?:--?|/)(?:e|ec|en[a-z]*)${END}`,
     ],
     examples: {
       match: [
         'powershell -EncodedCommand ZQBjAGgAbwAgAGgAaQA=',
         'pwsh -enc ZQBjAGgAbwAgAGgAaQA=',
         'powershell.exe -NoP -e ZQBjAGgAbwA=',
+        'powershell /enc ZQBjAGgAbwAgAGgAaQA=',
+        'powershell -ec ZQBjAGgAbwAgAGgAaQA=',
+        'pwsh --encodedcommand ZQBjAGgAbwAgAGgAaQA=',
       ],
       nearMiss: ['powershell -ExecutionPolicy RemoteSigned -File x.ps1', 'powershell -Command Get-Date'],
     },
@@ -262,12 +313,23 @@ export const WINDOWS_RULES = defineRules([
       String.raw`${FLAT}windows defender[^\n]*disable(?:antispyware|antivirus|realtimemonitoring|behaviormonitoring)`,
       String.raw`${FLAT}uninstall-windowsfeature[^\n]*windows-defender`,
       String.raw`${FLAT}mpcmdrun(?:\.exe)?[^\n]*-removedefinitions`,
+      String.raw`${FLAT}\bdism(?:\.exe)?\b[^\n]*/disable-feature[^\n]*defender`,
+      // PowerShell takes any unambiguous prefix of a parameter name.
+      String.raw`${FLAT}set-mppreference[^\n]*-(?:maps[a-z]*|enablec[a-z]*|enablen[a-z]*|pua[a-z]*)(?: |:)(?:0|disabled|\$false)\b`,
+      String.raw`${FLAT}set-mppreference[^\n]*-submits[a-z]*(?: |:)(?:2|neversend)\b`,
+      String.raw`${FLAT}set-mppreference[^\n]*-exclusionp[a-z]*`,
+      String.raw`${FLAT}msft_mppreference[^\n]*(?:disable[a-z]*[ =:]+\$?(?:true|1)\b|exclusion(?:path|process|extension))`,
+      String.raw`${FLAT}windows defender[^\n]*\bdisable[a-z]*\b[^\n]*(?:/d +|-value +|=)1\b`,
     ],
     examples: {
       match: [
         'Set-MpPreference -DisableRealtimeMonitoring $true',
         'Add-MpPreference -ExclusionPath C:\\',
         'sc stop WinDefend',
+        'Dism /online /Disable-Feature /FeatureName:Windows-Defender /Remove /NoRestart',
+        'Set-MpPreference -DisableRealtimeMon $true',
+        'Set-MpPreference -MAPSReporting 0',
+        'Invoke-CimMethod -Namespace root/Microsoft/Windows/Defender -ClassName MSFT_MpPreference -MethodName Set -Arguments @{DisableRealtimeMonitoring=$true}',
       ],
       nearMiss: [
         'Get-MpPreference',
@@ -286,11 +348,13 @@ export const WINDOWS_RULES = defineRules([
       String.raw`${FLAT}\bnetsh\b[^\n]*\bfirewall\b[^\n]*\bset\b[^\n]*opmode (?:mode=)?disable`,
       String.raw`${FLAT}set-netfirewallprofile[^\n]*-enabled(?: |:)\$?(?:false|0)\b`,
       String.raw`${FLAT}\b(?:sc(?:\.exe)?|stop-service|set-service)\b[^\n]*\bmpssvc\b`,
+      String.raw`${FLAT}\benablefirewall\b[^\n]*(?:/d +|-value +|-va[a-z]* +|=|:)(?:0|0x0+|\\$false)(?: |;|$)`,
     ],
     examples: {
       match: [
         'netsh advfirewall set allprofiles state off',
         'Set-NetFirewallProfile -Profile Domain,Public -Enabled False',
+        'reg add HKLM\\SYSTEM\\CurrentControlSet\\Services\\SharedAccess\\Parameters\\FirewallPolicy\\StandardProfile /v EnableFirewall /t REG_DWORD /d 0 /f',
       ],
       nearMiss: ['netsh advfirewall show allprofiles', 'Get-NetFirewallProfile'],
     },
@@ -320,10 +384,13 @@ export const WINDOWS_RULES = defineRules([
     description: 'Tampering with the Antimalware Scan Interface (AmsiUtils, amsiInitFailed, AmsiScanBuffer).',
     patterns: [
       String.raw`${FLAT}(?:amsiutils|amsiinitfailed|amsiscanbuffer|amsiopensession|amsicontext|amsi\.dll)`,
+      // AmsiEnable = 0 under Windows Script\Settings turns AMSI off for script hosts.
+      String.raw`${FLAT}\bamsienable\b[^\n]*(?:/d +|-value +|-va[a-z]* +|=|:)(?:0|0x0+|\\$false)(?: |;|$)`,
     ],
     examples: {
       match: [
         "[Ref].Assembly.GetType('System.Management.Automation.AmsiUtils').GetField('amsiInitFailed','NonPublic,Static').SetValue($null,$true)",
+        'reg add "HKCU\\Software\\Microsoft\\Windows Script\\Settings" /v AmsiEnable /t REG_DWORD /d 0 /f',
       ],
       nearMiss: ['Get-Help about_Antimalware', 'Get-Command *amsi-report*'],
     },
@@ -337,9 +404,16 @@ export const WINDOWS_RULES = defineRules([
       String.raw`${ST}wevtutil${ARGS} (?:cl|clear-log)${END}`,
       String.raw`${ST}(?:clear-eventlog|remove-eventlog)${END}`,
       String.raw`${FLAT}\.clearlog\(`,
+      // `for /F … in ('wevtutil el') do wevtutil cl "%1"`: the loop body is a statement of `do`.
+      String.raw`${FLAT}\bdo +@?wevtutil(?:\.exe)? +(?:cl|clear-log)\b`,
     ],
     examples: {
-      match: ['wevtutil cl Security', 'Clear-EventLog -LogName System', 'wevtutil clear-log Application'],
+      match: [
+        'wevtutil cl Security',
+        'Clear-EventLog -LogName System',
+        'wevtutil clear-log Application',
+        `for /F "tokens=*" %1 in ('wevtutil.exe el') DO wevtutil.exe cl "%1"`,
+      ],
       nearMiss: ['wevtutil qe System /c:5', 'Get-EventLog -LogName System -Newest 5'],
     },
   },
@@ -371,12 +445,13 @@ export const WINDOWS_RULES = defineRules([
     description:
       'Registering something to start automatically (Run keys, scheduled tasks, services, Startup folder).',
     patterns: [
-      String.raw`${ST}reg${ARGS} add (?:hklm|hkcu|hkey_local_machine|hkey_current_user)/software/(?:wow6432node/)?microsoft/windows/currentversion/(?:run|runonce|runservices|runservicesonce|policies/explorer/run)(?:/|${END})`,
-      String.raw`${ST}reg${ARGS} add (?:hklm|hkey_local_machine)/software/microsoft/windows${SP}nt/currentversion/winlogon`,
+      String.raw`${ST}reg${ARGS} add (?:hklm|hkcu|hkey_local_machine|hkey_current_user)/software/(?:wow6432node/)?microsoft/windows/currentversion/(?:run|runonce|runonceex|runservices|runservicesonce|policies/explorer/run)(?:/|${END})`,
+      String.raw`${ST}reg${ARGS} add (?:hklm|hkcu|hkey_local_machine|hkey_current_user)/software/(?:wow6432node/)?microsoft/windows${SP}nt/currentversion/winlogon`,
       String.raw`${ST}schtasks${ARGS} /create${END}`,
       String.raw`${ST}(?:register-scheduledtask|new-scheduledtask|new-service)${END}`,
       String.raw`${ST}sc${ARGS} create${END}`,
-      String.raw`${FLAT}(?:set-itemproperty|new-itemproperty|\bsp\b)[^\n]*currentversion/run`,
+      String.raw`${FLAT}(?:set-itemproperty|new-itemproperty|\bsp\b)[^\n]*currentversion/(?:run|policies/explorer/run)`,
+      String.raw`${FLAT}(?:set-itemproperty|new-itemproperty|\bsp\b)[^\n]*windows nt/currentversion/winlogon[^\n]*-name +(?:userinit|shell|taskman|appsetup|notify)\b`,
       String.raw`${FLAT}start menu/programs/startup`,
     ],
     examples: {
@@ -385,6 +460,9 @@ export const WINDOWS_RULES = defineRules([
         'schtasks /create /tn x /tr c:\\x.exe /sc onlogon',
         'sc create evil binPath= c:\\x.exe',
         'New-ItemProperty -Path HKCU:\\Software\\Microsoft\\Windows\\CurrentVersion\\Run -Name x -Value c:\\x.exe',
+        'reg add HKLM\\Software\\Microsoft\\Windows\\CurrentVersion\\RunOnceEx\\0001 /v x /d c:\\x.exe',
+        'reg add "HKCU\\Software\\Microsoft\\Windows NT\\CurrentVersion\\Winlogon" /v Shell /d explorer.exe,c:\\x.exe /f',
+        'Set-ItemProperty "HKLM:\\Software\\Microsoft\\Windows NT\\CurrentVersion\\Winlogon" -Name Userinit -Value "userinit.exe,c:\\x.exe"',
       ],
       nearMiss: [
         'schtasks /query',
