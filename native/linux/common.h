@@ -24,6 +24,7 @@
 #include <sys/types.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef SYS_landlock_create_ruleset
@@ -89,6 +90,21 @@ void start_bridge(const struct options *o, int lfd);
 
 /* launch.c: the host side (`--launch`). */
 int launch_main(int argc, char **argv);
+
+/* sweep.c: control files of repositories a command created or changed, renamed aside after the run. */
+struct sweep_skip {
+  dev_t dev;
+  ino_t ino;
+};
+struct sweep_root {
+  int fd;           /* the writable root (O_PATH is enough) */
+  const char *name; /* its path, for the report */
+  dev_t top_dev;    /* its own .git when that existed at the start (0: none) */
+  ino_t top_ino;
+  const struct sweep_skip *skip;
+  int nskip;
+};
+void git_sweep(const struct sweep_root *roots, int nroots, const struct timespec *start, const char *report);
 
 /* mounts.c: user-path mounts made inside the sandbox from descriptors. */
 int mount_op_parse(const char *op, char **argv, int argc, int *i);

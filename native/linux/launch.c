@@ -37,6 +37,7 @@
 
 struct node {
   const char *name;
+  const char *path; /* for --open nodes */
   int fd;
   int parent; /* index of the node this one was opened beneath, or -1 */
   int root;   /* index of the top node (a writable root or grant) */
@@ -51,6 +52,9 @@ struct root_lock {
 };
 
 static struct node nodes[MAX_NODES];
+static struct sweep_root sweeps[MAX_NODES];
+static int nsweeps;
+static const char *report_path;
 static int nnodes;
 static struct root_lock locks[MAX_NODES];
 static int nlocks;
@@ -168,6 +172,7 @@ static void open_root(const char *name, const char *path) {
   if (path[0] != '/') die("launch: %s is not absolute", path);
   struct node *n = &nodes[nnodes];
   n->name = name;
+  n->path = path;
   n->parent = -1;
   n->root = nnodes;
   n->rel[0] = '\0';
@@ -209,7 +214,8 @@ static void open_below(const char *name, const char *parent_name, const char *re
     if (made == 0 && n->fd >= 0) {
       struct stat st;
       if (fstat(n->fd, &st) == 0) {
-        if (getuid() == 0) fchownat(n->fd, "", nodes[p].st.st_uid, nodes[p].st.st_gid, AT_EMPTY_PATH);
+        if (getuid() == 0 && (st.st_uid != nodes[p].st.st_uid || st.st_gid != nodes[p].st.st_gid))
+          fchownat(n->fd, "", nodes[p].st.st_uid, nodes[p].st.st_gid, AT_EMPTY_PATH);
         if (l == NULL) die("launch: a stub needs --state");
         dprintf(l->record, "%c %llx %llx %s\n", dot ? 'c' : kind[0], (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, n->rel);
       }
@@ -365,6 +371,21 @@ int launch_main(int argc, char **argv) {
     } else if (strcmp(a, "--open-in") == 0 && left >= 4) {
       open_below(argv[i + 1], argv[i + 2], argv[i + 3], argv[i + 4]);
       i += 4;
+    } else if (strcmp(a, "--git-sweep") == 0 && left >= 1) {
+      /* Before any --clone: the walk needs the directory itself, not its detached mount. */
+      struct node *n = &nodes[find_node(argv[++i])];
+      struct sweep_root *r = &sweeps[nsweeps++];
+      r->fd = fcntl(n->fd, F_DUPFD_CLOEXEC, 0);
+      if (r->fd < 0) die("launch: dup: %s", strerror(errno));
+      if (n->path == NULL) die("launch: --git-sweep %s: not a path opened with --open", argv[i]);
+      r->name = n->path;
+      struct stat st;
+      if (fstatat(n->fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        r->top_dev = st.st_dev;
+        r->top_ino = st.st_ino;
+      }
+    } else if (strcmp(a, "--report") == 0 && left >= 1) {
+      report_path = argv[++i];
     } else if (strcmp(a, "--clone") == 0 && left >= 2) {
       clone_node(argv[i + 1], argv[i + 2], uid);
       i += 2;
@@ -415,6 +436,8 @@ int launch_main(int argc, char **argv) {
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGHUP, &sa, NULL);
+  struct timespec start;
+  clock_gettime(CLOCK_REALTIME_COARSE, &start); /* ctimes come from the same coarse clock */
   pid_t c = fork();
   if (c > 0) child_pid = c;
   sigprocmask(SIG_SETMASK, &old_mask, NULL); /* a stop that arrived during set-up kills PROGRAM now */
@@ -435,6 +458,28 @@ int launch_main(int argc, char **argv) {
   while (waitpid(c, &status, 0) < 0 && errno == EINTR) {
   }
   if (reap) reap_descendants();
+  if (nsweeps > 0) {
+    /* Stubs of every run using these roots are mount points elsewhere: the sweep leaves them alone. */
+    static struct sweep_skip skip[MAX_NODES * 4];
+    int nskip = 0;
+    for (int k = 0; k < nlocks; k++) {
+      FILE *f = fdopen(dup(locks[k].record), "r");
+      if (f == NULL) continue;
+      rewind(f);
+      char kind, rel[1024];
+      unsigned long long dev, ino;
+      while (nskip < MAX_NODES * 4 && fscanf(f, " %c %llx %llx %1023s", &kind, &dev, &ino, rel) == 4) {
+        skip[nskip].dev = (dev_t)dev;
+        skip[nskip++].ino = (ino_t)ino;
+      }
+      fclose(f);
+    }
+    for (int k = 0; k < nsweeps; k++) {
+      sweeps[k].skip = skip;
+      sweeps[k].nskip = nskip;
+    }
+    git_sweep(sweeps, nsweeps, &start, report_path);
+  }
   release_roots();
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   int sig = WTERMSIG(status);

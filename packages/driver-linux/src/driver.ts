@@ -1,5 +1,14 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import os, { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -118,6 +127,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
   const stateDir = options.stateDir ?? path.join(host.home, '.aleph', 'run');
   const allowLoaderEnv = options.allowLoaderEnv ?? [];
   let gitIdentity: GitIdentity | undefined;
+  let runs = 0;
   let stateReady = false;
   const maxPids = options.maxPids ?? DEFAULT_MAX_PIDS;
   const maxOpenFiles =
@@ -129,7 +139,15 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
   const topLevelProtected = [
     ...new Set(protectedPaths.filter((p) => !p.startsWith('.git')).map((p) => p.split('/')[0] as string)),
   ];
-  const vaultPaths = options.vaultPaths ?? defaultVaultPaths(host.home);
+  // Never visible, whatever is granted: the vault, the audit log, and every session's HOME (each session
+  // sees only its own, at /run/aleph/home).
+  const homeRootForVault =
+    options.homeRoot === false ? undefined : (options.homeRoot ?? path.join(host.home, '.aleph', 'homes'));
+  const vaultPaths = [
+    ...(options.vaultPaths ?? defaultVaultPaths(host.home)),
+    ...(options.auditLogPath === undefined ? [] : [options.auditLogPath]),
+    ...(homeRootForVault === undefined ? [] : [homeRootForVault]),
+  ];
   const envAllowlist = options.envAllowlist ?? DEFAULT_ENV_ALLOWLIST;
   const poolOptions = {
     ...(options.proxy?.deny === undefined ? {} : { deny: options.proxy.deny }),
@@ -368,6 +386,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
           : undefined;
       const tmpDir = direct ? (profile.tmpDir as string) : undefined;
       let leaf: string | undefined;
+      let reportFile: string | undefined;
       try {
         // The command's environment goes to the helper on a pipe and is set only at its final execve.
         const env: Record<string, string> = {
@@ -415,6 +434,8 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
         args.push(request.program, ...request.args);
 
         const launch = [...profile.launch];
+        reportFile = path.join(stateDir, `report-${process.pid}-${++runs}`);
+        launch.push('--report', reportFile);
         if (cgroups !== undefined) {
           leaf = await cgroups.createLeaf({
             pidsMax: profile.limits.maxPids,
@@ -468,6 +489,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
           result.exitCode <= 128 + 64
             ? signalName(result.exitCode - 128)
             : undefined;
+        const sweep = readSweepReport(reportFile);
         return createSandboxOutput({
           exitCode: killedBySignal === undefined ? result.exitCode : null,
           signal: killedBySignal ?? result.signal,
@@ -496,6 +518,8 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
                 cpuQuota: profile.limits.cpuQuotaPercent !== null,
               }),
             ],
+            ...(sweep.quarantined.length === 0 ? {} : { quarantined: sweep.quarantined }),
+            ...(sweep.incomplete.length === 0 ? {} : { gitSweepIncomplete: sweep.incomplete }),
             ...(killedBySignal === undefined ? {} : { exitStatus: result.exitCode }),
             ...(result.killedBy === null ? {} : { killedBy: result.killedBy }),
           },
@@ -509,6 +533,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
           { cause: error },
         );
       } finally {
+        if (reportFile !== undefined) rmSync(reportFile, { force: true });
         lease?.release();
         if (leaf !== undefined) await cgroups?.destroyLeaf(leaf);
         if (tmpDir !== undefined) {
@@ -528,6 +553,26 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
     },
   });
   return driver;
+}
+
+/**
+ * What the launcher's git sweep did (see native/linux/sweep.c): control files it renamed aside, and the
+ * roots whose walk hit its bounds. The report lives in the host-only state directory.
+ */
+function readSweepReport(file: string | undefined): { quarantined: string[]; incomplete: string[] } {
+  const out = { quarantined: [] as string[], incomplete: [] as string[] };
+  if (file === undefined) return out;
+  let text = '';
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return out;
+  }
+  for (const line of text.split('\n')) {
+    if (line.startsWith('quarantined ')) out.quarantined.push(line.slice('quarantined '.length));
+    else if (line.startsWith('incomplete ')) out.incomplete.push(line.slice('incomplete '.length));
+  }
+  return out;
 }
 
 function signalName(n: number): string | undefined {

@@ -23,6 +23,8 @@ export interface LinuxDriverOptions {
   readonly homeProtectedPaths?: readonly string[];
   /** Protect the whole `.git` directory instead of its control files. */
   readonly protectAllGit?: boolean;
+  /** The audit JSONL file, if one is written: never visible inside, whatever is granted. */
+  readonly auditLogPath?: string;
   /** Paths never visible inside, whatever is granted. Default `~/.aleph/data`, `~/.aleph/.shared_token`. */
   readonly vaultPaths?: readonly string[];
   /**

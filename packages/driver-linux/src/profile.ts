@@ -381,6 +381,9 @@ export function buildLinuxProfile(
     else launch.push('--uid', String(identity.uid));
   }
   launch.push(...plan.args);
+  // After the run, repositories a command created or changed below the writable roots lose the control
+  // files it wrote (renamed aside, reported): host git runs none of them.
+  for (const root of writableRoots) launch.push('--git-sweep', plan.open(root));
   for (const clone of rendered.clones) launch.push('--clone', clone.name, clone.mode);
 
   const mountSummary = describeMounts(mounts);
@@ -390,6 +393,7 @@ export function buildLinuxProfile(
     ...mountSummary,
     ...(inputs.sessionHome === undefined ? [] : [`home: HOME=${INNER_HOME} (from ${inputs.sessionHome})`]),
     ...protection.summary.map((s) => `protected: ${s}`),
+    `git: after the run, control files (config, hooks, commondir, info, modules, worktrees, a .git file) of repositories created or changed below ${writableRoots.join(', ')} are renamed aside (NAME.aleph-quarantined) and reported`,
     ...homeProtection.summary.map((s) => `protected (home): ${s}`),
     ...vaultHidden.map((v) => `vault hidden: ${v}`),
     `landlock (${inputs.landlock}): ${landlock.map((r) => `${r.access} ${r.path}`).join('; ')}${tcp ? `; TCP connect only to ${tcp.connectPorts.length > 0 ? tcp.connectPorts.join(', ') : 'nothing'}` : ''}; abstract unix sockets and signals scoped`,

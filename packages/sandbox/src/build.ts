@@ -67,6 +67,7 @@ async function platformDriver(
       sandboxUidRange: config.linux.sandboxUidRange,
       ...(config.linux.homeRoot === undefined ? {} : { homeRoot: config.linux.homeRoot }),
       allowLoaderEnv: config.linux.allowLoaderEnv,
+      ...(config.audit.jsonlPath === undefined ? {} : { auditLogPath: config.audit.jsonlPath }),
       ...(config.linux.maxOpenFiles === undefined ? {} : { maxOpenFiles: config.linux.maxOpenFiles }),
       ...(config.linux.maxFileMb === undefined ? {} : { maxFileMb: config.linux.maxFileMb }),
       ...(config.linux.tmpfsSizeMb === undefined ? {} : { tmpfsSizeMb: config.linux.tmpfsSizeMb }),
