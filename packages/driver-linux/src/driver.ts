@@ -478,7 +478,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
           throw new DriverError(
             'ALEPH_DRIVER_FAILED',
             'linux',
-            `bubblewrap could not set up the sandbox: ${stderr.trim()}`,
+            `bubblewrap could not set up the sandbox: ${stderr.trim()}; fix: ${bwrapFix(stderr)}`,
           );
         }
         // bwrap reports a program killed by signal N as exit status 128+N (as a shell does for a child).
@@ -553,6 +553,15 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
     },
   });
   return driver;
+}
+
+/** The fix for a bwrap set-up failure, by what bwrap said. */
+function bwrapFix(stderr: string): string {
+  if (/Creating new namespace failed|No permissions to create new namespace|setting up uid map/.test(stderr))
+    return 'this host refuses the namespaces this tier needs (a container without CAP_SYS_ADMIN, user namespaces disabled or restricted by AppArmor); run `aleph-sandbox doctor` to see which tier applies and how to allow a stronger one';
+  if (/Can't (find source path|mkdir|mount)|No such file or directory/.test(stderr))
+    return 'a granted path vanished or changed while the sandbox was set up; check the path and run again';
+  return 'run `aleph-sandbox doctor`, which checks bubblewrap, the kernel and the helper one by one';
 }
 
 /**
