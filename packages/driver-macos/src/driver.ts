@@ -12,9 +12,11 @@ import {
   defaultVaultPaths,
   defineDriver,
   InvalidInputError,
+  LOADER_ENV_PATTERNS,
   type OsSandboxDriver,
   type ProfileContext,
   pickEnv,
+  refuseLoaderEnv,
   resolveProtectedPaths,
   runBoundedProcess,
   type SandboxCapabilities,
@@ -96,6 +98,7 @@ export function createMacosDriver(options: MacosDriverOptions = {}): MacosDriver
   const vaultPaths = options.vaultPaths ?? defaultVaultPaths(os.homedir());
   const envAllowlist = options.envAllowlist ?? DEFAULT_ENV_ALLOWLIST;
   const collect = options.collectViolations ?? true;
+  const allowLoaderEnv = options.allowLoaderEnv ?? [];
   const pool = new ProxyPool({
     transport: { kind: 'loopback' },
     ...(options.proxy?.deny === undefined ? {} : { deny: options.proxy.deny }),
@@ -149,6 +152,11 @@ export function createMacosDriver(options: MacosDriverOptions = {}): MacosDriver
 
     async run(request: DriverRunRequest): Promise<SandboxOutput> {
       if (disposed) throw new DriverError('ALEPH_DRIVER_FAILED', 'macos', 'the macOS driver was disposed');
+      // Bad input first, on every platform: dyld (and ports of GNU tools) would load what they name.
+      refuseLoaderEnv(request.env, allowLoaderEnv, {
+        patterns: LOADER_ENV_PATTERNS.macos,
+        fix: (name) => `remove it, or allow it explicitly (macOS driver option allowLoaderEnv: ['${name}'])`,
+      });
       if (process.platform !== 'darwin') {
         throw new DriverError(
           'ALEPH_DRIVER_UNAVAILABLE',

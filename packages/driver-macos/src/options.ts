@@ -13,6 +13,11 @@ export interface MacosDriverOptions {
   /** Host environment variables passed through (patterns ending in `*` match prefixes). */
   readonly envAllowlist?: readonly string[];
   /**
+   * Loader variables (`DYLD_*`, `LD_*`) a command's `env` may set. Default none: any other is refused with
+   * `ALEPH_INVALID_COMMAND` naming it (`LOADER_ENV_PATTERNS.macos`, sandbox-core).
+   */
+  readonly allowLoaderEnv?: readonly string[];
+  /**
    * After a command fails, read its Seatbelt denials from the unified log (`log show`, bounded to a few
    * seconds) and attach them to the output as `details.violations`. Default true.
    */

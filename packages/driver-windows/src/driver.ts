@@ -8,8 +8,10 @@ import {
   type DriverRunRequest,
   defineDriver,
   InvalidInputError,
+  LOADER_ENV_PATTERNS,
   type OsSandboxDriver,
   type ProfileContext,
+  refuseLoaderEnv,
   type SandboxCapabilities,
   type SandboxOutput,
 } from '@aleph/sandbox-core';
@@ -69,6 +71,12 @@ export interface WindowsDriverOptions {
   readonly maxProcesses?: number;
   /** Host environment variables passed through. Default {@link WINDOWS_ENV_ALLOWLIST}. */
   readonly envAllowlist?: readonly string[];
+  /**
+   * Loader variables a command's `env` may set (`LD_*`, the .NET profiler and startup-hook variables of
+   * `LOADER_ENV_PATTERNS.windows`). Default none: any other is refused with `ALEPH_INVALID_COMMAND`.
+   * Names are compared without regard to case.
+   */
+  readonly allowLoaderEnv?: readonly string[];
   /** Resolves names for the `allowHosts` refusal message. Default: the system resolver. */
   readonly resolver?: HostResolver;
   /** A Win32 implementation instead of the ffi-rs binding (tests use a fake). */
@@ -120,6 +128,7 @@ export function createWindowsDriver(options: WindowsDriverOptions = {}): Windows
   const requireAppContainer = options.requireAppContainer ?? false;
   const maxProcesses = options.maxProcesses ?? 200;
   const envAllowlist = options.envAllowlist ?? WINDOWS_ENV_ALLOWLIST;
+  const allowLoaderEnv = options.allowLoaderEnv ?? [];
   const resolver: HostResolver =
     options.resolver ?? (async (name) => (await lookup(name, { all: true })).map((a) => a.address));
   let binding: Promise<Win32> | undefined;
@@ -165,6 +174,13 @@ export function createWindowsDriver(options: WindowsDriverOptions = {}): Windows
     async run(request: DriverRunRequest): Promise<SandboxOutput> {
       if (disposed)
         throw new DriverError('ALEPH_DRIVER_FAILED', 'windows', 'the Windows driver was disposed');
+      // Bad input first, whatever the host: the program's loaders would honour what these name.
+      refuseLoaderEnv(request.env, allowLoaderEnv, {
+        patterns: LOADER_ENV_PATTERNS.windows,
+        ignoreCase: true,
+        fix: (name) =>
+          `remove it, or allow it explicitly (Windows driver option allowLoaderEnv: ['${name}'])`,
+      });
       const p = await probe();
       if (!p.available) {
         throw new DriverError(

@@ -42,6 +42,7 @@ async function run(
     timeoutMs?: number;
     signal?: AbortSignal;
     maxOutputBytes?: number;
+    env?: Record<string, string>;
   } = {},
 ): Promise<{ out?: SandboxOutput; error?: unknown; ws: string }> {
   fake.program = program;
@@ -54,7 +55,7 @@ async function run(
       workspace: ws,
       program: 'tool.exe',
       args: ['--flag', 'two words'],
-      env: { EXTRA: '1' },
+      env: extra.env ?? { EXTRA: '1' },
       cwd: ws,
       capabilities: c,
       profile,
@@ -307,6 +308,35 @@ describe('stdio', () => {
     expect(request?.commandLine).toBe('tool.exe --flag "two words"');
     expect(request?.environment).toMatchObject({ EXTRA: '1' });
     expect(Object.keys(request?.environment ?? {})).not.toContain('ALEPH_SECRET_FOR_TEST');
+  });
+});
+
+describe('loader variables', () => {
+  it('LD_* and the .NET profiler/startup-hook variables are refused before anything runs, naming the variable and the fix', async () => {
+    for (const name of [
+      'LD_PRELOAD',
+      'cor_enable_profiling',
+      'CORECLR_PROFILER_PATH_64',
+      'DOTNET_STARTUP_HOOKS',
+    ]) {
+      const fake = new FakeWin32();
+      const { error } = await run(fake, { stdout: 'ran' }, caps(), { env: { [name]: 'C:\\ws\\x.dll' } });
+      expect(isAlephError(error) && error.code).toBe('ALEPH_INVALID_COMMAND');
+      expect((error as Error).message).toContain(`env.${name}`);
+      expect((error as Error).message).toContain(`Windows driver option allowLoaderEnv: ['${name}']`);
+      expect(fake.calls.filter((c) => c.startsWith('CreateProcess'))).toEqual([]);
+      expectClean(fake);
+    }
+  });
+
+  it('a variable listed in allowLoaderEnv (any case) reaches the command', async () => {
+    const fake = new FakeWin32();
+    const { out } = await run(fake, { stdout: 'ran' }, caps(), {
+      env: { LD_LIBRARY_PATH: 'C:\\ws' },
+      options: { allowLoaderEnv: ['ld_library_path'] },
+    });
+    expect(out?.exitCode).toBe(0);
+    expect([...fake.processes.values()][0]?.request.environment).toMatchObject({ LD_LIBRARY_PATH: 'C:\\ws' });
   });
 });
 
