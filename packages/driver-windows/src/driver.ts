@@ -1,11 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
-import { existsSync, mkdirSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import {
   createSandboxOutput,
   type DriverCapabilityId,
   DriverError,
   type DriverRunRequest,
+  defaultVaultPaths,
   defineDriver,
   InvalidInputError,
   LOADER_ENV_PATTERNS,
@@ -23,7 +26,9 @@ import {
   type HostResolver,
   planWindowsProfile,
   type Tier,
+  WINDOWS_HOME_PROTECTED_PATHS,
   type WindowsProfile,
+  windowsHomes,
 } from './plan.js';
 import { probeWindows, type WindowsProbe } from './probe.js';
 import { openStdio } from './stdio.js';
@@ -65,6 +70,22 @@ export const WINDOWS_ENV_ALLOWLIST = [
 export interface WindowsDriverOptions {
   /** Protected sub-paths of writable roots. Default `.git`, `.aleph`, `.codex`, `.agents`. */
   readonly protectedPaths?: readonly string[];
+  /**
+   * Kept read-only, and impossible to create, in every home directory a writable root holds
+   * (`%USERPROFILE%`, `C:\Users\*`, realpath'd). Default {@link WINDOWS_HOME_PROTECTED_PATHS}.
+   */
+  readonly homeProtectedPaths?: readonly string[];
+  /** Never readable or writable, whatever is granted. Default `~/.aleph/data`, `~/.aleph/.shared_token`. */
+  readonly vaultPaths?: readonly string[];
+  /** The audit JSONL file: never readable or writable, whatever is granted. Default none. */
+  readonly auditLogPath?: string;
+  /**
+   * The user's `~/.aleph` (config, compile cache, workspaces), realpath'd: never writable, whatever is
+   * granted; the session's own workspace inside it keeps its grant. Default `~/.aleph`.
+   */
+  readonly alephDir?: string;
+  /** The home directories the home list may apply in. Default {@link windowsHomes}() (tests inject). */
+  readonly homes?: readonly string[];
   /** Refuse to run below tier 1 (AppContainer) instead of degrading. Default false (the spec's soft-degrade). */
   readonly requireAppContainer?: boolean;
   /** JobObject process limit when subprocesses are allowed. Default 200. */
@@ -95,7 +116,9 @@ export interface WindowsDriver extends OsSandboxDriver {
 /** What each tier leaves unenforced, for the output and the audit record. */
 function notEnforced(tier: Tier, profile: WindowsProfile): string[] {
   if (tier === 'appcontainer') return [];
-  const out = ['fs.confine: reads are not confined below the AppContainer tier'];
+  const out = [
+    'fs.confine: reads are not confined below the AppContainer tier (the vault and the audit log included)',
+  ];
   if (profile.network === 'none') out.push('net.none: the network is open below the AppContainer tier');
   if (tier === 'host') out.push('fs.write and fs.protected-paths: the host token writes where the user can');
   return out;
@@ -129,6 +152,9 @@ export function createWindowsDriver(options: WindowsDriverOptions = {}): Windows
   const maxProcesses = options.maxProcesses ?? 200;
   const envAllowlist = options.envAllowlist ?? WINDOWS_ENV_ALLOWLIST;
   const allowLoaderEnv = options.allowLoaderEnv ?? [];
+  const homeProtectedPaths = options.homeProtectedPaths ?? WINDOWS_HOME_PROTECTED_PATHS;
+  const vaultPaths = options.vaultPaths ?? defaultVaultPaths(os.homedir());
+  const alephDir = options.alephDir ?? path.join(os.homedir(), '.aleph');
   const resolver: HostResolver =
     options.resolver ?? (async (name) => (await lookup(name, { all: true })).map((a) => a.address));
   let binding: Promise<Win32> | undefined;
@@ -168,7 +194,16 @@ export function createWindowsDriver(options: WindowsDriverOptions = {}): Windows
           : requireAppContainer
             ? ['appcontainer']
             : ['appcontainer', 'restricted', 'host'];
-      return planWindowsProfile(caps, cwd, context.workspace, { protectedPaths, maxProcesses, tiers });
+      return planWindowsProfile(caps, cwd, context.workspace, {
+        protectedPaths,
+        maxProcesses,
+        tiers,
+        homes: options.homes ?? windowsHomes(),
+        homeProtectedPaths,
+        alephDir,
+        vaultPaths,
+        auditLogPath: options.auditLogPath,
+      });
     },
 
     async run(request: DriverRunRequest): Promise<SandboxOutput> {
@@ -212,6 +247,11 @@ export function createWindowsDriver(options: WindowsDriverOptions = {}): Windows
         );
       }
       for (const stub of profile.protected.stubs) if (!existsSync(stub)) mkdirSync(stub, { recursive: true });
+      for (const stub of profile.protected.fileStubs) {
+        if (existsSync(stub)) continue;
+        mkdirSync(path.dirname(stub), { recursive: true });
+        closeSync(openSync(stub, 'a'));
+      }
       const tag = `aleph-${randomBytes(6).toString('hex')}`;
       const started = performance.now();
       const stdio = await openStdio(win32, tag, {
