@@ -1,24 +1,19 @@
-import { InvalidInputError } from '@aleph/sandbox-core';
+import { InvalidInputError, refuseLoaderEnv as refuseLoaderEnvIn } from '@aleph/sandbox-core';
 
 /**
  * Refuses loader variables (`LD_PRELOAD`, `LD_LIBRARY_PATH`, `LD_AUDIT`, any `LD_*`) in a command's
  * `env` unless `allowed` names them: a library a command built in its workspace must not be loaded by
- * anything but that command's own programs, and only where the user asked for it.
+ * anything but that command's own programs, and only where the user asked for it. The Linux rule of
+ * sandbox-core's `refuseLoaderEnv`, with the Linux option and config key in its fix.
  *
  * @throws {InvalidInputError} `ALEPH_INVALID_COMMAND` naming the variable.
  */
 export function refuseLoaderEnv(env: Readonly<Record<string, string>>, allowed: readonly string[]): void {
-  for (const name of Object.keys(env)) {
-    if (name.startsWith('LD_') && !allowed.includes(name)) {
-      throw new InvalidInputError(
-        'ALEPH_INVALID_COMMAND',
-        `env.${name}`,
-        env[name] ?? '',
-        'is a dynamic loader variable, which could load code into programs the command did not build',
-        `remove it, or allow it explicitly (Linux driver option allowLoaderEnv: ['${name}'], config [sandbox.linux] allow_loader_env)`,
-      );
-    }
-  }
+  refuseLoaderEnvIn(env, allowed, {
+    patterns: ['LD_*'],
+    fix: (name) =>
+      `remove it, or allow it explicitly (Linux driver option allowLoaderEnv: ['${name}'], config [sandbox.linux] allow_loader_env)`,
+  });
 }
 
 /** `NAME=VALUE\0` entries, as the helper's `--env-fd` reads them. */

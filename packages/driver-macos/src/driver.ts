@@ -1,20 +1,23 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, realpathSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { type ProxyLease, ProxyPool } from '@aleph/proxy/pool';
 import {
   createSandboxOutput,
   DEFAULT_ENV_ALLOWLIST,
+  DEFAULT_HOME_PROTECTED_PATHS,
   type DriverCapabilityId,
   DriverError,
   type DriverRunRequest,
   defaultVaultPaths,
   defineDriver,
   InvalidInputError,
+  LOADER_ENV_PATTERNS,
   type OsSandboxDriver,
   type ProfileContext,
   pickEnv,
+  refuseLoaderEnv,
   resolveProtectedPaths,
   runBoundedProcess,
   type SandboxCapabilities,
@@ -73,6 +76,27 @@ export function canonicalPath(p: string): string {
 }
 
 /**
+ * The host's home directories, canonical and existing: the user's real home, `/var/root`, and every
+ * directory in `/Users`. The profile applies the home list to those a writable root holds.
+ */
+export function macosHomes(home: string = os.homedir()): string[] {
+  const candidates = [home, '/var/root'];
+  try {
+    for (const name of readdirSync('/Users')) candidates.push(path.join('/Users', name));
+  } catch {
+    // no /Users (not macOS, or unreadable)
+  }
+  const isDir = (p: string) => {
+    try {
+      return lstatSync(p).isDirectory();
+    } catch {
+      return false;
+    }
+  };
+  return [...new Set(candidates.map(canonicalPath))].filter(isDir);
+}
+
+/**
  * Sets the core-dump and address-space limits, then execs `sandbox-exec` with the rest of the arguments.
  * `$1` is the memory limit in KiB, or empty for none. Arguments stay arguments: nothing is spliced.
  */
@@ -94,8 +118,11 @@ export function createMacosDriver(options: MacosDriverOptions = {}): MacosDriver
   const sandboxExec = options.sandboxExecPath ?? DEFAULT_SANDBOX_EXEC;
   const protectedPaths = resolveProtectedPaths(options);
   const vaultPaths = options.vaultPaths ?? defaultVaultPaths(os.homedir());
+  const homeProtectedPaths = options.homeProtectedPaths ?? DEFAULT_HOME_PROTECTED_PATHS;
+  const alephDir = options.alephDir ?? path.join(os.homedir(), '.aleph');
   const envAllowlist = options.envAllowlist ?? DEFAULT_ENV_ALLOWLIST;
   const collect = options.collectViolations ?? true;
+  const allowLoaderEnv = options.allowLoaderEnv ?? [];
   const pool = new ProxyPool({
     transport: { kind: 'loopback' },
     ...(options.proxy?.deny === undefined ? {} : { deny: options.proxy.deny }),
@@ -120,6 +147,10 @@ export function createMacosDriver(options: MacosDriverOptions = {}): MacosDriver
       systemPaths: host.systemPaths,
       protectedPaths,
       vaultPaths,
+      homes: macosHomes(),
+      homeProtectedPaths,
+      alephDir,
+      auditLogPath: options.auditLogPath,
       canonical: canonicalPath,
       tag: PROFILE_TAG,
       scratchDir: path.join(host.scratchBase, PROFILE_TAG),
@@ -149,6 +180,11 @@ export function createMacosDriver(options: MacosDriverOptions = {}): MacosDriver
 
     async run(request: DriverRunRequest): Promise<SandboxOutput> {
       if (disposed) throw new DriverError('ALEPH_DRIVER_FAILED', 'macos', 'the macOS driver was disposed');
+      // Bad input first, on every platform: dyld (and ports of GNU tools) would load what they name.
+      refuseLoaderEnv(request.env, allowLoaderEnv, {
+        patterns: LOADER_ENV_PATTERNS.macos,
+        fix: (name) => `remove it, or allow it explicitly (macOS driver option allowLoaderEnv: ['${name}'])`,
+      });
       if (process.platform !== 'darwin') {
         throw new DriverError(
           'ALEPH_DRIVER_UNAVAILABLE',

@@ -1,4 +1,10 @@
-export { canonicalPath, createMacosDriver, MACOS_CAPABILITIES, type MacosDriver } from './driver.js';
+export {
+  canonicalPath,
+  createMacosDriver,
+  MACOS_CAPABILITIES,
+  type MacosDriver,
+  macosHomes,
+} from './driver.js';
 export {
   DEFAULT_PATH,
   DEFAULT_SANDBOX_EXEC,

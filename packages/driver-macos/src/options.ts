@@ -6,12 +6,29 @@ export interface MacosDriverOptions {
   readonly sandboxExecPath?: string;
   /** Sub-paths of writable roots kept read-only. Default `DEFAULT_PROTECTED_PATHS` (sandbox-core). */
   readonly protectedPaths?: readonly string[];
-  /** Protect the whole `.git` directory instead of `.git/hooks` and `.git/config`. */
+  /** Protect the whole `.git` directory instead of its control files. */
   readonly protectAllGit?: boolean;
+  /**
+   * Kept read-only, and impossible to create, in every home directory a writable root holds (the user's
+   * real home, `/Users/*`, `/var/root`). Default `DEFAULT_HOME_PROTECTED_PATHS` (sandbox-core).
+   */
+  readonly homeProtectedPaths?: readonly string[];
   /** Paths never readable or writable, whatever is granted. Default `~/.aleph/data`, `~/.aleph/.shared_token`. */
   readonly vaultPaths?: readonly string[];
+  /** The audit JSONL file: never readable or writable, whatever is granted. Default none. */
+  readonly auditLogPath?: string;
+  /**
+   * The user's `~/.aleph` (config, compile cache, workspaces), resolved with realpath: never writable,
+   * whatever is granted, except each session's own workspace inside it. Default `~/.aleph`.
+   */
+  readonly alephDir?: string;
   /** Host environment variables passed through (patterns ending in `*` match prefixes). */
   readonly envAllowlist?: readonly string[];
+  /**
+   * Loader variables (`DYLD_*`, `LD_*`) a command's `env` may set. Default none: any other is refused with
+   * `ALEPH_INVALID_COMMAND` naming it (`LOADER_ENV_PATTERNS.macos`, sandbox-core).
+   */
+  readonly allowLoaderEnv?: readonly string[];
   /**
    * After a command fails, read its Seatbelt denials from the unified log (`log show`, bounded to a few
    * seconds) and attach them to the output as `details.violations`. Default true.

@@ -11,6 +11,20 @@ export interface MacosProfileInputs {
   readonly protectedPaths: readonly string[];
   /** Paths never readable or writable. */
   readonly vaultPaths: readonly string[];
+  /**
+   * Home directories of the host (the user's real home, `/Users/*`, `/var/root`), canonical. The
+   * {@link MacosProfileInputs.homeProtectedPaths} apply inside each one a writable root holds. Default none.
+   */
+  readonly homes?: readonly string[];
+  /** Kept read-only (and impossible to create) in every home a writable root holds. Default none. */
+  readonly homeProtectedPaths?: readonly string[];
+  /**
+   * The host user's real `~/.aleph` (config, compile cache, workspaces): never writable, whatever is
+   * granted, except for this session's own workspace when it lies inside.
+   */
+  readonly alephDir?: string | undefined;
+  /** The configured audit JSONL file: never readable or writable. */
+  readonly auditLogPath?: string | undefined;
   /** Maps a path to the form Seatbelt sees: realpath of its deepest existing ancestor, plus the rest. */
   readonly canonical: (p: string) => string;
   /**
@@ -36,7 +50,14 @@ export interface MacosProfile extends SandboxProfile {
   readonly readRoots: readonly string[];
   readonly writableRoots: readonly string[];
   /** Absolute protected paths (read-only) and the ancestors that may not be renamed or removed. */
-  readonly protected: { readonly paths: readonly string[]; readonly ancestors: readonly string[] };
+  readonly protected: {
+    readonly paths: readonly string[];
+    readonly ancestors: readonly string[];
+    /** The home directories inside writable roots whose home list applies. */
+    readonly homes: readonly string[];
+    /** The real `~/.aleph`, never writable. */
+    readonly alephDir?: string;
+  };
   readonly vault: readonly string[];
   readonly network:
     | { readonly mode: 'none' }
@@ -100,21 +121,36 @@ export function buildMacosProfile(
   const fsRead = caps.fsRead.map((p, i) => canon('capabilities.fsRead', p, i));
   const fsWrite = caps.fsWrite.map((p, i) => canon('capabilities.fsWrite', p, i));
   const scratch = canon('scratchDir', inputs.scratchDir);
-  const vault = unique(inputs.vaultPaths.map((p) => inputs.canonical(p)));
+  const audit = inputs.auditLogPath === undefined ? [] : [inputs.canonical(inputs.auditLogPath)];
+  const vault = unique([...inputs.vaultPaths.map((p) => inputs.canonical(p)), ...audit]);
+  const alephDir = inputs.alephDir === undefined ? undefined : inputs.canonical(inputs.alephDir);
   const writableRoots = unique([ws, ...fsWrite]);
   const readRoots = unique([...inputs.systemPaths, ...fsRead, ...writableRoots, scratch]);
+  const writable = [...writableRoots, scratch];
+  /**
+   * The directories above `p` that a command could rename or remove (those strictly inside a writable
+   * place): moving one would carry `p` to a path no rule names (renaming `.git` takes `.git/hooks` with
+   * it; renaming `/Users/dev` under a grant of `/Users` takes `~/.aleph` with it).
+   */
+  const movableAncestors = (p: string) =>
+    ancestors(p).filter((a) => writable.some((r) => isPathWithin(a, r) && a !== r));
 
-  // Protected paths of every writable root, and the directories between a root and its protected path
-  // (renaming `.git` away would take `.git/hooks` with it).
+  // Protected paths of every writable root, and of every home directory a writable root holds.
+  const homes = unique((inputs.homes ?? []).map((h) => inputs.canonical(h))).filter((h) =>
+    writableRoots.some((r) => isPathWithin(h, r)),
+  );
   const protectedPaths: string[] = [];
-  const protectedAncestors: string[] = [];
-  for (const root of writableRoots) {
-    for (const rel of inputs.protectedPaths) {
-      const abs = path.join(root, rel);
-      protectedPaths.push(abs);
-      for (const a of ancestors(abs)) if (isPathWithin(a, root) && a !== root) protectedAncestors.push(a);
-    }
-  }
+  for (const root of writableRoots)
+    for (const rel of inputs.protectedPaths) protectedPaths.push(path.join(root, rel));
+  const homeProtected: string[] = [];
+  for (const home of homes)
+    for (const rel of inputs.homeProtectedPaths ?? []) homeProtected.push(path.join(home, rel));
+  const protectedAncestors = unique(
+    [...protectedPaths, ...homeProtected, ...vault, ...(alephDir === undefined ? [] : [alephDir])].flatMap(
+      movableAncestors,
+    ),
+  );
+  protectedPaths.push(...homeProtected);
   // Other sessions' workspaces are hidden when a grant reaches the workspace root.
   const hideOtherSessions = [...readRoots, ...writableRoots].some((r) => isPathWithin(wsRoot, r));
 
@@ -135,13 +171,15 @@ export function buildMacosProfile(
   const invisible = [...vaultFilters, ...(hiddenFilter === undefined ? [] : [hiddenFilter])];
   // A protected directory that holds this session's workspace (`~/.aleph` when `~` is writable) is
   // protected except for the workspace itself.
+  const exceptWorkspace = (prefix: string, p: string) =>
+    isPathWithin(ws, p) && ws !== p
+      ? `(require-all (subpath ${P(prefix, p)}) (require-not (subpath ${P('WORKSPACE', ws)})))`
+      : `(subpath ${P(prefix, p)})`;
   const protectedFilters = [
-    ...unique(protectedPaths).map((p) =>
-      isPathWithin(ws, p)
-        ? `(require-all (subpath ${P('PROTECTED', p)}) (require-not (subpath ${P('WORKSPACE', ws)})))`
-        : `(subpath ${P('PROTECTED', p)})`,
-    ),
-    ...unique(protectedAncestors).map((a) => `(literal ${P('PROTECTED_PARENT', a)})`),
+    ...unique(protectedPaths).map((p) => exceptWorkspace('PROTECTED', p)),
+    // The real ~/.aleph (config, compile cache, other sessions), whatever is granted.
+    ...(alephDir === undefined ? [] : [exceptWorkspace('ALEPH_DIR', alephDir)]),
+    ...protectedAncestors.map((a) => `(literal ${P('PROTECTED_PARENT', a)})`),
   ];
   /** `roots`, minus every path in `excluded`. */
   const scoped = (roots: readonly string[], prefix: string, excluded: readonly string[]) => {
@@ -247,11 +285,14 @@ export function buildMacosProfile(
 
   lines.push('', '; ── never, whatever is granted above');
   if (protectedFilters.length > 0)
-    rule(`(deny file-write* ${protectedFilters.join(' ')})`, 'Protected paths and their parents.');
+    rule(
+      `(deny file-write* ${protectedFilters.join(' ')})`,
+      'Protected paths (writable roots, homes), ~/.aleph, and the parents of those and of the vault.',
+    );
   if (invisible.length > 0) {
     rule(
       `(deny file-read* file-write* process-exec* file-map-executable ${invisible.join(' ')})`,
-      'Vault paths and other sessions.',
+      'Vault paths, the audit log and other sessions.',
     );
   }
   const sbpl = `${lines.join('\n')}\n`;
@@ -265,6 +306,7 @@ export function buildMacosProfile(
     `read + exec: ${readRoots.join(', ')}`,
     `write: ${[...writableRoots, `${scratch} (TMPDIR, this run only)`].join(', ')}`,
     `read-only inside writable roots: ${unique(protectedPaths).join(', ') || 'nothing'}`,
+    ...(alephDir === undefined ? [] : [`never writable: ${alephDir} (except this session's workspace)`]),
     `never visible: ${[...vault, ...(hideOtherSessions ? [`other sessions under ${wsRoot}`] : [])].join(', ') || 'nothing'}`,
     network.mode === 'none'
       ? 'network: none'
@@ -284,7 +326,12 @@ export function buildMacosProfile(
     scratchDir: scratch,
     readRoots,
     writableRoots,
-    protected: { paths: unique(protectedPaths), ancestors: unique(protectedAncestors) },
+    protected: {
+      paths: unique(protectedPaths),
+      ancestors: protectedAncestors,
+      homes,
+      ...(alephDir === undefined ? {} : { alephDir }),
+    },
     vault,
     network,
     spawn: caps.spawnSubprocess,

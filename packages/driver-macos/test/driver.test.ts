@@ -126,6 +126,48 @@ describe.runIf(posixHost)(`profileFor${hostNote}`, () => {
 });
 
 describe.runIf(posixHost)(`run${hostNote}`, () => {
+  const request = async (d: MacosDriver, env: Record<string, string>) => {
+    const ws = tmp();
+    const caps = strictCapabilities();
+    const profile = await d.profileFor(caps, ws, { sessionId: 's', workspace: ws });
+    return d
+      .run({
+        sessionId: 's',
+        workspace: ws,
+        program: 'true',
+        args: [],
+        env,
+        cwd: ws,
+        capabilities: caps,
+        profile,
+        timeoutMs: 5000,
+        maxOutputBytes: 1024,
+      })
+      .catch((e: unknown) => e);
+  };
+
+  it('DYLD_* and LD_* in env are refused on every platform, naming the variable and the fix', async () => {
+    for (const name of ['DYLD_INSERT_LIBRARIES', 'DYLD_LIBRARY_PATH', 'LD_PRELOAD']) {
+      const error = await request(driver(), { PATH: '/usr/bin', [name]: '/ws/evil.dylib' });
+      expect(isAlephError(error) && error.code).toBe('ALEPH_INVALID_COMMAND');
+      expect(String((error as Error).message)).toContain(`env.${name}`);
+      expect(String((error as Error).message)).toContain(`macOS driver option allowLoaderEnv: ['${name}']`);
+    }
+  });
+
+  it.skipIf(process.platform === 'darwin')(
+    'a loader variable listed in allowLoaderEnv passes the check (and off macOS stops at the platform)',
+    async () => {
+      const d = createMacosDriver({
+        vaultPaths: ['/nonexistent-home/.aleph/data'],
+        allowLoaderEnv: ['DYLD_LIBRARY_PATH'],
+      });
+      drivers.push(d);
+      const error = await request(d, { DYLD_LIBRARY_PATH: '/ws/lib' });
+      expect(isAlephError(error) && error.code).toBe('ALEPH_DRIVER_UNAVAILABLE');
+    },
+  );
+
   it.skipIf(process.platform === 'darwin')(
     'off macOS: a clear ALEPH_DRIVER_UNAVAILABLE, nothing started',
     async () => {

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
+  DEFAULT_HOME_PROTECTED_PATHS,
   DEFAULT_PROTECTED_PATHS,
   normalizeCapabilities,
   resolveProtectedPaths,
@@ -25,10 +26,17 @@ const WS_ROOT = `${HOME}/.aleph/workspaces`;
 const WS = `${WS_ROOT}/0123456789abcdef0123456789abcdef`;
 const OTHER_WS = `${WS_ROOT}/fedcba9876543210fedcba9876543210`;
 const VAULT = [`${HOME}/.aleph/data`, `${HOME}/.aleph/.shared_token`];
+const OTHER_HOME = '/Users/other';
+const ROOT_HOME = '/private/var/root';
+const AUDIT = `${HOME}/Library/Logs/aleph/audit.jsonl`;
 const inputs = (over: Partial<MacosProfileInputs> = {}): MacosProfileInputs => ({
   systemPaths: ['/usr', '/bin', '/sbin', '/System', '/private/etc'],
   protectedPaths: [...DEFAULT_PROTECTED_PATHS],
   vaultPaths: VAULT,
+  homes: [HOME, OTHER_HOME, ROOT_HOME],
+  homeProtectedPaths: [...DEFAULT_HOME_PROTECTED_PATHS],
+  alephDir: `${HOME}/.aleph`,
+  auditLogPath: AUDIT,
   canonical: (p) => p.replace(/^\/(tmp|var|etc)(?=\/|$)/, '/private/$1'),
   tag: 'aleph-golden',
   scratchDir: '/private/var/folders/xy/T/aleph-golden',
@@ -65,6 +73,7 @@ const matrix: { name: string; caps: SandboxCapabilities; inputs?: Partial<MacosP
     caps: caps({ fsWrite: [`${HOME}/project`] }),
     inputs: { protectedPaths: resolveProtectedPaths({ protectAllGit: true }) },
   },
+  { name: 'write-grant-of-home', caps: caps({ fsWrite: [HOME] }) },
 ];
 
 describe('golden profiles', () => {
@@ -137,6 +146,104 @@ describe('profile rules', () => {
     }
   });
 
+  describe('the home list and what is never writable, whatever is granted', () => {
+    const semantics = ['deny-wins', 'last-match-wins'] as const;
+    const grants = { root: ['/'], users: ['/Users'], home: [HOME] };
+    const homeFiles = (h: string) => [
+      `${h}/.bashrc`,
+      `${h}/.zshenv`,
+      `${h}/.gitconfig`,
+      `${h}/.config/git/config`,
+      `${h}/.ssh/config`,
+      `${h}/.ssh/authorized_keys`,
+      `${h}/.npmrc`,
+      `${h}/.local/bin/git`,
+      `${h}/.config/autostart/x.desktop`,
+      `${h}/.claude/settings.json`,
+      `${h}/.aleph/config.toml`,
+    ];
+    for (const [name, fsWrite] of Object.entries(grants)) {
+      const p = buildMacosProfile(caps({ fsRead: ['/'], fsWrite }), WS, WS, inputs());
+      for (const sem of semantics) {
+        it(`a write grant of ${fsWrite[0]} (${sem}): the home list, ~/.aleph, the compile cache and the audit log stay shut`, () => {
+          const homes =
+            name === 'home' ? [HOME] : [HOME, OTHER_HOME, ...(name === 'root' ? [ROOT_HOME] : [])];
+          expect(p.protected.homes).toEqual(homes);
+          for (const h of homes) {
+            for (const f of homeFiles(h)) {
+              for (const op of ['file-write-create', 'file-write-data', 'file-write-unlink']) {
+                expect(can(p, op, f, sem), `${op} ${f}`).toBe(false);
+              }
+              expect(can(p, 'file-read-data', f, sem), `read ${f}`).toBe(true); // read-only, not hidden
+            }
+          }
+          for (const f of [
+            `${HOME}/.aleph/config.toml`,
+            `${HOME}/.aleph/cache/v8-v22.0.0-arm64/cli.0123.v8`,
+            `${HOME}/.aleph/workspaces/new-session/x`,
+            `${OTHER_WS}/planted`,
+            ...VAULT,
+            AUDIT,
+          ]) {
+            expect(can(p, 'file-write-create', f, sem), `create ${f}`).toBe(false);
+            expect(can(p, 'file-write-data', f, sem), `write ${f}`).toBe(false);
+          }
+          for (const f of [AUDIT, ...VAULT, `${VAULT[0]}/db`]) {
+            expect(can(p, 'file-read-data', f, sem), `read ${f}`).toBe(false);
+          }
+          // Moving a directory above them would carry them to a path no rule names.
+          for (const d of [
+            `${HOME}/.aleph`,
+            `${HOME}/.ssh`,
+            `${HOME}/.config`,
+            `${HOME}/Library/Logs/aleph`,
+          ]) {
+            expect(can(p, 'file-write-unlink', d, sem), `rename ${d}`).toBe(false);
+          }
+          if (name !== 'home') expect(can(p, 'file-write-unlink', HOME, sem)).toBe(false);
+          // …and the grant still works: the session's workspace, ordinary files in the home.
+          expect(can(p, 'file-write-create', `${WS}/out.txt`, sem)).toBe(true);
+          expect(can(p, 'file-write-create', `${HOME}/project/main.py`, sem)).toBe(true);
+          expect(can(p, 'file-write-create', `${HOME}/.config/other-tool/settings`, sem)).toBe(true);
+        });
+      }
+    }
+
+    it('a home no writable root holds gets no home list (only the workspace root’s own protected paths)', () => {
+      expect(strict.protected.homes).toEqual([]);
+      expect(strict.protected.paths.some((x) => x.endsWith('/.bashrc'))).toBe(false);
+      const project = buildMacosProfile(caps({ fsWrite: [`${HOME}/project`] }), WS, WS, inputs());
+      expect(project.protected.homes).toEqual([]);
+      expect(can(project, 'file-write-create', `${HOME}/project/.bashrc`)).toBe(true);
+      expect(can(project, 'file-write-create', `${HOME}/project/.npmrc`)).toBe(false); // DEFAULT_PROTECTED_PATHS
+    });
+
+    it('homeProtectedPaths replaces the list; the audit log is hidden even with no grant near it', () => {
+      const p = buildMacosProfile(
+        caps({ fsWrite: [HOME] }),
+        WS,
+        WS,
+        inputs({ homeProtectedPaths: ['.secretrc'] }),
+      );
+      expect(can(p, 'file-write-create', `${HOME}/.secretrc`)).toBe(false);
+      expect(can(p, 'file-write-create', `${HOME}/.bashrc`)).toBe(true);
+      expect(strict.vault).toContain(AUDIT);
+      expect(strict.summary.join('\n')).toContain(`never writable: ${HOME}/.aleph`);
+    });
+
+    it('~/.aleph and the audit log are resolved to their real paths', () => {
+      const canonical = (x: string) => x.replace(/^\/Users\/dev(?=\/|$)/, '/Volumes/Data/dev');
+      const p = buildMacosProfile(caps({ fsWrite: ['/Volumes'] }), WS, WS, inputs({ canonical }));
+      expect(p.protected.alephDir).toBe('/Volumes/Data/dev/.aleph');
+      expect(p.protected.homes).toEqual(['/Volumes/Data/dev']);
+      expect(can(p, 'file-write-create', '/Volumes/Data/dev/.aleph/config.toml')).toBe(false);
+      expect(can(p, 'file-read-data', '/Volumes/Data/dev/Library/Logs/aleph/audit.jsonl')).toBe(false);
+      expect(
+        can(p, 'file-write-create', '/Volumes/Data/dev/.aleph/workspaces/0123456789abcdef0123456789abcdef/x'),
+      ).toBe(true);
+    });
+  });
+
   it('paths are parameters: no path text in the profile, canonical values in the table', () => {
     const p = buildMacosProfile(caps({ fsRead: ['/etc/ssl'], fsWrite: ['/tmp/out'] }), WS, WS, inputs());
     expect(p.sbpl).not.toMatch(/"\//);
@@ -166,6 +273,7 @@ describe('properties', () => {
   // protected directories, system paths, the filesystem root.
   const pool = [
     '/',
+    '/Users',
     HOME,
     `${HOME}/.aleph`,
     WS_ROOT,
@@ -195,6 +303,7 @@ describe('properties', () => {
   const writeOps = ['file-write-create', 'file-write-data', 'file-write-unlink'];
   // The property is about the mechanism; a short list (one of each shape) keeps 300 runs quick.
   const propertyPaths = ['.git/hooks', '.git/config', '.aleph', '.mcp.json'];
+  const propertyHomePaths = ['.bashrc', '.ssh', '.config/git'];
   /** The profile for a generated capability set (and its protectAllGit choice). */
   const profileOf = (c: {
     fsRead: string[];
@@ -213,6 +322,7 @@ describe('properties', () => {
           protectedPaths: propertyPaths,
           protectAllGit: c.protectAllGit,
         }),
+        homeProtectedPaths: propertyHomePaths,
       }),
     );
 
@@ -235,7 +345,12 @@ describe('properties', () => {
             if (parent !== root) targets.push(parent); // rename or unlink the parent itself
           }
         }
-        for (const v of VAULT) targets.push(v, `${v}/x`);
+        for (const v of [...VAULT, AUDIT]) targets.push(v, `${v}/x`);
+        for (const h of [HOME, OTHER_HOME]) {
+          if (!roots.some((r) => h === r || h.startsWith(r === '/' ? '/' : `${r}/`))) continue;
+          for (const rel of propertyHomePaths) targets.push(`${h}/${rel}`, `${h}/${rel}/x`);
+        }
+        targets.push(`${HOME}/.aleph/config.toml`, `${HOME}/.aleph/cache/v8/x.v8`, `${HOME}/.aleph`);
         for (const t of targets) {
           for (const op of writeOps) {
             if (evaluateFileAccess(profile.sbpl, profile.params, op, t, semantics)) {
@@ -243,7 +358,7 @@ describe('properties', () => {
             }
           }
         }
-        for (const v of VAULT) {
+        for (const v of [...VAULT, AUDIT]) {
           for (const t of [v, `${v}/x`]) {
             expect(evaluateFileAccess(profile.sbpl, profile.params, 'file-read-data', t, semantics)).toBe(
               false,

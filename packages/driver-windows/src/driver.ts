@@ -1,15 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
-import { existsSync, mkdirSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import {
   createSandboxOutput,
   type DriverCapabilityId,
   DriverError,
   type DriverRunRequest,
+  defaultVaultPaths,
   defineDriver,
   InvalidInputError,
+  LOADER_ENV_PATTERNS,
   type OsSandboxDriver,
   type ProfileContext,
+  refuseLoaderEnv,
   type SandboxCapabilities,
   type SandboxOutput,
 } from '@aleph/sandbox-core';
@@ -21,7 +26,9 @@ import {
   type HostResolver,
   planWindowsProfile,
   type Tier,
+  WINDOWS_HOME_PROTECTED_PATHS,
   type WindowsProfile,
+  windowsHomes,
 } from './plan.js';
 import { probeWindows, type WindowsProbe } from './probe.js';
 import { openStdio } from './stdio.js';
@@ -63,12 +70,34 @@ export const WINDOWS_ENV_ALLOWLIST = [
 export interface WindowsDriverOptions {
   /** Protected sub-paths of writable roots. Default `.git`, `.aleph`, `.codex`, `.agents`. */
   readonly protectedPaths?: readonly string[];
+  /**
+   * Kept read-only, and impossible to create, in every home directory a writable root holds
+   * (`%USERPROFILE%`, `C:\Users\*`, realpath'd). Default {@link WINDOWS_HOME_PROTECTED_PATHS}.
+   */
+  readonly homeProtectedPaths?: readonly string[];
+  /** Never readable or writable, whatever is granted. Default `~/.aleph/data`, `~/.aleph/.shared_token`. */
+  readonly vaultPaths?: readonly string[];
+  /** The audit JSONL file: never readable or writable, whatever is granted. Default none. */
+  readonly auditLogPath?: string;
+  /**
+   * The user's `~/.aleph` (config, compile cache, workspaces), realpath'd: never writable, whatever is
+   * granted; the session's own workspace inside it keeps its grant. Default `~/.aleph`.
+   */
+  readonly alephDir?: string;
+  /** The home directories the home list may apply in. Default {@link windowsHomes}() (tests inject). */
+  readonly homes?: readonly string[];
   /** Refuse to run below tier 1 (AppContainer) instead of degrading. Default false (the spec's soft-degrade). */
   readonly requireAppContainer?: boolean;
   /** JobObject process limit when subprocesses are allowed. Default 200. */
   readonly maxProcesses?: number;
   /** Host environment variables passed through. Default {@link WINDOWS_ENV_ALLOWLIST}. */
   readonly envAllowlist?: readonly string[];
+  /**
+   * Loader variables a command's `env` may set (`LD_*`, the .NET profiler and startup-hook variables of
+   * `LOADER_ENV_PATTERNS.windows`). Default none: any other is refused with `ALEPH_INVALID_COMMAND`.
+   * Names are compared without regard to case.
+   */
+  readonly allowLoaderEnv?: readonly string[];
   /** Resolves names for the `allowHosts` refusal message. Default: the system resolver. */
   readonly resolver?: HostResolver;
   /** A Win32 implementation instead of the ffi-rs binding (tests use a fake). */
@@ -87,7 +116,9 @@ export interface WindowsDriver extends OsSandboxDriver {
 /** What each tier leaves unenforced, for the output and the audit record. */
 function notEnforced(tier: Tier, profile: WindowsProfile): string[] {
   if (tier === 'appcontainer') return [];
-  const out = ['fs.confine: reads are not confined below the AppContainer tier'];
+  const out = [
+    'fs.confine: reads are not confined below the AppContainer tier (the vault and the audit log included)',
+  ];
   if (profile.network === 'none') out.push('net.none: the network is open below the AppContainer tier');
   if (tier === 'host') out.push('fs.write and fs.protected-paths: the host token writes where the user can');
   return out;
@@ -120,6 +151,10 @@ export function createWindowsDriver(options: WindowsDriverOptions = {}): Windows
   const requireAppContainer = options.requireAppContainer ?? false;
   const maxProcesses = options.maxProcesses ?? 200;
   const envAllowlist = options.envAllowlist ?? WINDOWS_ENV_ALLOWLIST;
+  const allowLoaderEnv = options.allowLoaderEnv ?? [];
+  const homeProtectedPaths = options.homeProtectedPaths ?? WINDOWS_HOME_PROTECTED_PATHS;
+  const vaultPaths = options.vaultPaths ?? defaultVaultPaths(os.homedir());
+  const alephDir = options.alephDir ?? path.join(os.homedir(), '.aleph');
   const resolver: HostResolver =
     options.resolver ?? (async (name) => (await lookup(name, { all: true })).map((a) => a.address));
   let binding: Promise<Win32> | undefined;
@@ -159,12 +194,28 @@ export function createWindowsDriver(options: WindowsDriverOptions = {}): Windows
           : requireAppContainer
             ? ['appcontainer']
             : ['appcontainer', 'restricted', 'host'];
-      return planWindowsProfile(caps, cwd, context.workspace, { protectedPaths, maxProcesses, tiers });
+      return planWindowsProfile(caps, cwd, context.workspace, {
+        protectedPaths,
+        maxProcesses,
+        tiers,
+        homes: options.homes ?? windowsHomes(),
+        homeProtectedPaths,
+        alephDir,
+        vaultPaths,
+        auditLogPath: options.auditLogPath,
+      });
     },
 
     async run(request: DriverRunRequest): Promise<SandboxOutput> {
       if (disposed)
         throw new DriverError('ALEPH_DRIVER_FAILED', 'windows', 'the Windows driver was disposed');
+      // Bad input first, whatever the host: the program's loaders would honour what these name.
+      refuseLoaderEnv(request.env, allowLoaderEnv, {
+        patterns: LOADER_ENV_PATTERNS.windows,
+        ignoreCase: true,
+        fix: (name) =>
+          `remove it, or allow it explicitly (Windows driver option allowLoaderEnv: ['${name}'])`,
+      });
       const p = await probe();
       if (!p.available) {
         throw new DriverError(
@@ -196,6 +247,11 @@ export function createWindowsDriver(options: WindowsDriverOptions = {}): Windows
         );
       }
       for (const stub of profile.protected.stubs) if (!existsSync(stub)) mkdirSync(stub, { recursive: true });
+      for (const stub of profile.protected.fileStubs) {
+        if (existsSync(stub)) continue;
+        mkdirSync(path.dirname(stub), { recursive: true });
+        closeSync(openSync(stub, 'a'));
+      }
       const tag = `aleph-${randomBytes(6).toString('hex')}`;
       const started = performance.now();
       const stdio = await openStdio(win32, tag, {

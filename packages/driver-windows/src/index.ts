@@ -17,10 +17,14 @@ export {
   DEFAULT_WINDOWS_PROTECTED_PATHS,
   explainAllowHosts,
   type HostResolver,
+  isDirectoryEntry,
+  isPathWithin,
   planWindowsProfile,
   type Tier,
+  WINDOWS_HOME_PROTECTED_PATHS,
   type WindowsPlanOptions,
   type WindowsProfile,
+  windowsHomes,
 } from './plan.js';
 export { APPCONTAINER_MIN_BUILD, probeWindows, type WindowsProbe } from './probe.js';
 export { openStdio, pipePath, type Stdio } from './stdio.js';

@@ -102,9 +102,21 @@ function appContainer(
     revokeLater(g.path);
     win32.applyAces(g.path, [{ sid, mode: 'grant', access: g.mask, inherit: true }]);
   }
-  for (const p of [...profile.protected.existing, ...profile.protected.stubs]) {
+  const pr = profile.protected;
+  const hidden = new Set(pr.hidden);
+  for (const p of [...pr.existing, ...pr.stubs, ...pr.fileStubs, ...pr.neverWritable]) {
+    if (hidden.has(p)) continue; // denied everything below
     revokeLater(p);
     win32.applyAces(p, [{ sid, mode: 'deny', access: ACCESS.denyWrite, inherit: true }]);
+  }
+  for (const p of pr.hidden) {
+    revokeLater(p);
+    win32.applyAces(p, [{ sid, mode: 'deny', access: ACCESS.denyAll, inherit: true }]);
+  }
+  // On the directory itself only: its contents keep the rights inherited from the grant.
+  for (const p of pr.parents) {
+    revokeLater(p);
+    win32.applyAces(p, [{ sid, mode: 'deny', access: ACCESS.denyMove, inherit: false }]);
   }
   return win32.createProcess({ ...request, appContainer: { sid, capabilities: profile.capabilitySids } });
 }
@@ -119,7 +131,14 @@ function restrictedToken(win32: Win32, profile: WindowsProfile, request: LaunchR
     win32.setIntegrityLabel(root, 'low');
   }
   // Low integrity cannot write up: protected paths keep an explicit medium label inside low roots.
-  for (const p of [...profile.protected.existing, ...profile.protected.stubs]) {
+  const pr = profile.protected;
+  for (const p of new Set([
+    ...pr.existing,
+    ...pr.stubs,
+    ...pr.fileStubs,
+    ...pr.neverWritable,
+    ...pr.hidden,
+  ])) {
     cleanup.add(`clear the label of ${p}`, () => win32.clearIntegrityLabel(p));
     win32.setIntegrityLabel(p, 'medium');
   }

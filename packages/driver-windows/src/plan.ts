@@ -1,7 +1,12 @@
-import { existsSync, lstatSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, realpathSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
-import { InvalidInputError, type SandboxCapabilities, type SandboxProfile } from '@aleph/sandbox-core';
+import {
+  DEFAULT_HOME_PROTECTED_PATHS,
+  InvalidInputError,
+  type SandboxCapabilities,
+  type SandboxProfile,
+} from '@aleph/sandbox-core';
 import { ACCESS, type JobLimits, SID, UI_RESTRICT_ALL } from './win32.js';
 
 /** The tiers, strongest first. */
@@ -9,6 +14,79 @@ export type Tier = 'appcontainer' | 'restricted' | 'host';
 
 /** Protected sub-paths of writable roots on Windows, by default: all of `.git` and the agents' own dirs. */
 export const DEFAULT_WINDOWS_PROTECTED_PATHS = ['.git', '.aleph', '.codex', '.agents'] as const;
+
+/**
+ * The home list on Windows: sandbox-core's `DEFAULT_HOME_PROTECTED_PATHS` (Git for Windows, OpenSSH, npm,
+ * pip and the editors read the same files under `%USERPROFILE%`), plus what Windows itself runs from a
+ * profile: the Startup folder and the PowerShell profiles.
+ */
+export const WINDOWS_HOME_PROTECTED_PATHS = [
+  ...DEFAULT_HOME_PROTECTED_PATHS,
+  'AppData/Roaming/Microsoft/Windows/Start Menu/Programs/Startup',
+  'Documents/PowerShell',
+  'Documents/WindowsPowerShell',
+] as const;
+
+/** Home-list entries that are directories (a missing one is stubbed as a directory, others as a file). */
+const DIRECTORY_ENTRIES = new Set([
+  '.ssh',
+  '.pip',
+  '.vscode',
+  '.idea',
+  '.claude',
+  '.cursor',
+  '.codex',
+  '.agents',
+  '.aleph',
+]);
+
+/** Whether a missing protected entry is stubbed as a directory: nested entries and known directories. */
+export function isDirectoryEntry(rel: string): boolean {
+  return rel.includes('/') || rel.includes('\\') || DIRECTORY_ENTRIES.has(rel);
+}
+
+/** Paths compared as Windows does: without regard to case (only on Windows hosts). */
+const fold = (p: string) => (path.sep === '\\' ? p.toLowerCase() : p);
+
+/** True when `child` is `parent` or lies beneath it (component boundaries, case-insensitive on Windows). */
+export function isPathWithin(child: string, parent: string): boolean {
+  const c = fold(path.resolve(child));
+  const p = fold(path.resolve(parent));
+  return c === p || c.startsWith(p.endsWith(path.sep) ? p : `${p}${path.sep}`);
+}
+
+/** The realpath of `p`, or `p` resolved when it does not exist. */
+function real(p: string): string {
+  try {
+    return realpathSync.native(p);
+  } catch {
+    return path.resolve(p);
+  }
+}
+
+/**
+ * The host's home directories, realpath'd and existing: `%USERPROFILE%` and every directory in
+ * `<system drive>\Users`. The plan applies the home list to those a writable root holds.
+ */
+export function windowsHomes(
+  userProfile: string | undefined = process.env.USERPROFILE,
+  usersDir = `${process.env.SystemDrive ?? 'C:'}\\Users`,
+): string[] {
+  const candidates = userProfile === undefined ? [] : [userProfile];
+  try {
+    for (const name of readdirSync(usersDir)) candidates.push(path.join(usersDir, name));
+  } catch {
+    // no such directory (not Windows)
+  }
+  const isDir = (p: string) => {
+    try {
+      return lstatSync(p).isDirectory();
+    } catch {
+      return false;
+    }
+  };
+  return [...new Set(candidates.filter(isDir).map(real))];
+}
 
 /** The Windows profile: the tier chain and every ACL, label and job setting it will apply. */
 export interface WindowsProfile extends SandboxProfile {
@@ -26,14 +104,40 @@ export interface WindowsProfile extends SandboxProfile {
   }[];
   /** Writable roots: labelled low integrity for the run (tier 2). */
   readonly writableRoots: readonly string[];
-  /** Protected paths: denied to the AppContainer (tier 1), kept at medium integrity (tier 2). */
-  readonly protected: { readonly existing: readonly string[]; readonly stubs: readonly string[] };
+  /**
+   * Protected paths: denied to the AppContainer (tier 1), kept at medium integrity (tier 2). Missing ones
+   * are created before the run (`stubs` as directories, `fileStubs` as empty files) so they can carry
+   * the ACE and the label.
+   */
+  readonly protected: {
+    readonly existing: readonly string[];
+    readonly stubs: readonly string[];
+    readonly fileStubs: readonly string[];
+    /** The home directories inside writable roots whose home list applies. */
+    readonly homes: readonly string[];
+    /** Never writable, whatever is granted: the real `~/.aleph` (the session's workspace inside keeps its grant). */
+    readonly neverWritable: readonly string[];
+    /** Never readable or writable: the vault paths and the audit log that a grant reaches. */
+    readonly hidden: readonly string[];
+    /** Directories above protected, never-writable and hidden paths: may not be renamed or removed. */
+    readonly parents: readonly string[];
+  };
   readonly job: JobLimits & { readonly uiRestrictions: number };
 }
 
 /** Options of {@link planWindowsProfile}. */
 export interface WindowsPlanOptions {
   readonly protectedPaths: readonly string[];
+  /** Home directories of the host (realpath'd); the home list applies in those a writable root holds. */
+  readonly homes?: readonly string[];
+  /** The home list. Default none. */
+  readonly homeProtectedPaths?: readonly string[];
+  /** The user's `~/.aleph`: never writable (realpath'd here). */
+  readonly alephDir?: string | undefined;
+  /** Never readable or writable. */
+  readonly vaultPaths?: readonly string[];
+  /** The audit JSONL file: never readable or writable. */
+  readonly auditLogPath?: string | undefined;
   /** Process limit when subprocesses are allowed (JobObject ActiveProcessLimit). */
   readonly maxProcesses: number;
   /** Start at tier 1 (and refuse to go further when `requireAppContainer`). */
@@ -101,12 +205,46 @@ export function planWindowsProfile(
       .filter((p) => !writableRoots.includes(p))
       .map((p) => ({ path: p, access: 'read' as const, mask: ACCESS.read })),
   ];
+  const readable = [...writableRoots, ...grants.map((g) => g.path)];
+  const inWritable = (p: string) => writableRoots.some((r) => isPathWithin(p, r));
   const existing: string[] = [];
   const stubs: string[] = [];
+  const fileStubs: string[] = [];
+  const protect = (abs: string, asDirectory: boolean) => {
+    if ([...existing, ...stubs, ...fileStubs].some((p) => fold(p) === fold(abs))) return;
+    if (existsSync(abs)) existing.push(abs);
+    else (asDirectory ? stubs : fileStubs).push(abs);
+  };
   for (const root of writableRoots) {
-    for (const rel of options.protectedPaths) {
-      const abs = path.join(root, rel);
-      (existsSync(abs) ? existing : stubs).push(abs);
+    for (const rel of options.protectedPaths) protect(path.join(root, rel), true);
+  }
+  const homes = [...new Set((options.homes ?? []).map(real))].filter(inWritable);
+  for (const home of homes) {
+    for (const rel of options.homeProtectedPaths ?? []) protect(path.join(home, rel), isDirectoryEntry(rel));
+  }
+  const alephDir = options.alephDir === undefined ? undefined : real(options.alephDir);
+  const neverWritable = alephDir !== undefined && inWritable(alephDir) ? [alephDir] : [];
+  const hidden: string[] = [];
+  for (const p of [
+    ...(options.vaultPaths ?? []),
+    ...(options.auditLogPath === undefined ? [] : [options.auditLogPath]),
+  ]) {
+    const abs = real(p);
+    if (!readable.some((r) => isPathWithin(abs, r))) continue;
+    if (existsSync(abs)) hidden.push(abs);
+    else if (inWritable(abs) && !neverWritable.some((n) => isPathWithin(abs, n))) {
+      // Missing, and the command could plant it first: created empty before the run, then denied.
+      fileStubs.push(abs);
+      hidden.push(abs);
+    }
+    // Missing elsewhere: the command cannot create it (read-only, or inside the never-writable ~/.aleph).
+  }
+  // Every directory between a writable root (included) and a protected path (excluded): renaming one
+  // would carry the protected path to a name no ACE covers.
+  const parents: string[] = [];
+  for (const p of [...existing, ...stubs, ...fileStubs, ...neverWritable, ...hidden]) {
+    for (let d = path.dirname(p); d !== path.dirname(d) && inWritable(d); d = path.dirname(d)) {
+      if (!parents.some((x) => fold(x) === fold(d))) parents.push(d);
     }
   }
   const network = caps.network.kind === 'allowAll' ? 'all' : 'none';
@@ -122,7 +260,10 @@ export function planWindowsProfile(
     `tiers: ${options.tiers.join(' → ')} (each inside a JobObject)`,
     `AppContainer capabilities: ${capabilitySids.length === 0 ? 'none (no network)' : 'internetClient, privateNetworkClientServer'}`,
     ...grants.map((g) => `grant ${g.access}: ${g.path}`),
-    `protected (denied to the sandbox): ${[...existing, ...stubs].join(', ') || 'nothing'}${stubs.length > 0 ? ` (stubs created for ${stubs.length} missing)` : ''}`,
+    `protected (denied to the sandbox): ${[...existing, ...stubs, ...fileStubs].join(', ') || 'nothing'}${stubs.length + fileStubs.length > 0 ? ` (stubs created for ${stubs.length + fileStubs.length} missing)` : ''}`,
+    ...(homes.length === 0 ? [] : [`home list applied in: ${homes.join(', ')}`]),
+    ...(neverWritable.length === 0 ? [] : [`never writable: ${neverWritable.join(', ')}`]),
+    ...(hidden.length === 0 ? [] : [`never visible: ${hidden.join(', ')}`]),
     `processes: ${job.activeProcessLimit === 1 ? 'the command only' : `at most ${job.activeProcessLimit}`}`,
     `memory: ${job.processMemoryLimit === null ? 'no limit' : `${caps.maxMemoryMb} MiB per process`}`,
     `cwd: ${path.resolve(cwd)}`,
@@ -135,7 +276,7 @@ export function planWindowsProfile(
     capabilitySids,
     grants,
     writableRoots,
-    protected: { existing, stubs },
+    protected: { existing, stubs, fileStubs, homes, neverWritable, hidden, parents },
     job,
   };
 }

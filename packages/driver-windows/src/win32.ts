@@ -61,6 +61,14 @@ export const ACCESS = {
    * READ_CONTROL, which reads need too.
    */
   denyWrite: 0xd0156,
+  /** What a hidden path (vault, audit log) denies: FILE_ALL_ACCESS, reads included. */
+  denyAll: 0x1f01ff,
+  /**
+   * What a directory above a protected path denies, on itself only (not inherited): DELETE (it cannot be
+   * renamed or removed), FILE_DELETE_CHILD (its entries cannot be removed through it: a child keeps its own
+   * DELETE right), WRITE_DAC and WRITE_OWNER.
+   */
+  denyMove: 0xd0040,
 } as const;
 
 /** JOBOBJECT_BASIC_UI_RESTRICTIONS: every JOB_OBJECT_UILIMIT_* flag (handles, clipboard, desktop, …). */

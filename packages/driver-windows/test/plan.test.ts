@@ -1,9 +1,16 @@
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { normalizeCapabilities, type SandboxCapabilities, strictCapabilities } from '@aleph/sandbox-core';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ACCESS, explainAllowHosts, planWindowsProfile, SID } from '../src/index.js';
+import {
+  ACCESS,
+  explainAllowHosts,
+  isDirectoryEntry,
+  planWindowsProfile,
+  SID,
+  WINDOWS_HOME_PROTECTED_PATHS,
+} from '../src/index.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -106,5 +113,107 @@ describe('explainAllowHosts', () => {
     expect(text).toContain('*.github.com → cannot be resolved in advance');
     expect(text).toContain('nope.test → does not resolve (ENOTFOUND)');
     expect(text).toMatch(/Windows Filtering Platform.*administrator/);
+  });
+});
+
+describe('the home list and what is never writable or visible', () => {
+  /** A fake host under a temp dir: `<base>` stands for C:\, with two homes under `<base>/Users`. */
+  const host = () => {
+    const base = tmp();
+    const dev = path.join(base, 'Users', 'dev');
+    const other = path.join(base, 'Users', 'other');
+    const aleph = path.join(dev, '.aleph');
+    const ws = path.join(aleph, 'workspaces', 's1');
+    for (const d of [
+      path.join(dev, '.ssh'),
+      path.join(other),
+      ws,
+      path.join(aleph, 'data'),
+      path.join(aleph, 'cache'),
+    ])
+      mkdirSync(d, { recursive: true });
+    writeFileSync(path.join(dev, '.gitconfig'), '[user]\n');
+    const audit = path.join(dev, 'logs', 'audit.jsonl');
+    const plan = (fsWrite: string[], fsRead: string[] = []) =>
+      planWindowsProfile(caps({ fsWrite, fsRead }), ws, ws, {
+        ...options,
+        homes: [dev, other],
+        homeProtectedPaths: WINDOWS_HOME_PROTECTED_PATHS,
+        alephDir: aleph,
+        vaultPaths: [path.join(aleph, 'data'), path.join(aleph, '.shared_token')],
+        auditLogPath: audit,
+      });
+    return { base, dev, other, aleph, ws, audit, plan };
+  };
+
+  for (const grant of ['base', 'users', 'home'] as const) {
+    it(`a write grant of ${grant === 'base' ? 'the drive' : grant === 'users' ? 'C:\\Users' : '%USERPROFILE%'}: the home list in every home it holds, ~/.aleph denied, vault and audit log hidden`, () => {
+      const h = host();
+      const root = grant === 'base' ? h.base : grant === 'users' ? path.join(h.base, 'Users') : h.dev;
+      const p = h.plan([root]);
+      const homes = grant === 'home' ? [h.dev] : [h.dev, h.other];
+      expect(p.protected.homes).toEqual(homes);
+      for (const home of homes) {
+        const all = [...p.protected.existing, ...p.protected.stubs, ...p.protected.fileStubs];
+        for (const rel of WINDOWS_HOME_PROTECTED_PATHS) expect(all).toContain(path.join(home, rel));
+        expect(p.protected.fileStubs).toContain(path.join(home, '.bashrc'));
+        expect(p.protected.fileStubs).toContain(path.join(home, '.npmrc'));
+        expect(p.protected.stubs).toContain(path.join(home, '.config', 'git'));
+        expect(p.protected.stubs).toContain(path.join(home, '.local', 'bin'));
+        expect(p.protected.stubs).toContain(
+          path.join(home, 'AppData', 'Roaming', 'Microsoft', 'Windows', 'Start Menu', 'Programs', 'Startup'),
+        );
+        if (grant !== 'home') expect(p.protected.parents).toContain(home); // cannot be renamed away
+      }
+      expect(p.protected.existing).toEqual(
+        expect.arrayContaining([path.join(h.dev, '.ssh'), path.join(h.dev, '.gitconfig')]),
+      );
+      expect(p.protected.neverWritable).toEqual([h.aleph]);
+      // The vault file that exists is hidden; the missing token cannot be created inside ~/.aleph; the
+      // missing audit log is created empty first, then hidden.
+      expect(p.protected.hidden).toEqual([path.join(h.aleph, 'data'), h.audit]);
+      expect(p.protected.fileStubs).toContain(h.audit);
+      expect(p.protected.parents).toEqual(expect.arrayContaining([h.dev, path.join(h.dev, 'logs')]));
+      expect(p.summary.join('\n')).toContain(`never writable: ${h.aleph}`);
+    });
+  }
+
+  it('a read grant reaching the vault or the audit log hides them; no write grant means no home list', () => {
+    const h = host();
+    const p = h.plan([], [h.dev]);
+    expect(p.protected.homes).toEqual([]);
+    expect(p.protected.neverWritable).toEqual([]);
+    expect(p.protected.hidden).toEqual([path.join(h.aleph, 'data')]); // the missing audit log cannot be planted
+    expect(p.protected.fileStubs).toEqual([]);
+    const none = tmp();
+    const q = planWindowsProfile(caps({}), none, none, {
+      ...options,
+      homes: [h.dev],
+      alephDir: h.aleph,
+      auditLogPath: h.audit,
+    });
+    expect(q.protected).toMatchObject({ homes: [], neverWritable: [], hidden: [] });
+  });
+
+  it('homes are realpath’d: a grant of the real directory applies the home list of a home reached through a link', () => {
+    const h = host();
+    const link = path.join(tmp(), 'dev-link');
+    symlinkSync(h.dev, link, 'junction');
+    const p = planWindowsProfile(caps({ fsWrite: [h.dev] }), h.ws, h.ws, {
+      ...options,
+      homes: [link],
+      homeProtectedPaths: ['.gitconfig'],
+      alephDir: path.join(link, '.aleph'),
+    });
+    expect(p.protected.homes).toEqual([h.dev]);
+    expect(p.protected.existing).toContain(path.join(h.dev, '.gitconfig'));
+    expect(p.protected.neverWritable).toEqual([h.aleph]);
+  });
+
+  it('isDirectoryEntry: nested entries and known directories are stubbed as directories, the rest as files', () => {
+    expect(['.ssh', '.config/git', '.local/bin', '.vscode', '.aleph'].every(isDirectoryEntry)).toBe(true);
+    expect(
+      ['.bashrc', '.gitconfig', '.npmrc', '.yarnrc.yml', '.mcp.json', '.pypirc'].some(isDirectoryEntry),
+    ).toBe(false);
   });
 });

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -12,6 +12,7 @@ import {
 } from '@aleph/sandbox-core';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  ACCESS,
   createWindowsDriver,
   E_ALREADY_EXISTS,
   ERROR_ACCESS_DENIED,
@@ -42,6 +43,7 @@ async function run(
     timeoutMs?: number;
     signal?: AbortSignal;
     maxOutputBytes?: number;
+    env?: Record<string, string>;
   } = {},
 ): Promise<{ out?: SandboxOutput; error?: unknown; ws: string }> {
   fake.program = program;
@@ -54,7 +56,7 @@ async function run(
       workspace: ws,
       program: 'tool.exe',
       args: ['--flag', 'two words'],
-      env: { EXTRA: '1' },
+      env: extra.env ?? { EXTRA: '1' },
       cwd: ws,
       capabilities: c,
       profile,
@@ -100,7 +102,8 @@ describe('tier 1: AppContainer', () => {
     expect(order('CreateProcess')).toBeLessThan(order('AssignProcessToJobObject'));
     expect(order('AssignProcessToJobObject')).toBeLessThan(order('ResumeThread'));
     expect(fake.calls).toContain('CreateProcess(appcontainer)');
-    expect(fake.calls.filter((c) => c.startsWith('applyAces') && c.includes('deny:')).length).toBe(4); // .git .aleph .codex .agents
+    // .git .aleph .codex .agents, and the workspace itself (they cannot be renamed away through it)
+    expect(fake.calls.filter((c) => c.startsWith('applyAces') && c.includes('deny:')).length).toBe(5);
     const job = [...fake.jobs.values()][0];
     expect(job?.limits).toMatchObject({
       activeProcessLimit: 1,
@@ -307,6 +310,96 @@ describe('stdio', () => {
     expect(request?.commandLine).toBe('tool.exe --flag "two words"');
     expect(request?.environment).toMatchObject({ EXTRA: '1' });
     expect(Object.keys(request?.environment ?? {})).not.toContain('ALEPH_SECRET_FOR_TEST');
+  });
+});
+
+describe('the home list, ~/.aleph, the vault and the audit log', () => {
+  const setup = () => {
+    const base = tmp();
+    const home = path.join(base, 'Users', 'dev');
+    const aleph = path.join(home, '.aleph');
+    mkdirSync(path.join(aleph, 'data'), { recursive: true });
+    mkdirSync(path.join(home, '.ssh'));
+    const audit = path.join(home, 'audit.jsonl');
+    const options: Partial<WindowsDriverOptions> = {
+      homes: [home],
+      homeProtectedPaths: ['.ssh', '.bashrc', '.config/git'],
+      alephDir: aleph,
+      vaultPaths: [path.join(aleph, 'data')],
+      auditLogPath: audit,
+    };
+    return { base, home, aleph, audit, options };
+  };
+
+  it('tier 1 under a write grant of C:\\Users: DENY write on the home list and ~/.aleph, DENY all on the vault and audit log, DENY move on the home; all revoked after', async () => {
+    const h = setup();
+    const fake = new FakeWin32();
+    const seen: { path: string; mode: string; access: number; inherit: boolean }[] = [];
+    const apply = fake.applyAces.bind(fake);
+    fake.applyAces = (p, entries) => {
+      for (const e of entries) seen.push({ path: p, mode: e.mode, access: e.access, inherit: e.inherit });
+      apply(p, entries);
+    };
+    const { out } = await run(fake, { stdout: 'ok' }, caps({ fsWrite: [path.join(h.base, 'Users')] }), {
+      options: h.options,
+    });
+    expect(out?.details).toMatchObject({ tier: 'appcontainer' });
+    const denied = (p: string) => seen.find((e) => e.path === p && e.mode === 'deny');
+    for (const p of [
+      path.join(h.home, '.ssh'),
+      path.join(h.home, '.bashrc'),
+      path.join(h.home, '.config', 'git'),
+      h.aleph,
+    ])
+      expect(denied(p), p).toMatchObject({ access: ACCESS.denyWrite, inherit: true });
+    for (const p of [path.join(h.aleph, 'data'), h.audit])
+      expect(denied(p), p).toMatchObject({ access: ACCESS.denyAll, inherit: true });
+    expect(denied(h.home)).toMatchObject({ access: ACCESS.denyMove, inherit: false });
+    // Missing entries were created so they carry the ACE: a directory, or an empty file.
+    expect(statSync(path.join(h.home, '.config', 'git')).isDirectory()).toBe(true);
+    expect(statSync(path.join(h.home, '.bashrc')).isFile()).toBe(true);
+    expect(statSync(h.audit).size).toBe(0);
+    expectClean(fake);
+  });
+
+  it('tier 2 keeps them at medium integrity, so the low-integrity command cannot write them', async () => {
+    const h = setup();
+    const fake = new FakeWin32().fail('CreateAppContainerProfile', ERROR_ACCESS_DENIED);
+    const { out } = await run(fake, {}, caps({ fsWrite: [h.home] }), { options: h.options });
+    expect(out?.details).toMatchObject({ tier: 'restricted' });
+    for (const p of [path.join(h.home, '.ssh'), path.join(h.home, '.bashrc'), h.aleph, h.audit])
+      expect(fake.calls, p).toContain(`setIntegrityLabel(${p}, medium)`);
+    expect(String(out?.details?.notEnforced)).toMatch(/vault and the audit log/);
+    expectClean(fake);
+  });
+});
+
+describe('loader variables', () => {
+  it('LD_* and the .NET profiler/startup-hook variables are refused before anything runs, naming the variable and the fix', async () => {
+    for (const name of [
+      'LD_PRELOAD',
+      'cor_enable_profiling',
+      'CORECLR_PROFILER_PATH_64',
+      'DOTNET_STARTUP_HOOKS',
+    ]) {
+      const fake = new FakeWin32();
+      const { error } = await run(fake, { stdout: 'ran' }, caps(), { env: { [name]: 'C:\\ws\\x.dll' } });
+      expect(isAlephError(error) && error.code).toBe('ALEPH_INVALID_COMMAND');
+      expect((error as Error).message).toContain(`env.${name}`);
+      expect((error as Error).message).toContain(`Windows driver option allowLoaderEnv: ['${name}']`);
+      expect(fake.calls.filter((c) => c.startsWith('CreateProcess'))).toEqual([]);
+      expectClean(fake);
+    }
+  });
+
+  it('a variable listed in allowLoaderEnv (any case) reaches the command', async () => {
+    const fake = new FakeWin32();
+    const { out } = await run(fake, { stdout: 'ran' }, caps(), {
+      env: { LD_LIBRARY_PATH: 'C:\\ws' },
+      options: { allowLoaderEnv: ['ld_library_path'] },
+    });
+    expect(out?.exitCode).toBe(0);
+    expect([...fake.processes.values()][0]?.request.environment).toMatchObject({ LD_LIBRARY_PATH: 'C:\\ws' });
   });
 });
 

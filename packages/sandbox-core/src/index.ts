@@ -80,6 +80,11 @@ export {
   type RateLimitOptions,
   type SandboxBeforeHook,
 } from './hooks.js';
+export {
+  LOADER_ENV_PATTERNS,
+  type RefuseLoaderEnvOptions,
+  refuseLoaderEnv,
+} from './loader-env.js';
 export { NoopSandbox } from './noop-sandbox.js';
 export {
   createSandboxOutput,

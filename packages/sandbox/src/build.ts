@@ -88,6 +88,7 @@ async function platformDriver(
       protectedPaths: config.macos.protectedPaths,
       protectAllGit: config.macos.protectAllGit,
       collectViolations: config.macos.collectViolations,
+      ...(config.audit.jsonlPath === undefined ? {} : { auditLogPath: config.audit.jsonlPath }),
       proxy: {
         deny: config.network.deny,
         ...(resolver === undefined ? {} : { resolver }),
@@ -101,6 +102,7 @@ async function platformDriver(
       protectedPaths: config.windows.protectedPaths,
       requireAppContainer: config.windows.requireAppContainer,
       maxProcesses: config.windows.maxProcesses,
+      ...(config.audit.jsonlPath === undefined ? {} : { auditLogPath: config.audit.jsonlPath }),
       platform,
     });
   }
