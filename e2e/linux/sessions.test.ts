@@ -192,7 +192,9 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           },
         ],
       });
-      const results = new Map(JSON.parse(r.stdout).results.map((x: StepResult) => [x.id, x]));
+      const results = new Map<string, StepResult>(
+        JSON.parse(r.stdout).results.map((x: StepResult) => [x.id, x]),
+      );
       expect(results.get('holder')?.exitCode).toBe(0);
       const second = results.get('second');
       expect(second?.error?.code).toBe('ALEPH_DRIVER_FAILED');
