@@ -549,6 +549,84 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           });
           const broken = (id: string) => KNOWN_BROKEN.has(id) || KNOWN_BROKEN.has(`${id}@${identity.key}`);
 
+          // Controls: the same payloads planted by the host itself do fire the host's next command, so a
+          // missing marker above means the plant was stopped, not that the trigger never runs.
+          describe('controls: each trigger fires when the host plants it itself', () => {
+            const controls: {
+              id: string;
+              file: (ctx: Ctx) => string;
+              content: string;
+              argv: (ctx: Ctx) => string[];
+              pathVar?: (ctx: Ctx) => string;
+            }[] = [
+              {
+                id: 'repo .git/config core.fsmonitor, git status',
+                file: (c) => path.join(c.dir, 'ws/.git/config'),
+                content: '[core]\n\tfsmonitor = {T}\n',
+                argv: () => GIT_STATUS,
+              },
+              {
+                id: 'repo .git/hooks/pre-commit, git commit',
+                file: (c) => path.join(c.dir, 'ws/.git/hooks/pre-commit'),
+                content: '#!/bin/sh\nexec {T}\n',
+                argv: () => GIT_COMMIT,
+              },
+              {
+                id: '~/.gitconfig alias, git l',
+                file: (c) => path.join(c.home, '.gitconfig'),
+                content: '[alias]\n\tl = !{T}\n',
+                argv: () => ['git', 'l'],
+              },
+              {
+                id: '~/.bashrc, bash -ic true',
+                file: (c) => path.join(c.home, '.bashrc'),
+                content: '{T}\n',
+                argv: () => ['bash', '-ic', 'true'],
+              },
+              {
+                id: '~/.profile, sh -lc true',
+                file: (c) => path.join(c.home, '.profile'),
+                content: '{T}\n',
+                argv: () => ['sh', '-lc', 'true'],
+              },
+              {
+                id: '~/.ssh/config ProxyCommand, ssh',
+                file: (c) => path.join(c.home, '.ssh/config'),
+                content: 'Host *\n  ProxyCommand {T}\n',
+                argv: (c) => [
+                  'ssh',
+                  '-F',
+                  path.join(c.home, '.ssh/config'),
+                  '-o',
+                  'BatchMode=yes',
+                  '-o',
+                  `UserKnownHostsFile=${path.join(c.dir, 'known_hosts')}`,
+                  'aleph-host-next.invalid',
+                  'true',
+                ],
+              },
+              {
+                id: '~/.local/bin shim, git --version',
+                file: (c) => path.join(c.home, '.local/bin/git'),
+                content: '#!/bin/sh\nexec {T}\n',
+                argv: () => ['sh', '-c', 'git --version'],
+                pathVar: (c) => `${path.join(c.home, '.local/bin')}:${CLEAN_PATH}`,
+              },
+            ];
+            for (const c of controls)
+              it(c.id, () => {
+                const ctx = ctxFor();
+                const ws = makeRepo(ctx, false);
+                const file = c.file(ctx);
+                mkdirSync(path.dirname(file), { recursive: true });
+                writeFileSync(file, fill(ctx, c.content), { flag: 'a', mode: 0o755 });
+                chmodSync(file, 0o755);
+                chownR(ctx, ctx.home, ws);
+                const h = host(ctx, c.argv(ctx), ws, c.pathVar?.(ctx));
+                expect(existsSync(ctx.marker), `the trigger did not fire:\n${h.status} ${h.out}`).toBe(true);
+              });
+          });
+
           describe('git: no control file the command wrote reaches host git', () => {
             for (const c of GIT_CASES) {
               (broken(c.id) ? it.fails : it)(`${c.id}${broken(c.id) ? ' [known broken]' : ''}`, async () => {
