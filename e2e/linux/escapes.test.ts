@@ -619,7 +619,13 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           for (const id of ['git-hooks-write', 'git-config-write', 'git-rename']) failed(id);
           const ws = get('git-init').workspace;
           expect(existsSync(path.join(ws, '.git', 'hooks', 'pre-commit'))).toBe(false);
-          expect(readFileSync(path.join(ws, '.git', 'config'), 'utf8')).not.toContain('fsmonitor');
+          // The repository was created by a command (git init), so the git sweep moved the control files
+          // that run wrote aside; later runs had them read-only. Neither holds what a command planted.
+          for (const config of [
+            path.join(ws, '.git', 'config'),
+            path.join(ws, '.git', 'config.aleph-quarantined'),
+          ])
+            if (existsSync(config)) expect(readFileSync(config, 'utf8')).not.toContain('fsmonitor');
           expect(get('git-commit-still-works').stdout.trim()).toBe('2');
           failed('aleph-dir-create');
         },
