@@ -93,8 +93,10 @@ console.log(`${left.length === 0 ? '✓' : '×'} ${leakCheck}`);
 for (const x of left) console.log(`  left behind: ${x}`);
 if (left.length > 0) staticFailures.push(leakCheck);
 
+// A file that failed without a failing test (an error at load time, or in a beforeAll that left every
+// test skipped) counts as one failure.
 const failedSuites = (results.testResults ?? []).filter(
-  (f) => f.status === 'failed' && (f.assertionResults ?? []).length === 0,
+  (f) => f.status === 'failed' && !(f.assertionResults ?? []).some((t) => t.status === 'failed'),
 );
 const failed = results.numFailedTests + failedSuites.length + staticFailures.length;
 const passed =

@@ -23,15 +23,6 @@
 #include <sched.h>
 #include <sys/file.h>
 
-#ifndef SYS_open_tree
-#define SYS_open_tree 428
-#endif
-#ifndef SYS_mount_setattr
-#define SYS_mount_setattr 442
-#endif
-#ifndef SYS_openat2
-#define SYS_openat2 437
-#endif
 
 #define MAX_NODES 128
 

@@ -17,23 +17,6 @@
 #include <linux/openat2.h>
 #include <sys/statfs.h>
 
-#ifndef SYS_open_tree
-#define SYS_open_tree 428
-#endif
-#ifndef SYS_move_mount
-#define SYS_move_mount 429
-#endif
-#ifndef SYS_fsopen
-#define SYS_fsopen 430
-#define SYS_fsconfig 431
-#define SYS_fsmount 432
-#endif
-#ifndef SYS_mount_setattr
-#define SYS_mount_setattr 442
-#endif
-#ifndef SYS_openat2
-#define SYS_openat2 437
-#endif
 
 struct mount_op {
   char kind; /* m tmpfs-at: t, mask-at: k, verify: v */
