@@ -302,9 +302,11 @@ static void clone_node(const char *name, const char *mode, long uid) {
     attr.userns_fd = (uint64_t)ns;
   }
   if (syscall(SYS_mount_setattr, m, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
-    die("launch: cannot make an idmapped mount of %s: %s (the filesystem may not support idmapped mounts; "
-        "use a path on ext4, xfs, btrfs or tmpfs, or run the host side as a non-root user)",
-        n->rel[0] ? n->rel : name, strerror(errno));
+    const char *where = n->path != NULL ? n->path : n->rel[0] ? n->rel : name;
+    die("launch: cannot make an idmapped mount of %s: %s (the kernel (before 5.12) or this filesystem does "
+        "not support idmapped mounts; options: use a workspace on ext4, xfs, btrfs or tmpfs, run the host "
+        "side as a non-root user (commands then run as that user in a user namespace))",
+        where, strerror(errno));
   }
   close(n->fd);
   n->fd = m;
