@@ -528,8 +528,9 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
                   !seen.some((p) => p.environ.includes(`ALEPH_PROBE=${probeMarker}`));
                   i++
                 ) {
+                  // By pid and name: the helper inside becomes the command's sh by execve, keeping its pid.
                   for (const p of processes(probeMarker))
-                    if (!seen.some((s) => s.pid === p.pid)) seen.push(p);
+                    if (!seen.some((s) => s.pid === p.pid && s.comm === p.comm)) seen.push(p);
                   await sleep(25);
                 }
               },
