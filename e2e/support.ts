@@ -100,3 +100,34 @@ export function runAsync(
     else child.stdin.end(options.input ?? '');
   });
 }
+
+/** `argv` run as `uid` through setpriv (unchanged when `uid` is this process's own). */
+export function asUid(uid: number, argv: readonly string[]): string[] {
+  if (uid === process.getuid?.()) return [...argv];
+  const u = String(uid);
+  return ['setpriv', `--reuid=${u}`, `--regid=${u}`, '--clear-groups', ...argv];
+}
+
+/**
+ * The argv that runs the built `aleph-sandbox` CLI with `args` as `uid`, the way a user does. For another
+ * uid the checkout may sit under a directory that uid cannot traverse, so it is bound to `mountpoint` (an
+ * empty directory the uid can reach) in a private mount namespace for this one process; exec keeps the
+ * CLI the spawned pid.
+ */
+export function cliArgvAs(uid: number, mountpoint: string, args: readonly string[]): string[] {
+  const cliIn = (root: string) => path.join(root, 'packages/sandbox/dist/cli-bundle/aleph-sandbox.cjs');
+  if (uid === process.getuid?.()) return [process.execPath, cliIn(repoRoot), ...args];
+  return [
+    'unshare',
+    '-m',
+    '--propagation',
+    'private',
+    'sh',
+    '-c',
+    'mount --bind "$1" "$2" && shift 2 && exec "$@"',
+    'sh',
+    repoRoot,
+    mountpoint,
+    ...asUid(uid, [process.execPath, cliIn(mountpoint), ...args]),
+  ];
+}

@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sessionKeyToFilename } from '@aleph/sandbox-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canSwitchUid, linuxStack, REQUIRED, repoRoot } from '../support.js';
+import { asUid, canSwitchUid, cliArgvAs, linuxStack, REQUIRED, repoRoot } from '../support.js';
 
 /**
  * The "agent tasks" suite (issue 13): everyday commands an agent runs in a user's own repository, given to
@@ -571,9 +571,7 @@ interface Env {
 
 /** argv that runs `argv` as the identity (setpriv for the unprivileged uid). */
 function asIdentity(identity: Identity, argv: string[]): string[] {
-  if (identity.uid === self) return argv;
-  const u = String(identity.uid);
-  return ['setpriv', `--reuid=${u}`, `--regid=${u}`, '--clear-groups', ...argv];
+  return asUid(identity.uid, argv);
 }
 
 function hostEnv(home: string): NodeJS.ProcessEnv {
@@ -594,31 +592,7 @@ function runCli(
   args: string[],
   options: { input?: string | Buffer; act?: (child: ChildProcess) => void } = {},
 ): Promise<RunResult> {
-  let argv: string[];
-  if (env.identity.uid === self) {
-    argv = [
-      process.execPath,
-      path.join(repoRoot, 'packages/sandbox/dist/cli-bundle/aleph-sandbox.cjs'),
-      ...args,
-    ];
-  } else {
-    // The checkout may sit under a directory the unprivileged uid cannot traverse; bind it to a readable
-    // path in a private mount namespace for this one process (exec keeps the CLI the spawned pid).
-    const cli = path.join(env.mountpoint, 'packages/sandbox/dist/cli-bundle/aleph-sandbox.cjs');
-    argv = [
-      'unshare',
-      '-m',
-      '--propagation',
-      'private',
-      'sh',
-      '-c',
-      'mount --bind "$1" "$2" && shift 2 && exec "$@"',
-      'sh',
-      repoRoot,
-      env.mountpoint,
-      ...asIdentity(env.identity, [process.execPath, cli, ...args]),
-    ];
-  }
+  const argv = cliArgvAs(env.identity.uid, env.mountpoint, args);
   return new Promise((resolve) => {
     const [cmd, ...rest] = argv as [string, ...string[]];
     const child = spawn(cmd, rest, { env: hostEnv(env.home), cwd: env.base });

@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_HOME_PROTECTED_PATHS } from '@aleph/sandbox-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canSwitchUid, linuxStack, REQUIRED, repoRoot } from '../support.js';
+import { asUid, canSwitchUid, cliArgvAs, linuxStack, REQUIRED, repoRoot } from '../support.js';
 
 /**
  * "What the host runs next stays the user's" (issue 15), attacked through the real CLI as root and as an
@@ -84,9 +84,7 @@ interface CliResult {
 }
 
 function asIdentity(identity: Identity, argv: string[]): string[] {
-  if (identity.uid === self) return argv;
-  const u = String(identity.uid);
-  return ['setpriv', `--reuid=${u}`, `--regid=${u}`, '--clear-groups', ...argv];
+  return asUid(identity.uid, argv);
 }
 
 const hostEnv = (ctx: Ctx, pathVar = CLEAN_PATH): NodeJS.ProcessEnv => ({
@@ -123,31 +121,7 @@ function hostOk(ctx: Ctx, argv: string[], cwd: string): string {
 
 /** The real CLI as the identity with the scratch HOME; `run --json` results are parsed. */
 function runCli(ctx: Ctx, args: string[]): Promise<CliResult> {
-  let argv: string[];
-  if (ctx.identity.uid === self) {
-    argv = [
-      process.execPath,
-      path.join(repoRoot, 'packages/sandbox/dist/cli-bundle/aleph-sandbox.cjs'),
-      ...args,
-    ];
-  } else {
-    // The checkout may sit where the unprivileged uid cannot traverse: bind it to a readable path in a
-    // private mount namespace for this one process.
-    const cli = path.join(ctx.mountpoint, 'packages/sandbox/dist/cli-bundle/aleph-sandbox.cjs');
-    argv = [
-      'unshare',
-      '-m',
-      '--propagation',
-      'private',
-      'sh',
-      '-c',
-      'mount --bind "$1" "$2" && shift 2 && exec "$@"',
-      'sh',
-      repoRoot,
-      ctx.mountpoint,
-      ...asIdentity(ctx.identity, [process.execPath, cli, ...args]),
-    ];
-  }
+  const argv = cliArgvAs(ctx.identity.uid, ctx.mountpoint, args);
   return new Promise((resolve) => {
     const [cmd, ...rest] = argv as [string, ...string[]];
     const child = spawn(cmd, rest, { env: hostEnv(ctx), cwd: ctx.dir });
