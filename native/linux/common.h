@@ -24,6 +24,7 @@
 #include <sys/types.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <linux/openat2.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,6 +76,13 @@ struct options {
   const char *chdir; /* after the mounts and the identity drop */
   char **argv;
 };
+
+/* An O_PATH descriptor of PATH (beneath DIRFD) resolved under RESOLVE flags, never following a last
+ * symlink either: the one way this helper opens a path a command could have changed. */
+static inline int open_path(int dirfd, const char *path, uint64_t resolve) {
+  struct open_how how = {.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW, .resolve = resolve};
+  return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+}
 
 /* Prints "aleph-sandbox-init: …" and exits 125. */
 void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));

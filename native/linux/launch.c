@@ -58,11 +58,6 @@ static int find_node(const char *name) {
   die("launch: no descriptor named %s", name);
 }
 
-static int open_path(int dirfd, const char *path, uint64_t resolve) {
-  struct open_how how = {.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW, .resolve = resolve};
-  return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
-}
-
 static const char *why(int e) {
   if (e == ELOOP) return "it or a directory above it is a symlink, which could be swapped";
   if (e == EXDEV) return "it leads outside its parent";
@@ -77,21 +72,30 @@ static int open_at_state(const char *name, int flags) {
 
 /* ── Stub records: one per writable root, guarded by two locks (see the file comment). ── */
 
-static void remove_recorded(int root, int record) {
+#define MAX_RECORDED (MAX_NODES * 4)
+
+struct recorded {
+  char kind; /* d: directory, f: empty file, c: a file holding "." */
+  unsigned long long dev, ino;
+  char rel[1024];
+};
+
+/* Reads a root's stub record ("KIND DEV INO REL" lines, oldest first) into ITEMS; returns how many. */
+static int read_record(int record, struct recorded *items, int max) {
   FILE *f = fdopen(dup(record), "r");
-  if (f == NULL) return;
+  if (f == NULL) return 0;
   rewind(f);
-  struct {
-    char kind;
-    unsigned long long dev, ino;
-    char rel[1024];
-  } *items = calloc(MAX_NODES * 4, sizeof *items);
-  if (items == NULL) die("out of memory");
   int n = 0;
-  while (n < MAX_NODES * 4 &&
-         fscanf(f, " %c %llx %llx %1023s", &items[n].kind, &items[n].dev, &items[n].ino, items[n].rel) == 4)
+  while (n < max && fscanf(f, " %c %llx %llx %1023s", &items[n].kind, &items[n].dev, &items[n].ino, items[n].rel) == 4)
     n++;
   fclose(f);
+  return n;
+}
+
+static void remove_recorded(int root, int record) {
+  struct recorded *items = calloc(MAX_RECORDED, sizeof *items);
+  if (items == NULL) die("out of memory");
+  int n = read_record(record, items, MAX_RECORDED);
   /* Newest first: a stub made inside another stub goes before it. */
   for (int k = n - 1; k >= 0; k--) {
     char *rel = items[k].rel;
@@ -453,20 +457,17 @@ int launch_main(int argc, char **argv) {
   if (reap) reap_descendants();
   if (nsweeps > 0) {
     /* Stubs of every run using these roots are mount points elsewhere: the sweep leaves them alone. */
-    static struct sweep_skip skip[MAX_NODES * 4];
+    static struct sweep_skip skip[MAX_RECORDED];
+    struct recorded *items = calloc(MAX_RECORDED, sizeof *items);
     int nskip = 0;
-    for (int k = 0; k < nlocks; k++) {
-      FILE *f = fdopen(dup(locks[k].record), "r");
-      if (f == NULL) continue;
-      rewind(f);
-      char kind, rel[1024];
-      unsigned long long dev, ino;
-      while (nskip < MAX_NODES * 4 && fscanf(f, " %c %llx %llx %1023s", &kind, &dev, &ino, rel) == 4) {
-        skip[nskip].dev = (dev_t)dev;
-        skip[nskip++].ino = (ino_t)ino;
+    for (int k = 0; items != NULL && k < nlocks && nskip < MAX_RECORDED; k++) {
+      int n = read_record(locks[k].record, items, MAX_RECORDED - nskip);
+      for (int j = 0; j < n; j++) {
+        skip[nskip].dev = (dev_t)items[j].dev;
+        skip[nskip++].ino = (ino_t)items[j].ino;
       }
-      fclose(f);
     }
+    free(items);
     for (int k = 0; k < nsweeps; k++) {
       sweeps[k].skip = skip;
       sweeps[k].nskip = nskip;

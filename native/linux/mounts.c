@@ -63,10 +63,7 @@ int mount_op_parse(const char *op, char **argv, int argc, int *i) {
   return 1;
 }
 
-static int resolve(const char *path) {
-  struct open_how how = {.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW, .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
-  return (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
-}
+static int resolve(const char *path) { return open_path(AT_FDCWD, path, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS); }
 
 /* Opens DEST, creating it (and missing directories above it) where the directory it would be made in
  * is a tmpfs of the sandbox's own: nothing is ever created on a host filesystem here. */
@@ -80,13 +77,12 @@ static int open_dest(const struct mount_op *m, int create_file) {
   if (snprintf(path, sizeof path, "%s", m->dest) >= (int)sizeof path || path[0] != '/') die("bad mount point %s", m->dest);
   int pfd = resolve("/");
   if (pfd < 0) die("open /: %s", strerror(errno));
-  struct open_how how = {.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW,
-                         .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+  const uint64_t beneath = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
   for (char *p = path + 1; *p != '\0';) {
     char *slash = strchr(p, '/');
     int last = slash == NULL;
     if (!last) *slash = '\0';
-    int next = (int)syscall(SYS_openat2, pfd, p, &how, sizeof how);
+    int next = open_path(pfd, p, beneath);
     if (next < 0 && errno == ENOENT) {
       struct statfs sf;
       if (fstatfs(pfd, &sf) < 0 || sf.f_type != TMPFS_MAGIC)
@@ -94,7 +90,7 @@ static int open_dest(const struct mount_op *m, int create_file) {
       int made = last && create_file ? openat(pfd, p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644) : mkdirat(pfd, p, 0755);
       if (made < 0) die("creating mount point %s: %s", m->dest, strerror(errno));
       if (last && create_file) close(made);
-      next = (int)syscall(SYS_openat2, pfd, p, &how, sizeof how);
+      next = open_path(pfd, p, beneath);
     }
     if (next < 0) die("mount point %s: %s", m->dest, errno == ELOOP ? "a symlink is in the way" : strerror(errno));
     close(pfd);

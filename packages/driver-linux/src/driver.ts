@@ -141,12 +141,10 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
   ];
   // Never visible, whatever is granted: the vault, the audit log, and every session's HOME (each session
   // sees only its own, at /run/aleph/home).
-  const homeRootForVault =
-    options.homeRoot === false ? undefined : (options.homeRoot ?? path.join(host.home, '.aleph', 'homes'));
   const vaultPaths = [
     ...(options.vaultPaths ?? defaultVaultPaths(host.home)),
     ...(options.auditLogPath === undefined ? [] : [options.auditLogPath]),
-    ...(homeRootForVault === undefined ? [] : [homeRootForVault]),
+    ...(homeRoot === undefined ? [] : [homeRoot]),
   ];
   const envAllowlist = options.envAllowlist ?? DEFAULT_ENV_ALLOWLIST;
   const poolOptions = {
