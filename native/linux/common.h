@@ -114,6 +114,10 @@ struct sweep_root {
 };
 void git_sweep(const struct sweep_root *roots, int nroots, const struct timespec *start, const char *report);
 
+/* park.c: stubs kept for the next run under --state (renamed, not recreated). 0 on success. */
+int park_take(int state_fd, int parent_fd, const struct stat *parent, const char *base, char kind);
+int park_return(int state_fd, int dirfd, const char *base, char kind, const struct stat *st);
+
 /* mounts.c: user-path mounts made inside the sandbox from descriptors. */
 int mount_op_parse(const char *op, char **argv, int argc, int *i);
 void mount_ops_apply(void);

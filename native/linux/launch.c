@@ -5,9 +5,9 @@
  *   1. opens every user path it is given (--open, --open-in) as an O_PATH descriptor without following
  *      symlinks (openat2 RESOLVE_NO_SYMLINKS, and RESOLVE_BENEATH below a parent), so what is mounted
  *      later is exactly what was opened here, whatever a sandboxed command swaps meanwhile;
- *   2. creates missing protected paths as stubs (mkdirat/openat on the parent's descriptor), records them
- *      under --state, and removes them when the last run using that writable root ends (or, after a
- *      killed run, when the next one starts);
+ *   2. creates missing protected paths as stubs (mkdirat/openat on the parent's descriptor, or a parked
+ *      stub renamed back: park.c), records them under --state, and removes (parks) them when the last run
+ *      using that writable root ends (or, after a killed run, when the next one starts);
  *   3. picks the run's own uid from --uid-range (one lock file per uid under --state, held for the run),
  *      or takes the fixed --uid;
  *   4. on a root host (--clone), replaces each descriptor with a detached mount of it (open_tree), made
@@ -111,7 +111,9 @@ static void remove_recorded(int root, int record) {
     }
     struct stat st;
     if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == items[k].dev && st.st_ino == items[k].ino) {
-      if (items[k].kind == 'd' && S_ISDIR(st.st_mode)) unlinkat(dirfd, base, AT_REMOVEDIR); /* fails if not empty */
+      if (park_return(state_fd, dirfd, base, items[k].kind, &st) == 0) {
+        /* parked for the next run */
+      } else if (items[k].kind == 'd' && S_ISDIR(st.st_mode)) unlinkat(dirfd, base, AT_REMOVEDIR); /* fails if not empty */
       else if (items[k].kind == 'f' && S_ISREG(st.st_mode) && st.st_size == 0) unlinkat(dirfd, base, 0);
       else if (items[k].kind == 'c' && S_ISREG(st.st_mode) && st.st_size == 2) unlinkat(dirfd, base, 0);
     }
@@ -198,7 +200,8 @@ static void open_below(const char *name, const char *parent_name, const char *re
     /* A missing protected path: create an empty stub so it can be mounted read-only. A "dot" stub is a
      * file holding ".", for files git reads as a path (commondir: "." is the repository itself). */
     int made;
-    if (kind[0] == 'd' && !dot) made = mkdirat(nodes[p].fd, rel, 0755);
+    if (park_take(state_fd, nodes[p].fd, &nodes[p].st, rel, dot ? 'c' : kind[0]) == 0) made = 0;
+    else if (kind[0] == 'd' && !dot) made = mkdirat(nodes[p].fd, rel, 0755);
     else {
       made = openat(nodes[p].fd, rel, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
       if (made >= 0 && dot && write(made, ".\n", 2) != 2) die("launch: writing the stub %s: %s", n->rel, strerror(errno));
