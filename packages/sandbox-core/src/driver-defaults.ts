@@ -106,9 +106,12 @@ export function pickEnv(
   env: NodeJS.ProcessEnv = process.env,
 ): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) {
-    if (v === undefined) continue;
-    if (patterns.some((p) => (p.endsWith('*') ? k.startsWith(p.slice(0, -1)) : k === p))) out[k] = v;
+  const exact = new Set(patterns.filter((p) => !p.endsWith('*')));
+  const prefixes = patterns.filter((p) => p.endsWith('*')).map((p) => p.slice(0, -1));
+  for (const k of Object.keys(env)) {
+    if (!exact.has(k) && !prefixes.some((p) => k.startsWith(p))) continue;
+    const v = env[k];
+    if (v !== undefined) out[k] = v;
   }
   return out;
 }

@@ -94,6 +94,12 @@ export {
   type SandboxOutputJson,
 } from './output.js';
 export {
+  type ProcessStarter,
+  type StartedProcess,
+  type StartRequest,
+  startWithNode,
+} from './process-start.js';
+export {
   type BoundedRunOptions,
   type BoundedRunResult,
   type OutputCallback,

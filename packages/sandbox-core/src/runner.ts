@@ -1,7 +1,8 @@
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { execa } from 'execa';
+import type { Readable } from 'node:stream';
 import { monotonicMs } from './internal/clock.js';
 import type { KillReason } from './output.js';
+import { type ProcessStarter, startWithNode } from './process-start.js';
+import { killTree, signalGroup, signalPid, trackGroup, untrackGroup } from './process-tree.js';
 
 /**
  * Receives the live output of a command, one chunk at a time. Returning a promise pauses that stream
@@ -55,6 +56,8 @@ export interface BoundedRunOptions {
    * it has not exited `graceMs` later.
    */
   readonly gracefulStop?: { readonly signal: NodeJS.Signals; readonly graceMs: number };
+  /** What starts the process; by default this Node process forks (`child_process.spawn`). */
+  readonly starter?: ProcessStarter;
 }
 
 /** What {@link runBoundedProcess} observed. */
@@ -110,137 +113,6 @@ export function outputBudgets(maxOutputBytes: number): { stdout: number; stderr:
 }
 
 /**
- * Process groups still running, killed if this Node process exits first (a graceful supervisor gets its
- * stop signal instead, and cleans up after this process is gone).
- */
-const liveGroups = new Map<number, NodeJS.Signals | undefined>();
-let exitHookInstalled = false;
-function trackGroup(pid: number, stop: NodeJS.Signals | undefined): void {
-  if (!exitHookInstalled) {
-    exitHookInstalled = true;
-    process.once('exit', () => {
-      for (const [pgid, signal] of liveGroups) {
-        if (signal === undefined) signalGroup(pgid, 'SIGKILL');
-        else signalPid(pgid, signal);
-      }
-    });
-  }
-  liveGroups.set(pid, stop);
-}
-
-function signalGroup(pgid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pgid, signal);
-  } catch {
-    // ESRCH: the group is already gone.
-  }
-}
-
-function signalPid(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(pid, signal);
-  } catch {
-    // ESRCH or EPERM: gone, or not ours.
-  }
-}
-
-/**
- * Linux: every process that is a descendant of `root` or holds one of `pipeInodes` open (so a
- * grandchild that called setsid() and kept our stdout is still found).
- */
-function findStragglers(root: number, pipeInodes: ReadonlySet<string>): number[] {
-  if (process.platform !== 'linux') return [];
-  const parent = new Map<number, number>();
-  const holders = new Set<number>();
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return [];
-  }
-  for (const name of entries) {
-    const pid = Number(name);
-    if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-      const after = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      parent.set(pid, Number(after[1]));
-    } catch {
-      continue;
-    }
-    if (pipeInodes.size > 0) {
-      try {
-        for (const fd of readdirSync(`/proc/${pid}/fd`)) {
-          const link = readlinkSync(`/proc/${pid}/fd/${fd}`);
-          if (link.startsWith('pipe:[') && pipeInodes.has(link.slice(6, -1))) {
-            holders.add(pid);
-            break;
-          }
-        }
-      } catch {
-        // Not ours to inspect, or gone.
-      }
-    }
-  }
-  const out = new Set<number>(holders);
-  const children = new Map<number, number[]>();
-  for (const [pid, ppid] of parent) {
-    const list = children.get(ppid);
-    if (list) list.push(pid);
-    else children.set(ppid, [pid]);
-  }
-  const stack = [root];
-  while (stack.length > 0) {
-    const pid = stack.pop() as number;
-    for (const child of children.get(pid) ?? []) {
-      if (!out.has(child)) {
-        out.add(child);
-        stack.push(child);
-      }
-    }
-  }
-  out.delete(root);
-  return [...out];
-}
-
-function pipeInode(stream: unknown): string | undefined {
-  const fd = (stream as { _handle?: { fd?: number } } | null)?._handle?.fd;
-  if (typeof fd !== 'number' || fd < 0 || process.platform !== 'linux') return undefined;
-  try {
-    const link = readlinkSync(`/proc/self/fd/${fd}`);
-    return link.startsWith('pipe:[') ? link.slice(6, -1) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * Kills `pid`'s process group and every straggler: stop them all first (so nothing forks while we look),
- * then SIGKILL.
- */
-function killTree(pid: number, pipeInodes: ReadonlySet<string>): void {
-  signalGroup(pid, 'SIGSTOP');
-  const seen = new Set<number>();
-  for (let round = 0; round < 3; round++) {
-    let added = false;
-    for (const p of findStragglers(pid, pipeInodes)) {
-      if (!seen.has(p)) {
-        seen.add(p);
-        added = true;
-        signalPid(p, 'SIGSTOP');
-      }
-    }
-    if (!added) break;
-  }
-  signalPid(pid, 'SIGKILL');
-  signalGroup(pid, 'SIGKILL');
-  for (const p of seen) {
-    signalPid(p, 'SIGKILL');
-    signalGroup(p, 'SIGKILL');
-  }
-}
-
-/**
  * Runs one process with a wall-clock timeout that kills its whole tree, an output budget split between
  * stdout and stderr with truncation reported, optional stdin, and an exact environment. Shared by every
  * driver. A non-zero exit, a signal, a timeout or an abort is reported in the result; only a failure to
@@ -275,58 +147,40 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
       pid: 0,
     };
   }
-  const stdinOption =
+  const stdinData =
     options.stdin === undefined
-      ? 'ignore'
+      ? undefined
       : typeof options.stdin === 'string'
         ? Buffer.from(options.stdin, 'utf8')
         : options.stdin;
-  const subprocess = execa(options.file, [...options.args], {
-    stdio: [stdinOption as 'ignore', 'pipe', 'pipe', ...(extra as Uint8Array[] as unknown as 'pipe'[])] as [
-      'ignore',
-      'pipe',
-      'pipe',
-    ],
-    env: { ...options.env },
-    extendEnv: false,
+  const subprocess = await (options.starter ?? startWithNode)({
+    file: options.file,
+    args: options.args,
+    env: options.env,
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
     ...(options.uid === undefined ? {} : { uid: options.uid }),
     ...(options.gid === undefined ? {} : { gid: options.gid }),
-    buffer: false,
-    reject: false,
-    detached: true,
-    cleanup: false,
-    stripFinalNewline: false,
-    windowsHide: true,
+    stdin: stdinData !== undefined,
+    extraFds: extra,
   });
+  const pid = subprocess.pid;
+  trackGroup(pid, options.gracefulStop?.signal);
 
-  let spawned = false;
   let exitCode: number | null = null;
   let exitSignal: string | null = null;
   let killedBy: KillReason | null = null;
-  const pipeInodes = new Set<string>();
-
-  const onExit = (code: number | null, signal: NodeJS.Signals | null) => {
-    exitCode = code;
-    exitSignal = signal;
+  const pipeInodes = new Set<string>(subprocess.outputInodes);
+  const exited = subprocess.exit.then((status) => {
+    exitCode = status.code;
+    exitSignal = status.signal;
     // Whatever the program left behind in its group goes with it.
-    if (subprocess.pid !== undefined) signalGroup(subprocess.pid, 'SIGKILL');
-  };
-  subprocess.once('spawn', () => {
-    spawned = true;
-    if (subprocess.pid !== undefined) trackGroup(subprocess.pid, options.gracefulStop?.signal);
+    signalGroup(pid, 'SIGKILL');
   });
-  subprocess.once('exit', onExit);
 
   // Streams paused for a consumer's promise; a kill resumes them all (see OutputCallback).
-  const paused = new Set<NodeJS.ReadableStream>();
+  const paused = new Set<Readable>();
   let draining = false;
-  const forward = (
-    stream: NodeJS.ReadableStream | null | undefined,
-    capture: OutputCapture,
-    callback: OutputCallback | undefined,
-  ) => {
-    if (!stream) return;
+  const forward = (stream: Readable, capture: OutputCapture, callback: OutputCallback | undefined) => {
     let live = callback !== undefined;
     stream.on('data', (chunk: Uint8Array) => {
       capture.push(chunk);
@@ -346,19 +200,26 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
       });
     });
   };
+  const ended = (stream: Readable) =>
+    new Promise<void>((resolve) => {
+      if (stream.destroyed || stream.readableEnded) resolve();
+      else {
+        stream.once('close', () => resolve());
+        stream.once('error', () => resolve());
+      }
+    });
+  const outputEnded = Promise.all([ended(subprocess.stdout), ended(subprocess.stderr)]);
   forward(subprocess.stdout, stdoutCap, options.onStdout);
   forward(subprocess.stderr, stderrCap, options.onStderr);
-  for (const s of [subprocess.stdout, subprocess.stderr]) {
-    const inode = pipeInode(s);
-    if (inode !== undefined) pipeInodes.add(inode);
+  if (subprocess.stdin !== null) {
+    subprocess.stdin.on('error', () => {}); // EPIPE: the program did not read it all
+    subprocess.stdin.end(stdinData);
   }
 
   let graceTimer: NodeJS.Timeout | undefined;
   const kill = (reason: KillReason) => {
     if (killedBy !== null) return;
     killedBy = reason;
-    const pid = subprocess.pid;
-    if (pid === undefined) return;
     if (options.gracefulStop === undefined) killTree(pid, pipeInodes);
     else {
       signalPid(pid, options.gracefulStop.signal);
@@ -373,21 +234,18 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
   const onAbort = () => kill('abort');
   options.signal?.addEventListener('abort', onAbort, { once: true });
 
-  let result: Awaited<typeof subprocess>;
   try {
-    result = await subprocess;
+    await Promise.all([exited, outputEnded]);
+  } catch (error) {
+    // The exit can no longer be known (a fork server died): nothing of the run may outlive it.
+    killTree(pid, pipeInodes);
+    for (const stream of [subprocess.stdin, subprocess.stdout, subprocess.stderr]) stream?.destroy();
+    throw error;
   } finally {
     clearTimeout(timer);
     clearTimeout(graceTimer);
     options.signal?.removeEventListener('abort', onAbort);
-    if (subprocess.pid !== undefined) liveGroups.delete(subprocess.pid);
-  }
-  if (!spawned) {
-    throw result.cause instanceof Error ? result.cause : new Error(result.message);
-  }
-  if (exitCode === null && exitSignal === null) {
-    exitCode = result.exitCode ?? null;
-    exitSignal = result.signal ?? null;
+    untrackGroup(pid);
   }
   return {
     exitCode,
@@ -399,6 +257,6 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
     timedOut: killedBy === 'timeout',
     killedBy,
     durationMs: monotonicMs() - started,
-    pid: subprocess.pid ?? 0,
+    pid,
   };
 }

@@ -1,0 +1,140 @@
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+
+// The process trees runBoundedProcess starts: tracked by process group, and killed as a whole (the group,
+// then whatever left it but is still a descendant or holds the run's output open).
+
+/**
+ * Process groups still running, killed if this Node process exits first (a graceful supervisor gets its
+ * stop signal instead, and cleans up after this process is gone).
+ */
+const liveGroups = new Map<number, NodeJS.Signals | undefined>();
+let exitHookInstalled = false;
+export function trackGroup(pid: number, stop: NodeJS.Signals | undefined): void {
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.once('exit', () => {
+      for (const [pgid, signal] of liveGroups) {
+        if (signal === undefined) signalGroup(pgid, 'SIGKILL');
+        else signalPid(pgid, signal);
+      }
+    });
+  }
+  liveGroups.set(pid, stop);
+}
+
+export function untrackGroup(pid: number): void {
+  liveGroups.delete(pid);
+}
+
+export function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // ESRCH: the group is already gone.
+  }
+}
+
+export function signalPid(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // ESRCH or EPERM: gone, or not ours.
+  }
+}
+
+/**
+ * Linux: every process that is a descendant of `root` or holds one of `pipeInodes` (pipe or socket
+ * inodes) open, so a grandchild that called setsid() and kept the run's stdout is still found.
+ */
+function findStragglers(root: number, pipeInodes: ReadonlySet<string>): number[] {
+  if (process.platform !== 'linux') return [];
+  const parent = new Map<number, number>();
+  const holders = new Set<number>();
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  for (const name of entries) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+      const after = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      parent.set(pid, Number(after[1]));
+    } catch {
+      continue;
+    }
+    if (pipeInodes.size > 0) {
+      try {
+        for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+          const link = readlinkSync(`/proc/${pid}/fd/${fd}`);
+          const inode = /^(?:pipe|socket):\[(\d+)\]$/.exec(link)?.[1];
+          if (inode !== undefined && pipeInodes.has(inode)) {
+            holders.add(pid);
+            break;
+          }
+        }
+      } catch {
+        // Not ours to inspect, or gone.
+      }
+    }
+  }
+  const out = new Set<number>(holders);
+  const children = new Map<number, number[]>();
+  for (const [pid, ppid] of parent) {
+    const list = children.get(ppid);
+    if (list) list.push(pid);
+    else children.set(ppid, [pid]);
+  }
+  const stack = [root];
+  while (stack.length > 0) {
+    const pid = stack.pop() as number;
+    for (const child of children.get(pid) ?? []) {
+      if (!out.has(child)) {
+        out.add(child);
+        stack.push(child);
+      }
+    }
+  }
+  out.delete(root);
+  return [...out];
+}
+
+export function pipeInode(stream: unknown): string | undefined {
+  const fd = (stream as { _handle?: { fd?: number } } | null)?._handle?.fd;
+  if (typeof fd !== 'number' || fd < 0 || process.platform !== 'linux') return undefined;
+  try {
+    const link = readlinkSync(`/proc/self/fd/${fd}`);
+    return link.startsWith('pipe:[') ? link.slice(6, -1) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Kills `pid`'s process group and every straggler: stop them all first (so nothing forks while we look),
+ * then SIGKILL.
+ */
+export function killTree(pid: number, pipeInodes: ReadonlySet<string>): void {
+  signalGroup(pid, 'SIGSTOP');
+  const seen = new Set<number>();
+  for (let round = 0; round < 3; round++) {
+    let added = false;
+    for (const p of findStragglers(pid, pipeInodes)) {
+      if (!seen.has(p)) {
+        seen.add(p);
+        added = true;
+        signalPid(p, 'SIGSTOP');
+      }
+    }
+    if (!added) break;
+  }
+  signalPid(pid, 'SIGKILL');
+  signalGroup(pid, 'SIGKILL');
+  for (const p of seen) {
+    signalPid(p, 'SIGKILL');
+    signalGroup(p, 'SIGKILL');
+  }
+}
