@@ -46,9 +46,9 @@ export const FILE_NAMES = new Set([
 
 function lstat(p: string): Stats | undefined {
   try {
-    return lstatSync(p);
+    return lstatSync(p, { throwIfNoEntry: false });
   } catch {
-    return undefined;
+    return undefined; // ENOTDIR, EACCES: not there for this purpose either
   }
 }
 

@@ -215,6 +215,19 @@ const errno = (e: number) => SECCOMP_RET.ERRNO | e;
  * Pure: the same options give the same bytes.
  */
 export function buildSeccompProgram(options: SeccompOptions): SeccompProgram {
+  // Pure, and built for every execution: the few distinct option sets are built once.
+  const key = JSON.stringify([options.arch, options.network, options.denySpawn, options.extraDenied ?? []]);
+  let program = built.get(key);
+  if (program === undefined) {
+    program = assemble(options);
+    if (built.size < 64) built.set(key, program);
+  }
+  return program;
+}
+
+const built = new Map<string, SeccompProgram>();
+
+function assemble(options: SeccompOptions): SeccompProgram {
   const { arch } = options;
   const nr = (name: keyof typeof SYSCALLS): number | undefined => SYSCALLS[name][arch];
   const a = new Assembler();

@@ -64,8 +64,10 @@ export function ensureSessionHome(
   identity: GitIdentity,
   protectedNames: readonly string[],
 ): string {
-  mkdirSync(homeRoot, { recursive: true, mode: 0o700 });
   const dir = path.join(homeRoot, key);
+  // The common case, every run of a session after its first: one lstat.
+  if (lstatSync(dir, { throwIfNoEntry: false })?.isDirectory()) return dir;
+  mkdirSync(homeRoot, { recursive: true, mode: 0o700 });
   try {
     mkdirSync(dir, { mode: 0o700 });
   } catch (error) {
