@@ -19,6 +19,7 @@
  *      the command's environment never passes through bwrap or this helper's own environment.
  *
  * `aleph-sandbox-init --launch … -- bwrap …` runs on the host instead: see launch.c.
+ * `aleph-sandbox-init --spawner SOCKET` is the driver's fork server on the host: see spawner.c.
  * `aleph-sandbox-init --direct …` does the same steps on the host itself, without namespaces: see direct.c.
  * `aleph-sandbox-init --enter-cgroup DIR -- PROGRAM…` runs on the host too: it moves itself into the
  * cgroup DIR (writing to DIR/cgroup.procs) and execs PROGRAM, so nothing PROGRAM starts escapes it.
@@ -232,6 +233,7 @@ static int enter_cgroup(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "--launch") == 0) return launch_main(argc, argv);
+  if (argc >= 2 && strcmp(argv[1], "--spawner") == 0) return spawner_main(argc, argv);
   if (argc == 2 && strcmp(argv[1], "--version") == 0) {
     printf("aleph-sandbox-init %s\n", ALEPH_HELPER_VERSION);
     return 0;

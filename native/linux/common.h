@@ -99,6 +99,9 @@ void start_bridge(const struct options *o, int lfd);
 /* launch.c: the host side (`--launch`). */
 int launch_main(int argc, char **argv);
 
+/* spawner.c: the driver's fork server (`--spawner`). */
+int spawner_main(int argc, char **argv);
+
 /* sweep.c: control files of repositories a command created or changed, renamed aside after the run. */
 struct sweep_skip {
   dev_t dev;

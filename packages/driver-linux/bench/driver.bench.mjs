@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { ApprovalGate, runBoundedProcess, WorkspaceSandbox } from '@aleph/sandbox-core';
 import { execa } from 'execa';
 import { createLinuxDriver, resolveHelperPath } from '../dist/index.js';
+import { createForkServer } from '../dist/spawner.js';
 import { checkPeer, ensurePeer, PEER_DIR, PEER_PACKAGE, PEER_VERSION, startPeer } from './peer.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
@@ -32,6 +33,14 @@ const approvalGate = new ApprovalGate({
   requester: { requestApproval: async () => ({ outcome: 'approved' }) },
 });
 const sandbox = new WorkspaceSandbox({ driver, workspaceRoot: root, approvalGate });
+// The same driver without its fork server: every launcher forked from this Node process.
+const nodeSpawnSandbox = new WorkspaceSandbox({
+  driver: createLinuxDriver({ forkServer: false }),
+  workspaceRoot: root,
+  approvalGate,
+});
+const benchState = mkdtempSync(path.join(os.tmpdir(), 'aleph-bench-state-'));
+const forkServer = createForkServer(resolveHelperPath(), benchState);
 
 // A realistic workspace: a git repository (a .git dir with hooks, config, objects) with a few files and a
 // commit, so that the protected paths under .git and the top-level stubs are all in play.
@@ -122,7 +131,19 @@ const variants = {
       timeoutMs: 30_000,
       maxOutputBytes: 1 << 16,
     }),
+  'bare bwrap (through the fork server)': () =>
+    runBoundedProcess({
+      file: probe.bwrapPath,
+      args: bareBwrapArgs,
+      env: { PATH: '/usr/bin:/bin' },
+      cwd: '/',
+      timeoutMs: 30_000,
+      maxOutputBytes: 1 << 16,
+      starter: forkServer.start,
+    }),
   'execute(/bin/true) none': () => sandbox.execute({ sessionId: 'bench', program: '/bin/true' }),
+  'execute(/bin/true) none, no fork server': () =>
+    nodeSpawnSandbox.execute({ sessionId: 'bench', program: '/bin/true' }),
   'execute(/bin/true) git repo': () => repoSandbox.execute({ sessionId: 'bench-repo', program: '/bin/true' }),
   'execute(/bin/true) allowHosts': () =>
     sandbox.execute({
@@ -179,6 +200,16 @@ for (const [label, key, v] of [
   );
 }
 console.log(`  git repository over empty workspace: +${(inRepo - none).toFixed(2)} ms`);
+// The baseline is bwrap started the way a Node program starts it (child_process, through the same
+// runner); execute() reaches its launcher through the driver's fork server. For the record, the same
+// ratios against bwrap started through that fork server, and execute() without it:
+const bareFs = m['bare bwrap (through the fork server)'];
+console.log(
+  `  execute (empty workspace) / bare bwrap through the fork server: ${(none / bareFs).toFixed(2)}x${spread('execute(/bin/true) none', 'bare bwrap (through the fork server)')}`,
+);
+console.log(
+  `  execute without the fork server / bare bwrap: ${(m['execute(/bin/true) none, no fork server'] / bare).toFixed(2)}x; the fork server saves ${(m['execute(/bin/true) none, no fork server'] - none).toFixed(2)} ms (this process's RSS ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB)`,
+);
 console.log(`  peer ${PEER_PACKAGE}@${PEER_VERSION} (library mode; ${PEER_DIR}): ${peerNotes.join('; ')}`);
 const peerKey = peer === undefined ? undefined : `peer ${PEER_PACKAGE}`;
 const peerMedian =
@@ -300,6 +331,9 @@ console.log('  reproduce: pnpm --filter @aleph/driver-linux bench');
 unixSource.close();
 tcpSource.close();
 await sandbox.dispose();
+await nodeSpawnSandbox.dispose();
+await forkServer.dispose();
 await repoSandbox.dispose();
+rmSync(benchState, { recursive: true, force: true });
 rmSync(root, { recursive: true, force: true });
 rmSync(repo, { recursive: true, force: true });

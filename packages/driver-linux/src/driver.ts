@@ -53,6 +53,7 @@ import { type LinuxProbe, probeLinux, which } from './probe.js';
 import { buildLinuxProfile, type LinuxProfile } from './profile.js';
 import { hostSeccompArch } from './seccomp.js';
 import { ensureSessionHome, type GitIdentity, readGitIdentity, sessionHomeEnv } from './session-home.js';
+import { createForkServer } from './spawner.js';
 import { candidateTiers, type LinuxTierId, linuxTier, tierGaps } from './tiers.js';
 
 const execFileAsync = promisify(execFile);
@@ -129,6 +130,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
   let gitIdentity: GitIdentity | undefined;
   let runs = 0;
   let stateReady = false;
+  const forkServer = options.forkServer === false ? undefined : createForkServer(helperPath, stateDir);
   const maxPids = options.maxPids ?? DEFAULT_MAX_PIDS;
   const maxOpenFiles =
     options.maxOpenFiles ??
@@ -456,6 +458,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
           timeoutMs: request.timeoutMs,
           maxOutputBytes: request.maxOutputBytes,
           extraFds: [Buffer.from(profile.seccomp.program, 'base64'), encodeEnv(env)],
+          ...(forkServer === undefined ? {} : { starter: forkServer.start }),
           ...(request.signal === undefined ? {} : { signal: request.signal }),
           ...(request.onStdout === undefined ? {} : { onStdout: request.onStdout }),
           ...(request.onStderr === undefined ? {} : { onStderr: request.onStderr }),
@@ -547,7 +550,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
 
     async dispose(): Promise<void> {
       disposed = true;
-      await Promise.all([pool.dispose(), loopbackPool?.dispose()]);
+      await Promise.all([pool.dispose(), loopbackPool?.dispose(), forkServer?.dispose()]);
     },
   });
   return driver;

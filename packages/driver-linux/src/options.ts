@@ -93,6 +93,12 @@ export interface LinuxDriverOptions {
    * `ALEPH_DRIVER_UNAVAILABLE` error. Default 3.
    */
   readonly minimumTier?: 1 | 2 | 3;
+  /**
+   * Start each run's host-side launcher through a small fork server (`aleph-sandbox-init --spawner`,
+   * started once) instead of forking this Node process, which takes milliseconds once its heap is large.
+   * Default true; where the server cannot start, runs fall back to `child_process.spawn`.
+   */
+  readonly forkServer?: boolean;
   /** cgroup v2 mount point. Default: detected. Tests point it at a fake tree. */
   readonly cgroupRoot?: string;
 }
