@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, wr
 import os from 'node:os';
 import path from 'node:path';
 import { gapNames } from '@aleph/driver-linux';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { linuxStack, REQUIRED } from '../support.js';
 import {
   checkTree,
@@ -43,8 +43,12 @@ const KNOWN_BROKEN = new Set<string>([
 ]);
 
 const stack = linuxStack();
-
 const identities = allIdentities();
+// The identities run one after the other, the tasks of each two at a time (each has its own repository
+// and session): a task is mostly the CLI's start and the preflight, on the CPU, and on a 2-core runner
+// vitest runs one file at a time (cores - 1 workers), so the second core would idle. Three at a time
+// was no faster here.
+vi.setConfig({ maxConcurrency: 2 });
 
 describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
   `agent tasks on a generated repository through the CLI${stack.ok ? '' : ` [skipped: ${stack.reason}]`}`,
@@ -56,7 +60,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
     }
 
     for (const identity of identities) {
-      describe.skipIf(identity.skip !== undefined)(asIdentityTitle(identity), () => {
+      describe.skipIf(identity.skip !== undefined)(asIdentityTitle(identity), { concurrent: true }, () => {
         const env: Env = { identity, base: '', home: '', template: '', mountpoint: '' };
         const gaps = new Set(gapNames(declaredGaps(identity)));
         /** `it`, skipped where this tier declares `gap`. */
