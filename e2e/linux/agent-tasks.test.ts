@@ -97,6 +97,8 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           // The tier's gaps come first, then what the limits leave unbounded.
           const expected = declaredGaps(identity);
           expect(details.notEnforced.slice(0, expected.length)).toEqual(expected);
+          for (const rest of details.notEnforced.slice(expected.length))
+            expect(rest).toMatch(/^(limit\.[a-z-]+( \([^)]*\))?|per-uid limits|disk|tmpfs): /);
         });
 
         for (const task of TASKS) {
