@@ -16,25 +16,20 @@ import http from 'node:http';
 import type net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import {
-  detectCgroup,
-  gapNames,
-  type LinuxTierId,
-  resolveHelperPath,
-  SYSCALLS,
-  tierGaps,
-} from '@aleph/driver-linux';
+import { gapNames, SYSCALLS } from '@aleph/driver-linux';
 import { sessionKeyToFilename } from '@aleph/sandbox-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canSwitchUid, linuxStack, REQUIRED, repoRoot, runAsync } from '../support.js';
+import { linuxStack, REQUIRED, repoRoot, runAsync } from '../support.js';
+import { identities as allIdentities, declaredGaps } from './hosts.js';
 
 /**
  * Escape attempts inside the real sandbox (bwrap + the native helper + seccomp + Landlock), each
  * asserted to fail, plus the positive cases ordinary tools need. The whole list runs once as the
  * current user and, when this is root, once more as an unprivileged uid through setpriv, and once on each
  * simulated host of a container: root without CAP_SYS_ADMIN (tier 2), namespace creation refused by a
- * seccomp filter (tier 3) and user namespaces unavailable (tier 3). A test is skipped only where the tier
- * declares the gap, by name (`tierGaps`), and a test checks the harness reports exactly those gaps.
+ * seccomp filter (tier 3) and user namespaces unavailable (tier 3), as `hosts.ts` defines them. A test is
+ * skipped only where the tier declares the gap, by name (`tierGaps`), and a test checks the harness
+ * reports exactly those gaps.
  */
 
 const stack = linuxStack();
@@ -46,81 +41,8 @@ function ownHome(base: string, uid: number): string {
   chownSync(home, uid, uid);
   return home;
 }
-const UNPRIVILEGED = 65534;
-const isRoot = process.getuid?.() === 0;
-interface Identity {
-  name: string;
-  uid: number;
-  /** The tier the preflight must pick there. */
-  tier: LinuxTierId;
-  /** Runs the harness on a simulated host: a command prefix. */
-  wrap?: string[];
-}
-const identities: Identity[] = [
-  {
-    name: isRoot ? 'root' : 'current user',
-    uid: process.getuid?.() ?? 0,
-    tier: isRoot ? 'namespaces' : 'user-namespace',
-  },
-];
-if (canSwitchUid())
-  identities.push({
-    name: `unprivileged uid ${UNPRIVILEGED} (setpriv)`,
-    uid: UNPRIVILEGED,
-    tier: 'user-namespace',
-  });
-
-// Simulated container hosts (root only; they need nothing beyond util-linux and a C compiler).
-const hostTools = mkdtempSync(path.join(os.tmpdir(), 'aleph-e2e-hosts-'));
-afterAll(() => rmSync(hostTools, { recursive: true, force: true }));
-const noNamespaces = path.join(hostTools, 'no-namespaces');
-const built =
-  isRoot &&
-  spawnSync('cc', ['-O2', '-o', noNamespaces, path.join(repoRoot, 'e2e/linux/no-namespaces.c')]).status === 0;
-if (isRoot) {
-  identities.push({
-    name: 'root without CAP_SYS_ADMIN (setpriv --bounding-set -sys_admin)',
-    uid: 0,
-    tier: 'user-namespace',
-    wrap: ['setpriv', '--bounding-set', '-sys_admin', '--inh-caps', '-sys_admin', '--'],
-  });
-  if (built)
-    identities.push({
-      name: 'namespace creation refused by a seccomp filter',
-      uid: 0,
-      tier: 'direct',
-      wrap: [noNamespaces],
-    });
-  identities.push({
-    name: 'user namespaces unavailable (user.max_user_namespaces=0 in a user namespace of our own)',
-    uid: 0,
-    tier: 'direct',
-    wrap: [
-      'unshare',
-      '-U',
-      '-r',
-      'sh',
-      '-c',
-      'echo 0 > /proc/sys/user/max_user_namespaces && exec "$0" "$@"',
-    ],
-  });
-}
-const helperFacts = (() => {
-  try {
-    const out = spawnSync(resolveHelperPath(), ['--probe']);
-    return JSON.parse(String(out.stdout)) as { landlock_abi: number };
-  } catch {
-    return { landlock_abi: 0 };
-  }
-})();
-/** The gaps `tier` declares on this machine, as the driver computes them. */
-const gapsOf = (id: Identity) =>
-  tierGaps(id.tier, {
-    isRoot: id.uid === 0,
-    cgroup: detectCgroup().available,
-    landlockAbi: helperFacts.landlock_abi,
-    directUid: undefined,
-  });
+// Those this machine cannot provide (not root, no C compiler) are left out, as before the move to hosts.ts.
+const identities = allIdentities().filter((identity) => identity.skip === undefined);
 
 interface StepResult {
   id: string;
@@ -217,7 +139,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
 
     describe.each(identities)('as $name', (identity) => {
       const { uid } = identity;
-      const expectedGaps = gapsOf(identity);
+      const expectedGaps = declaredGaps(identity);
       const gaps = new Set(gapNames(expectedGaps));
       /** `it`, skipped where this tier declares `gap`. */
       const unless = (gap: string) => (gaps.has(gap) ? it.skip : it);
@@ -484,7 +406,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           HOME: uid === process.getuid?.() ? hostHome : ownHome(base, uid),
         };
         let r: { status: number | null; stdout: string; stderr: string };
-        if (identity.wrap !== undefined) {
+        if (identity.wrap.length > 0) {
           const [cmd, ...rest] = identity.wrap as [string, ...string[]];
           r = await runAsync(cmd, [...rest, process.execPath, harness], { input: JSON.stringify(plan), env });
         } else if (uid === process.getuid?.()) {
