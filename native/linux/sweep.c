@@ -26,7 +26,8 @@ static const char *const CONTROL[] = {"config", "config.worktree", "commondir", 
 
 struct sweep {
   struct timespec start;
-  FILE *report;
+  const char *report_path;
+  FILE *report; /* opened at the first line: most runs report nothing, and a file costs an inode */
   long dirs;
   int incomplete;
   /* The root's own .git when it existed at the start: its control files were read-only mounts. */
@@ -36,6 +37,20 @@ struct sweep {
   const struct sweep_skip *skip;
   int nskip;
 };
+
+static void say(struct sweep *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct sweep *s, const char *fmt, ...) {
+  if (s->report == NULL && s->report_path != NULL) {
+    int fd = open(s->report_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) s->report = fdopen(fd, "w");
+    s->report_path = NULL;
+  }
+  if (s->report == NULL) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(s->report, fmt, ap);
+  va_end(ap);
+}
 
 static int skipped(const struct sweep *s, const struct stat *st) {
   for (int i = 0; i < s->nskip; i++)
@@ -54,12 +69,12 @@ static void quarantine(struct sweep *s, int dirfd, const char *name, const char 
     if (n == 0) snprintf(target, sizeof target, "%s.aleph-quarantined", name);
     else snprintf(target, sizeof target, "%s.aleph-quarantined-%d", name, n);
     if (renameat2(dirfd, name, dirfd, target, RENAME_NOREPLACE) == 0) {
-      if (s->report != NULL) fprintf(s->report, "quarantined %s/%s\n", where, name);
+      say(s, "quarantined %s/%s\n", where, name);
       return;
     }
     if (errno != EEXIST) break;
   }
-  if (s->report != NULL) fprintf(s->report, "failed %s/%s: %s\n", where, name, strerror(errno));
+  say(s, "failed %s/%s: %s\n", where, name, strerror(errno));
 }
 
 /* A `.git` directory: its control files that changed during the run go aside. */
@@ -145,11 +160,7 @@ static void walk(struct sweep *s, int dirfd, char *path, size_t len, int depth, 
 }
 
 void git_sweep(const struct sweep_root *roots, int nroots, const struct timespec *start, const char *report) {
-  struct sweep s = {.start = *start};
-  if (report != NULL) {
-    int fd = open(report, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd >= 0) s.report = fdopen(fd, "w");
-  }
+  struct sweep s = {.start = *start, .report_path = report};
   char path[4096];
   for (int i = 0; i < nroots; i++) {
     int fd = openat(roots[i].fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -163,7 +174,7 @@ void git_sweep(const struct sweep_root *roots, int nroots, const struct timespec
     s.nskip = roots[i].nskip;
     walk(&s, fd, path, strlen(path), 0, 1);
     close(fd);
-    if (s.incomplete && s.report != NULL) fprintf(s.report, "incomplete %s\n", roots[i].name);
+    if (s.incomplete) say(&s, "incomplete %s\n", roots[i].name);
   }
   if (s.report != NULL) fclose(s.report);
 }
