@@ -36,6 +36,7 @@ import {
 import { CgroupManager, detectCgroup } from './cgroup.js';
 import { buildDirectProfile, PROXY_PORT_ARG } from './direct-profile.js';
 import { encodeEnv, refuseLoaderEnv } from './env.js';
+import { RecordingView, stillAnswers } from './fs-view.js';
 import { checkHelperSync, resolveHelperPath } from './helper.js';
 import { readHostFacts } from './host.js';
 import { defaultMaxOpenFiles, readFileMax, readOpenFilesHardLimit } from './limits.js';
@@ -170,6 +171,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
   let cgroups: CgroupManager | undefined;
   let disposed = false;
   let ready: { bwrapPath: string; tier: string } | undefined;
+  const plans = new Map<string, { profile: LinuxProfile; queries: RecordingView['queries'] }>();
 
   /** What the gaps of a tier depend on: the Landlock ABI (from the helper) and a delegated cgroup. */
   const hostFacts = () => {
@@ -234,12 +236,24 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
         tmpDir: path.join(stateDir, 'tmp', sessionKey ?? 'preflight'),
       });
     }
-    return buildLinuxProfile(caps, cwd, workspace, {
+    const proxySocket = caps.network.kind === 'allowHosts' ? pool.socketPath(caps.network.hosts) : undefined;
+    // A plan is a pure function of its inputs and of what it read of the filesystem: reused while the
+    // filesystem still gives the same answers (re-asked each time, so a new .git or a vanished grant counts).
+    const key = JSON.stringify([tier, caps, cwd, workspace, sessionKey, proxySocket, common.notEnforced]);
+    const cached = plans.get(key);
+    if (cached !== undefined && stillAnswers(cached.queries)) return cached.profile;
+    const view = new RecordingView();
+    const profile = buildLinuxProfile(caps, cwd, workspace, {
       ...common,
-      proxySocket: caps.network.kind === 'allowHosts' ? pool.socketPath(caps.network.hosts) : undefined,
+      proxySocket,
       privileged: tier === 'namespaces',
       ...(tier === 'user-namespace' && host.isRoot ? { innerUid: sandboxUid ?? DEFAULT_SANDBOX_UID } : {}),
+      fs: view,
     });
+    plans.delete(key);
+    plans.set(key, { profile, queries: view.queries });
+    if (plans.size > 64) plans.delete(plans.keys().next().value as string);
+    return profile;
   };
 
   /** Runs `true` through `tier`, exactly as a command would run. */
@@ -434,7 +448,9 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
         args.push(request.program, ...request.args);
 
         const launch = [...profile.launch];
+        // Written only when the sweep has something to say; one a killed process left under this name goes.
         reportFile = path.join(stateDir, `report-${process.pid}-${++runs}`);
+        rmSync(reportFile, { force: true });
         launch.push('--report', reportFile);
         if (cgroups !== undefined) {
           leaf = await cgroups.createLeaf({

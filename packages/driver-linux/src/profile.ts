@@ -1,4 +1,3 @@
-import { lstatSync, readdirSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import {
   InvalidInputError,
@@ -6,6 +5,7 @@ import {
   type SandboxCapabilities,
   type SandboxProfile,
 } from '@aleph/sandbox-core';
+import { type FsView, liveFs } from './fs-view.js';
 import type { HostFacts } from './host.js';
 import { LaunchPlan } from './launch-plan.js';
 import { DEFAULT_MAX_OPEN_FILES, tmpfsSizeBytes } from './limits.js';
@@ -54,6 +54,8 @@ export interface ProfileInputs {
   /** The tier this profile is for, and what it does not enforce (see `tiers.ts`). */
   readonly tier?: LinuxTierId;
   readonly notEnforced?: readonly string[];
+  /** Where the plan reads the filesystem. Default the real one; the driver records it to cache plans. */
+  readonly fs?: FsView;
 }
 
 /** One Landlock rule as the helper applies it. */
@@ -126,48 +128,31 @@ export interface LinuxProfile extends SandboxProfile {
 }
 
 /** Whether `uid`/`gid` may pass through directory `dir` (its execute bit for them). */
-function passable(dir: string, uid: number, gid: number): boolean {
-  try {
-    const st = lstatSync(dir);
-    const bit = st.uid === uid ? 0o100 : st.gid === gid ? 0o010 : 0o001;
-    return (st.mode & bit) !== 0;
-  } catch {
-    return true;
-  }
+function passable(fs: FsView, dir: string, uid: number, gid: number): boolean {
+  const st = fs.lstat(dir);
+  if (st === undefined) return true;
+  const bit = st.uid === uid ? 0o100 : st.gid === gid ? 0o010 : 0o001;
+  return (st.mode & bit) !== 0;
 }
 
 /** The home directories (real paths) that lie inside one of `roots`: `home`, `/root`, `/home/*`. */
-function homesWithin(roots: readonly string[], home: string): string[] {
+function homesWithin(fs: FsView, roots: readonly string[], home: string): string[] {
   const candidates = new Set<string>();
-  const real = (p: string) => {
-    try {
-      return realpathSync(p);
-    } catch {
-      return undefined;
-    }
-  };
   const add = (p: string) => {
-    const r = real(p);
+    const r = fs.realpath(p);
     if (r !== undefined && roots.some((root) => isPathWithin(r, root))) candidates.add(r);
   };
   add(home);
   if (roots.some((root) => isPathWithin('/root', root))) add('/root');
   if (roots.some((root) => isPathWithin('/home', root))) {
-    try {
-      for (const name of readdirSync('/home')) add(path.join('/home', name));
-    } catch {
-      // no /home
-    }
+    for (const name of fs.readdir('/home') ?? []) add(path.join('/home', name));
   }
-  return [...candidates].filter((h) => exists(h) === 'dir');
+  return [...candidates].filter((h) => exists(fs, h) === 'dir');
 }
 
-function exists(p: string): 'dir' | 'file' | undefined {
-  try {
-    return lstatSync(p).isDirectory() ? 'dir' : 'file';
-  } catch {
-    return undefined;
-  }
+function exists(fs: FsView, p: string): 'dir' | 'file' | undefined {
+  const st = fs.lstat(p);
+  return st === undefined ? undefined : st.type === 'dir' ? 'dir' : 'file';
 }
 
 /**
@@ -184,6 +169,7 @@ export function buildLinuxProfile(
   inputs: ProfileInputs,
 ): LinuxProfile {
   const { host } = inputs;
+  const fs = inputs.fs ?? liveFs;
   const privileged = inputs.privileged ?? host.isRoot;
   const plan = new LaunchPlan();
   const mounts: MountOp[] = [];
@@ -213,13 +199,13 @@ export function buildLinuxProfile(
 
   // Grants.
   caps.fsRead.forEach((p, i) => {
-    const kind = exists(p);
+    const kind = exists(fs, p);
     if (kind === undefined) throw missingPath('fsRead', i, p);
     mounts.push({ op: 'ro-bind', src: p, dest: p, fd: plan.open(p), kind });
     landlock.push({ path: p, access: 'read-exec' });
   });
   caps.fsWrite.forEach((p, i) => {
-    const kind = exists(p);
+    const kind = exists(fs, p);
     if (kind === undefined) throw missingPath('fsWrite', i, p);
     mounts.push({ op: 'bind', src: p, dest: p, fd: plan.open(p), kind });
     landlock.push({ path: p, access: 'read-write-exec' });
@@ -244,7 +230,7 @@ export function buildLinuxProfile(
       privileged &&
       dir !== path.dirname(dir) &&
       visible.some((v) => v !== dir && isPathWithin(dir, v)) &&
-      !passable(dir, inputs.sandboxUid ?? inputs.uidRange[0], inputs.sandboxGid ?? inputs.uidRange[0]);
+      !passable(fs, dir, inputs.sandboxUid ?? inputs.uidRange[0], inputs.sandboxGid ?? inputs.uidRange[0]);
       dir = path.dirname(dir)
     ) {
       hidden = dir;
@@ -255,7 +241,7 @@ export function buildLinuxProfile(
   const vaultHidden: string[] = [];
   for (const vault of inputs.vaultPaths) {
     if (!visible.some((v) => isPathWithin(vault, v)) && !isPathWithin(vault, workspace)) continue;
-    const kind = exists(vault);
+    const kind = exists(fs, vault);
     if (kind === 'dir') mounts.push({ op: 'tmpfs', dest: vault, mode: '0700', readOnly: true, hide: true });
     else if (kind === 'file') mounts.push({ op: 'mask-file', dest: vault });
     else continue;
@@ -263,13 +249,13 @@ export function buildLinuxProfile(
   }
 
   // Protected sub-paths of every writable root.
-  const writableRoots = [workspace, ...caps.fsWrite.filter((p) => exists(p) === 'dir')];
-  const protection = planProtectedPaths(plan, writableRoots, inputs.protectedPaths);
+  const writableRoots = [workspace, ...caps.fsWrite.filter((p) => exists(fs, p) === 'dir')];
+  const protection = planProtectedPaths(plan, writableRoots, inputs.protectedPaths, fs);
   mounts.push(...protection.mounts);
   // Home directories a writable root holds (the host user's, and /root and /home/* under a wide grant):
   // what the host runs from them next (shell startup, git and ssh config, ~/.aleph, …) stays read-only.
-  const homes = homesWithin(writableRoots, host.home);
-  const homeProtection = planProtectedPaths(plan, homes, inputs.homeProtectedPaths);
+  const homes = homesWithin(fs, writableRoots, host.home);
+  const homeProtection = planProtectedPaths(plan, homes, inputs.homeProtectedPaths, fs);
   mounts.push(...homeProtection.mounts);
 
   // Network.

@@ -1,6 +1,6 @@
-import { lstatSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { InvalidInputError } from '@aleph/sandbox-core';
+import { type FsView, liveFs } from './fs-view.js';
 import type { LaunchPlan } from './launch-plan.js';
 import type { MountOp } from './mounts.js';
 
@@ -44,14 +44,6 @@ export const FILE_NAMES = new Set([
   'pip.conf',
 ]);
 
-function lstat(p: string): Stats | undefined {
-  try {
-    return lstatSync(p, { throwIfNoEntry: false });
-  } catch {
-    return undefined; // ENOTDIR, EACCES: not there for this purpose either
-  }
-}
-
 /**
  * Plans the read-only protection of `relative` paths (`.git/hooks`, `.aleph`, …) inside each writable root:
  * - an existing protected path is mounted read-only onto itself, and every directory between the root
@@ -70,14 +62,15 @@ export function planProtectedPaths(
   plan: LaunchPlan,
   roots: readonly string[],
   relative: readonly string[],
+  fs: FsView = liveFs,
 ): ProtectionPlan {
   const mounts: MountOp[] = [];
   const stubs: Stub[] = [];
   const summary: string[] = [];
   const selfBound = new Set<string>();
   for (const root of roots) {
-    const rootStat = lstat(root);
-    if (rootStat === undefined || !rootStat.isDirectory()) continue;
+    const rootStat = fs.lstat(root);
+    if (rootStat?.type !== 'dir') continue;
     plan.open(root);
     for (const rel of relative) {
       const parts = rel.split('/').filter(Boolean);
@@ -87,8 +80,8 @@ export function planProtectedPaths(
         const part = parts[i] as string;
         current = path.join(current, part);
         const last = i === parts.length - 1;
-        const st = lstat(current);
-        if (st?.isSymbolicLink()) {
+        const st = fs.lstat(current);
+        if (st?.type === 'symlink') {
           throw new InvalidInputError(
             'ALEPH_INVALID_COMMAND',
             'protected path',
@@ -116,13 +109,13 @@ export function planProtectedPaths(
           continue;
         }
         const fd = plan.openIn(parent, part, 'need');
-        if (last || !st.isDirectory()) {
+        if (last || st.type !== 'dir') {
           mounts.push({
             op: 'ro-bind',
             src: current,
             dest: current,
             fd,
-            kind: st.isDirectory() ? 'dir' : 'file',
+            kind: st.type === 'dir' ? 'dir' : 'file',
           });
           summary.push(`${current}: read-only`);
           break;
