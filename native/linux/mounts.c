@@ -163,7 +163,8 @@ void mount_ops_apply(void) {
     case 'k': {
       int d = open_dest(m, 1);
       int n = (int)syscall(SYS_open_tree, AT_FDCWD, "/dev/null", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-      struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC};
+      /* nodev: the mask cannot even be opened (EACCES), as with bwrap's own binds. */
+      struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
       if (n < 0 || syscall(SYS_mount_setattr, n, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
         die("masking %s: %s", m->dest, strerror(errno));
       attach(n, d, m->dest);

@@ -114,12 +114,14 @@ export function renderMounts(ops: readonly MountOp[], options: { inHelper?: bool
           helper.push('--mnt', `@${op.fd}`, op.dest, onHost ? 's' : op.kind === 'file' ? 'f' : 'c');
         }
         break;
+      // On a root host the helper masks with the new mount API; bwrap's --ro-bind re-reads the whole mount
+      // table for every read-only mount it makes.
       case 'mask-file':
-        if (user) helper.push('--mask-at', op.dest);
+        if (user || inHelper) helper.push('--mask-at', op.dest);
         else bwrap.push('--ro-bind', '/dev/null', op.dest);
         break;
       case 'tmpfs':
-        if (user)
+        if (user || (inHelper && op.readOnly === true && op.sizeBytes === undefined))
           helper.push('--tmpfs-at', op.dest, op.mode, `${op.readOnly ? 'r' : ''}${onHost ? '' : 'c'}` || '-');
         else {
           bwrap.push('--perms', op.mode);
