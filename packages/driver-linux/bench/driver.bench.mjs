@@ -120,27 +120,21 @@ const bareBwrapArgs = [
   '/proc',
   '/bin/true',
 ];
+// Bare bwrap, started by this Node process (child_process) or, for the record, by the fork server.
+const bareBwrap = (starter) =>
+  runBoundedProcess({
+    file: probe.bwrapPath,
+    args: bareBwrapArgs,
+    env: { PATH: '/usr/bin:/bin' },
+    cwd: '/',
+    timeoutMs: 30_000,
+    maxOutputBytes: 1 << 16,
+    ...(starter === undefined ? {} : { starter }),
+  });
 const variants = {
   'execa /bin/true': () => execa('/bin/true', [], { reject: false, stdin: 'ignore' }),
-  'bare bwrap': () =>
-    runBoundedProcess({
-      file: probe.bwrapPath,
-      args: bareBwrapArgs,
-      env: { PATH: '/usr/bin:/bin' },
-      cwd: '/',
-      timeoutMs: 30_000,
-      maxOutputBytes: 1 << 16,
-    }),
-  'bare bwrap (through the fork server)': () =>
-    runBoundedProcess({
-      file: probe.bwrapPath,
-      args: bareBwrapArgs,
-      env: { PATH: '/usr/bin:/bin' },
-      cwd: '/',
-      timeoutMs: 30_000,
-      maxOutputBytes: 1 << 16,
-      starter: forkServer.start,
-    }),
+  'bare bwrap': () => bareBwrap(),
+  'bare bwrap (through the fork server)': () => bareBwrap(forkServer.start),
   'execute(/bin/true) none': () => sandbox.execute({ sessionId: 'bench', program: '/bin/true' }),
   'execute(/bin/true) none, no fork server': () =>
     nodeSpawnSandbox.execute({ sessionId: 'bench', program: '/bin/true' }),

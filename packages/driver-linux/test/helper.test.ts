@@ -24,17 +24,10 @@ import {
   readHostFacts,
   resolveHelperPath,
 } from '../src/index.js';
+import { tempDirs } from './temp-dirs.js';
 
 const repo = fileURLToPath(new URL('../../..', import.meta.url));
-const made: string[] = [];
-const tempDir = () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'aleph-helper-test-'));
-  made.push(dir);
-  return dir;
-};
-afterAll(() => {
-  for (const dir of made) rmSync(dir, { recursive: true, force: true });
-});
+const tempDir = tempDirs('aleph-helper-test-');
 
 const platformBinary = (arch: string) =>
   path.join(repo, 'packages', `driver-linux-${arch}`, 'bin', 'aleph-sandbox-init');

@@ -5,16 +5,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { RecordingView, stillAnswers } from '../src/fs-view.js';
 import { checkHelperSync, createLinuxDriver, resolveHelperPath } from '../src/index.js';
 import { which } from '../src/probe.js';
+import { tempDirs } from './temp-dirs.js';
 
-const made: string[] = [];
-const tempDir = () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'aleph-plan-cache-'));
-  made.push(dir);
-  return dir;
-};
-afterAll(() => {
-  for (const dir of made) rmSync(dir, { recursive: true, force: true });
-});
+const tempDir = tempDirs('aleph-plan-cache-');
 
 describe('RecordingView / stillAnswers', () => {
   it('holds while the filesystem gives the same answers, and not after any of them changes', () => {

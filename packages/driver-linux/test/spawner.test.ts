@@ -9,19 +9,12 @@ import { runBoundedProcess } from '@aleph/sandbox-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { checkHelperSync, resolveHelperPath } from '../src/index.js';
 import { createForkServer } from '../src/spawner.js';
+import { tempDirs } from './temp-dirs.js';
 
 // The fork server (native/linux/spawner.c + src/spawner.ts) against the real helper binary.
 const helper = resolveHelperPath();
 const usable = process.platform === 'linux' && checkHelperSync(helper).ok;
-const made: string[] = [];
-const tempDir = () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'aleph-spawner-test-'));
-  made.push(dir);
-  return dir;
-};
-afterAll(() => {
-  for (const dir of made) rmSync(dir, { recursive: true, force: true });
-});
+const tempDir = tempDirs('aleph-spawner-test-');
 const PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
 const text = (b: Uint8Array) => Buffer.from(b).toString('utf8');
 
