@@ -3,17 +3,14 @@ import { createHash } from 'node:crypto';
 import {
   chmodSync,
   copyFileSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
-  rmSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   checkHelper,
   checkHelperSync,
