@@ -112,7 +112,14 @@ struct sweep_root {
   const struct sweep_skip *skip;
   int nskip;
 };
-void git_sweep(const struct sweep_root *roots, int nroots, const struct timespec *start, const char *report);
+void git_sweep(const struct sweep_root *roots, int nroots, const struct timespec *start, FILE *report);
+/* Renames NAME (beneath DIRFD) to NAME.aleph-quarantined[-N] and reports `quarantined PATH`; where no
+ * such name can be had, removes it (`removed PATH`). 0 when it is gone from NAME, else `failed PATH: …`. */
+int set_aside(int dirfd, const char *name, FILE *report, const char *path);
+/* Removes NAME beneath DIRFD and everything below it, on descriptors; 0 when it is gone. */
+int remove_entry(int dirfd, const char *name, int depth);
+/* Writes `KIND PATH[: WHY]` to REPORT (if any), a newline in PATH shown as '?'. */
+void report_line(FILE *report, const char *kind, const char *path, const char *why);
 
 /* mounts.c: user-path mounts made inside the sandbox from descriptors. */
 int mount_op_parse(const char *op, char **argv, int argc, int *i);

@@ -392,6 +392,11 @@ int launch_main(int argc, char **argv) {
   }
   unlock_roots_mutex();
   if (i >= argc) die("launch: no program given after --");
+  FILE *report = NULL;
+  if (report_path != NULL) {
+    int fd = open(report_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) report = fdopen(fd, "w");
+  }
   char **prog = &argv[i];
   char numbers[MAX_NODES][16];
   char uidbuf[24];
@@ -472,9 +477,10 @@ int launch_main(int argc, char **argv) {
       sweeps[k].skip = skip;
       sweeps[k].nskip = nskip;
     }
-    git_sweep(sweeps, nsweeps, &start, report_path);
+    git_sweep(sweeps, nsweeps, &start, report);
   }
   release_roots();
+  if (report != NULL) fclose(report);
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   int sig = WTERMSIG(status);
   signal(sig, SIG_DFL);

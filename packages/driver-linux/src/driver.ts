@@ -517,6 +517,8 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
               }),
             ],
             ...(sweep.quarantined.length === 0 ? {} : { quarantined: sweep.quarantined }),
+            ...(sweep.removed.length === 0 ? {} : { removed: sweep.removed }),
+            ...(sweep.failed.length === 0 ? {} : { quarantineFailed: sweep.failed }),
             ...(sweep.incomplete.length === 0 ? {} : { gitSweepIncomplete: sweep.incomplete }),
             ...(killedBySignal === undefined ? {} : { exitStatus: result.exitCode }),
             ...(result.killedBy === null ? {} : { killedBy: result.killedBy }),
@@ -562,12 +564,25 @@ function bwrapFix(stderr: string): string {
   return 'run `aleph-sandbox doctor`, which checks bubblewrap, the kernel and the helper one by one';
 }
 
+/** What the launcher's git sweep did after the run, each a list of report lines (see {@link readSweepReport}). */
+interface SweepReport {
+  /** Paths renamed aside (`NAME.aleph-quarantined[-N]`). */
+  quarantined: string[];
+  /** Paths removed instead, where no such name could be had (all taken, or the name too long). */
+  removed: string[];
+  /** `PATH: reason`: what could not be renamed aside nor removed. */
+  failed: string[];
+  /** Roots whose walk hit its bounds. */
+  incomplete: string[];
+}
+
 /**
- * What the launcher's git sweep did (see native/linux/sweep.c): control files it renamed aside, and the
- * roots whose walk hit its bounds. The report lives in the host-only state directory.
+ * What the launcher's git sweep did (see native/linux/sweep.c), one line each (`quarantined PATH`,
+ * `removed PATH`, `failed PATH: reason`, `incomplete ROOT`). The report lives in the host-only state
+ * directory.
  */
-function readSweepReport(file: string | undefined): { quarantined: string[]; incomplete: string[] } {
-  const out = { quarantined: [] as string[], incomplete: [] as string[] };
+function readSweepReport(file: string | undefined): SweepReport {
+  const out: SweepReport = { quarantined: [], removed: [], failed: [], incomplete: [] };
   if (file === undefined) return out;
   let text = '';
   try {
@@ -576,8 +591,9 @@ function readSweepReport(file: string | undefined): { quarantined: string[]; inc
     return out;
   }
   for (const line of text.split('\n')) {
-    if (line.startsWith('quarantined ')) out.quarantined.push(line.slice('quarantined '.length));
-    else if (line.startsWith('incomplete ')) out.incomplete.push(line.slice('incomplete '.length));
+    const space = line.indexOf(' ');
+    const kind = line.slice(0, space) as keyof SweepReport;
+    if (space > 0 && Object.hasOwn(out, kind)) out[kind].push(line.slice(space + 1));
   }
   return out;
 }
