@@ -99,6 +99,18 @@ void start_bridge(const struct options *o, int lfd);
 /* launch.c: the host side (`--launch`). */
 int launch_main(int argc, char **argv);
 
+/* stubs.c: the launcher's records of the stubs it made below a writable root. */
+#define MAX_RECORDED 512
+struct recorded {
+  char kind; /* d: directory, f: empty file, c: a file holding "." */
+  unsigned long long dev, ino;
+  char rel[1024];
+};
+/* Reads a root's stub record ("KIND DEV INO REL" lines, oldest first) into ITEMS; returns how many. */
+int read_record(int record, struct recorded *items, int max);
+/* Removes the stubs RECORD lists below ROOT that are still the empty stubs made, and empties RECORD. */
+void remove_recorded(int root, int record);
+
 /* sweep.c: control files of repositories a command created or changed, renamed aside after the run. */
 struct sweep_skip {
   dev_t dev;
