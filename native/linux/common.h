@@ -133,6 +133,16 @@ int remove_entry(int dirfd, const char *name, int depth);
 /* Writes `KIND PATH[: WHY]` to REPORT (if any), a newline in PATH shown as '?'. */
 void report_line(FILE *report, const char *kind, const char *path, const char *why);
 
+/* guard.c: tier 3's protected paths, snapshotted before the run and checked after it (`--guard`). */
+struct guard;
+struct guard *guard_new(int rootfd, const char *root, dev_t dev, ino_t ino);
+void guard_path(struct guard *g, const char *rel);
+/* Under the root's lock. FRESH: no other run uses the root (a snapshot left now is a killed run's). */
+void guard_prepare(struct guard *g, int state_fd, int fresh, FILE *report);
+void guard_check(struct guard *g, FILE *report);
+/* The last run using the root: its snapshot goes. */
+void guard_discard(struct guard *g);
+
 /* mounts.c: user-path mounts made inside the sandbox from descriptors. */
 int mount_op_parse(const char *op, char **argv, int argc, int *i);
 void mount_ops_apply(void);

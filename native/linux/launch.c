@@ -15,6 +15,9 @@
  *   5. replaces the arguments @NAME (a descriptor's number), @UID and @GID in PROGRAM's arguments;
  *   6. runs PROGRAM with a fixed environment, waits for it, cleans up and exits as PROGRAM did. SIGTERM,
  *      SIGINT, SIGHUP and the death of its own parent kill PROGRAM first, so the cleanup still runs.
+ * After PROGRAM: --reap kills what it left behind (tier 3), --git-sweep sets aside the control files of
+ * repositories it created or changed (sweep.c), and --guard ROOT REL (tier 3, no read-only mounts) puts
+ * back the protected paths it changed, from a snapshot taken before it (guard.c).
  */
 #include "common.h"
 
@@ -40,6 +43,8 @@ struct root_lock {
   int node;
   int dirfd; /* the root, opened before any clone replaces its descriptor */
   int mutex, users, record;
+  int fresh; /* no other run used the root when this one started */
+  struct guard *guard;
 };
 
 static struct node nodes[MAX_NODES];
@@ -92,6 +97,7 @@ static struct root_lock *lock_root(int root_node) {
   if (flock(l->users, LOCK_EX | LOCK_NB) == 0) {
     /* Nobody else uses this root: what the record lists was left by a run that was killed. */
     remove_recorded(l->dirfd, l->record);
+    l->fresh = 1;
   }
   if (flock(l->users, LOCK_SH) < 0) die("launch: flock: %s", strerror(errno));
   return l; /* the mutex stays held until every path below this root is open */
@@ -101,11 +107,15 @@ static void unlock_roots_mutex(void) {
   for (int i = 0; i < nlocks; i++) flock(locks[i].mutex, LOCK_UN);
 }
 
-static void release_roots(void) {
+static void release_roots(FILE *report) {
   for (int i = 0; i < nlocks; i++) {
     struct root_lock *l = &locks[i];
     flock(l->mutex, LOCK_EX);
-    if (flock(l->users, LOCK_EX | LOCK_NB) == 0) remove_recorded(l->dirfd, l->record);
+    if (l->guard != NULL) guard_check(l->guard, report);
+    if (flock(l->users, LOCK_EX | LOCK_NB) == 0) {
+      remove_recorded(l->dirfd, l->record);
+      if (l->guard != NULL) guard_discard(l->guard);
+    }
     flock(l->users, LOCK_UN);
     flock(l->mutex, LOCK_UN);
   }
@@ -332,6 +342,14 @@ int launch_main(int argc, char **argv) {
         r->top_dev = st.st_dev;
         r->top_ino = st.st_ino;
       }
+    } else if (strcmp(a, "--guard") == 0 && left >= 2) {
+      int k = find_node(argv[i + 1]);
+      if (nodes[k].path == NULL) die("launch: --guard %s: not a path opened with --open", argv[i + 1]);
+      struct root_lock *l = lock_root(k);
+      if (l == NULL) die("launch: --guard needs --state");
+      if (l->guard == NULL) l->guard = guard_new(l->dirfd, nodes[k].path, nodes[k].st.st_dev, nodes[k].st.st_ino);
+      guard_path(l->guard, argv[i + 2]);
+      i += 2;
     } else if (strcmp(a, "--report") == 0 && left >= 1) {
       report_path = argv[++i];
     } else if (strcmp(a, "--clone") == 0 && left >= 2) {
@@ -341,13 +359,15 @@ int launch_main(int argc, char **argv) {
       die("launch: unknown or incomplete option %s", a);
     }
   }
-  unlock_roots_mutex();
   if (i >= argc) die("launch: no program given after --");
   FILE *report = NULL;
   if (report_path != NULL) {
     int fd = open(report_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) report = fdopen(fd, "w");
   }
+  for (int k = 0; k < nlocks; k++)
+    if (locks[k].guard != NULL) guard_prepare(locks[k].guard, state_fd, locks[k].fresh, report);
+  unlock_roots_mutex();
   char **prog = &argv[i];
   char numbers[MAX_NODES][16];
   char uidbuf[24];
@@ -430,7 +450,7 @@ int launch_main(int argc, char **argv) {
     }
     git_sweep(sweeps, nsweeps, &start, report);
   }
-  release_roots();
+  release_roots(report);
   if (report != NULL) fclose(report);
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   int sig = WTERMSIG(status);

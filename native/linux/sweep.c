@@ -3,8 +3,9 @@
  * `--report FILE`): host git must not run code or configuration a command wrote.
  *
  * The repository at the top of each writable root has its control files mounted read-only during the
- * run (protected paths). Below it, and wherever no repository existed, a command can create or change
- * repositories (git init, a nested clone, a planted `.git` file or symlink, a gitlink target). So every `.git` found below a swept root — a directory, a
+ * run (protected paths; in tier 3 the guard, guard.c, checks them instead). Below it, and wherever no
+ * repository existed, a command can create or change repositories (git init, a nested clone, a planted
+ * `.git` file or symlink, a gitlink target). So every `.git` found below a swept root — a directory, a
  * file or a symlink, at any depth up to the walk's bounds — is checked, and each control file of it that
  * changed during the run (its ctime is not older than the run's start; a command cannot set a ctime
  * back), or the `.git` file or symlink itself, is renamed aside to `NAME.aleph-quarantined[-N]` in its
