@@ -4,12 +4,6 @@
  */
 #include "guard.h"
 
-static int copy_fd(const struct guard *g, int n) {
-  char name[24];
-  snprintf(name, sizeof name, "%d", n);
-  return openat(g->snapfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-}
-
 static ssize_t read_full(int fd, char *buf, size_t len) {
   size_t done = 0;
   while (done < len) {
@@ -22,31 +16,30 @@ static ssize_t read_full(int fd, char *buf, size_t len) {
   return (ssize_t)done;
 }
 
-/* Copy N into BUF (a symlink's target); its length, or -1. */
-static ssize_t read_copy(const struct guard *g, int n, char *buf, size_t len) {
-  int fd = copy_fd(g, n);
-  if (fd < 0) return -1;
-  ssize_t r = read_full(fd, buf, len);
-  close(fd);
-  return r;
+/* Up to LEN bytes of entry E's copy, from OFFSET on, into BUF; how many, or -1. */
+static ssize_t read_copy(const struct guard *g, const struct gentry *e, long long offset, char *buf, size_t len) {
+  if (e->data < 0) return -1;
+  if ((long long)len > e->size - offset) len = (size_t)(e->size - offset);
+  size_t done = 0;
+  while (done < len) {
+    ssize_t r = pread(g->datafd, buf + done, len - done, e->data + offset + (long long)done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    done += (size_t)r;
+  }
+  return (ssize_t)done;
 }
 
-/* Whether FD holds exactly what copy N holds (SIZE bytes). */
-static int same_content(const struct guard *g, int fd, int n, long long size) {
+/* Whether FD holds exactly what entry E's copy holds. */
+static int same_content(const struct guard *g, int fd, const struct gentry *e) {
   static char a[65536], b[65536];
-  int c = copy_fd(g, n);
-  if (c < 0) return 0;
-  long long done = 0;
-  int same = 1;
-  for (;;) {
+  for (long long done = 0;;) {
     ssize_t ra = read_full(fd, a, sizeof a);
-    ssize_t rb = read_full(c, b, sizeof b);
-    if (ra < 0 || ra != rb || memcmp(a, b, (size_t)ra) != 0) same = 0;
-    if (!same || ra == 0) break;
+    ssize_t rb = read_copy(g, e, done, b, sizeof b);
+    if (ra < 0 || ra != rb || memcmp(a, b, (size_t)ra) != 0) return 0;
+    if (ra == 0) return done == e->size;
     done += ra;
   }
-  close(c);
-  return same && done == size;
 }
 
 static char type_of(const struct stat *st) {
@@ -69,7 +62,7 @@ static int unchanged(const struct guard *g, int k, int dirfd, const char *name) 
   if (e->type == 'l') {
     char now[GUARD_PATH_MAX], then[GUARD_PATH_MAX];
     ssize_t a = readlinkat(dirfd, name, now, sizeof now);
-    ssize_t b = read_copy(g, e->data, then, sizeof then);
+    ssize_t b = read_copy(g, e, 0, then, sizeof then);
     return a >= 0 && a == b && memcmp(now, then, (size_t)a) == 0;
   }
   if (e->type == 'f') {
@@ -80,7 +73,7 @@ static int unchanged(const struct guard *g, int k, int dirfd, const char *name) 
       return 1;
     int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) return 0;
-    int same = same_content(g, fd, e->data, e->size);
+    int same = same_content(g, fd, e);
     close(fd);
     return same;
   }
@@ -103,7 +96,7 @@ static int rebuild(const struct guard *g, int k, int dirfd, const char *name) {
   struct timespec times[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_sec = (time_t)e->ms, .tv_nsec = (long)e->mn}};
   if (e->type == 'l') {
     char target[GUARD_PATH_MAX];
-    ssize_t len = read_copy(g, e->data, target, sizeof target - 1);
+    ssize_t len = read_copy(g, e, 0, target, sizeof target - 1);
     if (len < 0) return -1;
     target[len] = '\0';
     if (symlinkat(target, dirfd, name) < 0) return -1;
@@ -114,13 +107,12 @@ static int rebuild(const struct guard *g, int k, int dirfd, const char *name) {
   int fd, rc = 0;
   if (e->type == 'f') {
     fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    int in = fd >= 0 ? copy_fd(g, e->data) : -1;
     static char chunk[65536];
-    ssize_t r = in < 0 ? -1 : 0;
-    while (in >= 0 && (r = read_full(in, chunk, sizeof chunk)) > 0)
-      if (write(fd, chunk, (size_t)r) != r) r = -1;
-    if (in >= 0) close(in);
-    if (fd >= 0 && r < 0) rc = -1;
+    for (long long done = 0; fd >= 0 && rc == 0 && done < e->size;) {
+      ssize_t r = read_copy(g, e, done, chunk, sizeof chunk);
+      rc = r > 0 && pwrite_all(fd, chunk, (size_t)r, done) == 0 ? 0 : -1;
+      done += r;
+    }
   } else {
     fd = mkdirat(dirfd, name, 0700) == 0 ? openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
     for (int j = k + 1; fd >= 0 && rc == 0 && j < e->end; j = g->entries[j].end)
@@ -279,7 +271,7 @@ static void check_container(struct guard *g, const struct gunit *u, FILE *report
 }
 
 void guard_check(struct guard *g, FILE *report) {
-  if (g->snapfd < 0) return;
+  if (g->manifestfd < 0) return;
   snprintf(g->gone, sizeof g->gone, "\n"); /* no directory reported yet */
   for (int i = 0; i < g->nunits; i++) {
     if (g->units[i].kind == 'c') check_container(g, &g->units[i], report);

@@ -4,8 +4,8 @@
  */
 #include "guard.h"
 
-/* ── The manifest: `aleph-guard 1 TAKEN_S TAKEN_NS COPIES BYTES`, then R (a protected path the snapshot
- * holds), U (a unit) and E (an entry of the unit above) lines; paths %-escaped. ── */
+/* ── The manifest: `aleph-guard 2 TAKEN_S TAKEN_NS`, then sections of R (a protected path the snapshot
+ * holds), U (a unit) and E (an entry of the unit above) lines, each ending in `end`; paths %-escaped. ── */
 
 static void put_rel(FILE *f, const char *s) {
   for (; *s; s++) {
@@ -30,65 +30,87 @@ static void unescape(char *s) {
   *o = '\0';
 }
 
-static void save(struct guard *g) {
-  int fd = openat(g->snapfd, "manifest.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-  if (f == NULL) die("launch: cannot write the protected-path snapshot %s: %s", g->key, strerror(errno));
-  fprintf(f, "aleph-guard 1 %lld %ld %d %lld\n", (long long)g->taken.tv_sec, g->taken.tv_nsec, g->ndata, g->bytes);
-  for (int i = 0; i < g->ntops; i++) {
+/* Writes the tops, units and entries from the given counts on as one section ending in `end`: the whole
+ * manifest (FRESH), or appended to it. A section cut short (a killed launcher) has no `end` and is not read. */
+static void save(struct guard *g, int units, int tops, int fresh) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (f == NULL) die("out of memory");
+  if (fresh) fprintf(f, "aleph-guard 2 %lld %ld\n", (long long)g->taken.tv_sec, g->taken.tv_nsec);
+  for (int i = tops; i < g->ntops; i++) {
     fputs("R ", f);
     put_rel(f, g->tops[i]);
   }
-  for (int i = 0; i < g->nunits; i++) {
+  for (int i = units; i < g->nunits; i++) {
     const struct gunit *u = &g->units[i];
     fprintf(f, "U %c %d %d ", u->kind, u->present, u->kept);
     put_rel(f, u->rel);
     for (int k = u->first; k < u->first + u->count; k++) {
       const struct gentry *e = &g->entries[k];
-      fprintf(f, "E %c %o %u %u %lld %llx %llx %lld %lld %lld %lld %d ", e->type, e->mode, e->uid, e->gid, e->size,
+      fprintf(f, "E %c %o %u %u %lld %llx %llx %lld %lld %lld %lld %lld ", e->type, e->mode, e->uid, e->gid, e->size,
               e->dev, e->ino, e->cs, e->cn, e->ms, e->mn, e->data);
       put_rel(f, e->rel);
     }
   }
-  if (fclose(f) != 0 || renameat(g->snapfd, "manifest.tmp", g->snapfd, "manifest") < 0)
+  fputs("end\n", f);
+  if (fclose(f) != 0) die("out of memory");
+  struct stat st;
+  int ok = fresh ? ftruncate(g->manifestfd, 0) == 0 : fstat(g->manifestfd, &st) == 0;
+  if (!ok || pwrite_all(g->manifestfd, buf, len, fresh ? 0 : st.st_size) < 0)
     die("launch: cannot write the protected-path snapshot %s: %s", g->key, strerror(errno));
+  free(buf);
 }
 
-/* Reads the manifest; 0 when there is none (or it is not whole). */
+static void clear(struct guard *g) {
+  for (int i = 0; i < g->nunits; i++) free(g->units[i].rel);
+  for (int k = 0; k < g->nentries; k++) free(g->entries[k].rel);
+  for (int i = 0; i < g->ntops; i++) free(g->tops[i]);
+  g->nunits = g->nentries = g->ntops = 0;
+}
+
+/* Forgets what the snapshot held, its copies too. */
+static void wipe(struct guard *g) {
+  clear(g);
+  if (ftruncate(g->manifestfd, 0) < 0 || ftruncate(g->datafd, 0) < 0)
+    die("launch: cannot empty the protected-path snapshot %s: %s", g->key, strerror(errno));
+  g->datalen = 0;
+}
+
+/* Reads the manifest up to its last `end`; 0 when it holds no whole snapshot. */
 static int load(struct guard *g) {
-  int fd = openat(g->snapfd, "manifest", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
-  if (f == NULL) return 0;
-  char *line = NULL;
-  size_t cap = 0;
-  ssize_t len;
+  struct stat st;
+  if (fstat(g->manifestfd, &st) < 0 || st.st_size == 0) return 0;
+  char *text = malloc((size_t)st.st_size + 1);
+  if (text == NULL) die("out of memory");
+  ssize_t got = pread(g->manifestfd, text, (size_t)st.st_size, 0);
+  text[got < 0 ? 0 : got] = '\0';
   long long ts, tn;
-  int ok = getline(&line, &cap, f) > 0 &&
-           sscanf(line, "aleph-guard 1 %lld %lld %d %lld", &ts, &tn, &g->ndata, &g->bytes) == 4;
+  int ok = got > 0 && sscanf(text, "aleph-guard 2 %lld %lld\n", &ts, &tn) == 2;
   g->taken.tv_sec = (time_t)ts;
   g->taken.tv_nsec = (long)tn;
-  int unit = -1;
-  while (ok && (len = getline(&line, &cap, f)) > 0) {
-    if (line[len - 1] == '\n') line[len - 1] = '\0';
-    int at = 0;
+  int whole = 0, units = 0, entries = 0, tops = 0, unit = -1;
+  char *save_ptr = NULL, *body = ok ? strchr(text, '\n') : NULL;
+  for (char *line = body != NULL ? strtok_r(body, "\n", &save_ptr) : NULL; ok && line != NULL;
+       line = strtok_r(NULL, "\n", &save_ptr)) {
+    int at = 0, present, kept;
     char kind;
     struct gentry e;
-    if (line[0] == 'R' && line[1] == ' ') {
+    if (strcmp(line, "end") == 0) {
+      whole = 1;
+      units = g->nunits, entries = g->nentries, tops = g->ntops;
+    } else if (line[0] == 'R' && line[1] == ' ') {
       unescape(line + 2);
       if (g->ntops < GUARD_MAX_PATHS) g->tops[g->ntops++] = dup_str(line + 2);
-    } else if (line[0] == 'U' && line[1] == ' ') {
-      int present, kept;
-      ok = sscanf(line, "U %c %d %d %n", &kind, &present, &kept, &at) == 3 && at > 0;
-      if (!ok) break;
+    } else if (sscanf(line, "U %c %d %d %n", &kind, &present, &kept, &at) == 3 && at > 0) {
       unescape(line + at);
       unit = add_unit(g, kind, line + at);
       g->units[unit].present = present;
       g->units[unit].kept = kept;
-    } else if (line[0] == 'E' && unit >= 0) {
-      ok = sscanf(line, "E %c %o %u %u %lld %llx %llx %lld %lld %lld %lld %d %n", &e.type, &e.mode, &e.uid, &e.gid,
-                  &e.size, &e.dev, &e.ino, &e.cs, &e.cn, &e.ms, &e.mn, &e.data, &at) == 12 &&
-           at > 0;
-      if (!ok) break;
+    } else if (unit >= 0 && sscanf(line, "E %c %o %u %u %lld %llx %llx %lld %lld %lld %lld %lld %n", &e.type, &e.mode,
+                                   &e.uid, &e.gid, &e.size, &e.dev, &e.ino, &e.cs, &e.cn, &e.ms, &e.mn, &e.data,
+                                   &at) == 12 &&
+               at > 0) {
       unescape(line + at);
       e.rel = line + at;
       add_entry(g, &e);
@@ -97,27 +119,19 @@ static int load(struct guard *g) {
       ok = 0;
     }
   }
-  free(line);
-  fclose(f);
-  if (!ok) return 0;
+  free(text);
+  /* What follows the last `end` was cut short: dropped. */
+  for (int i = units; i < g->nunits; i++) free(g->units[i].rel);
+  for (int k = entries; k < g->nentries; k++) free(g->entries[k].rel);
+  for (int i = tops; i < g->ntops; i++) free(g->tops[i]);
+  g->nunits = units, g->nentries = entries, g->ntops = tops;
+  if (!ok || !whole || body == NULL) {
+    clear(g);
+    return 0;
+  }
+  g->datalen = fstat(g->datafd, &st) == 0 ? st.st_size : 0;
   link_entries(g);
   return 1;
-}
-
-static void clear(struct guard *g) {
-  for (int i = 0; i < g->nunits; i++) free(g->units[i].rel);
-  for (int k = 0; k < g->nentries; k++) free(g->entries[k].rel);
-  for (int i = 0; i < g->ntops; i++) free(g->tops[i]);
-  g->nunits = g->nentries = g->ntops = g->ndata = 0;
-  g->bytes = 0;
-}
-
-/* Empties the snapshot directory. */
-static void wipe(struct guard *g) {
-  int n;
-  char **names = list_names(g->snapfd, &n);
-  for (int k = 0; k < n; k++) unlinkat(g->snapfd, names[k], 0);
-  free_names(names, n);
 }
 
 static int holds(const struct guard *g, const char *rel) {
@@ -126,12 +140,17 @@ static int holds(const struct guard *g, const char *rel) {
   return 0;
 }
 
+static int open_state(struct guard *g, int state_fd, const char *suffix) {
+  char name[80];
+  snprintf(name, sizeof name, "%s.%s", g->key, suffix);
+  int fd = openat(state_fd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) die("launch: cannot open the protected-path snapshot %s: %s", name, strerror(errno));
+  return fd;
+}
+
 void guard_prepare(struct guard *g, int state_fd, int fresh, FILE *report) {
-  g->statefd = state_fd;
-  if (mkdirat(state_fd, g->key, 0700) < 0 && errno != EEXIST)
-    die("launch: cannot create the protected-path snapshot %s: %s", g->key, strerror(errno));
-  g->snapfd = openat(state_fd, g->key, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (g->snapfd < 0) die("launch: cannot open the protected-path snapshot %s: %s", g->key, strerror(errno));
+  g->manifestfd = open_state(g, state_fd, "manifest");
+  g->datafd = open_state(g, state_fd, "data");
   int loaded = load(g);
   if (loaded && fresh) {
     /* Left by a launcher that was killed before it checked: its command's changes are undone first. */
@@ -139,24 +158,17 @@ void guard_prepare(struct guard *g, int state_fd, int fresh, FILE *report) {
     loaded = 0;
   }
   if (!loaded) {
-    clear(g);
     wipe(g);
     clock_gettime(CLOCK_REALTIME_COARSE, &g->taken); /* ctimes come from the same coarse clock */
   }
-  int added = 0;
-  for (int i = 0; i < g->npaths; i++) {
-    if (holds(g, g->paths[i])) continue;
-    snap_top(g, g->paths[i]);
-    added = 1;
-  }
-  if (added || !loaded) save(g);
+  int units = g->nunits, tops = g->ntops;
+  for (int i = 0; i < g->npaths; i++)
+    if (!holds(g, g->paths[i])) snap_top(g, g->paths[i]);
+  if (!loaded) save(g, 0, 0, 1);
+  else if (g->ntops > tops) save(g, units, tops, 0);
   link_entries(g);
 }
 
 void guard_discard(struct guard *g) {
-  if (g->snapfd < 0) return;
-  wipe(g);
-  close(g->snapfd);
-  g->snapfd = -1;
-  unlinkat(g->statefd, g->key, AT_REMOVEDIR);
+  if (g->manifestfd >= 0) wipe(g);
 }

@@ -3,9 +3,9 @@
  *
  * Without a mount namespace the protected paths inside a writable root (.git/hooks, .git/config, .envrc,
  * .aleph, …) cannot be read-only: Landlock cannot exempt a sub-path of a granted one. They are checked
- * instead. Before the command starts, each is recorded in a snapshot under --state (`guard-DEV-INO/`: a
- * manifest and a copy of every file and symlink target): what exists, its type, mode, owner, inode and
- * ctime. After the command and everything it left behind are gone, each protected path that differs from
+ * instead. Before the command starts, each is recorded in a snapshot under --state (`guard-DEV-INO.manifest`
+ * and a copy of every file and symlink target in `guard-DEV-INO.data`): what exists, its type, mode,
+ * owner, inode and ctime. After the command and everything it left behind are gone, each protected path that differs from
  * its snapshot is renamed aside (`NAME.aleph-quarantined[-N]`, reported `quarantined PATH`) and rebuilt
  * from the copy (`restored PATH`); one that did not exist and does now is only renamed aside. Host tools
  * never read what the command planted there after the run; a host process reading them during it can.
@@ -24,8 +24,9 @@
  *
  * Sharing: the snapshot belongs to the root, under the launcher's per-root locks. The first run using a
  * root takes it; runs starting while another runs reuse it (so none records another's planted content as
- * the original); each run checks against it when it ends; the last one removes it. A snapshot a killed
- * launcher left is checked when the next run using the root starts.
+ * the original); each run checks against it when it ends; the last one empties it (the two files stay, so
+ * a run creates and removes no file there: on this machine's file system each costs a quarter of a
+ * millisecond). A snapshot a killed launcher left is checked when the next run using the root starts.
  *
  * Bounds: a root's snapshot keeps at most GUARD_MAX_ENTRIES entries and GUARD_MAX_BYTES of content. A
  * protected path beyond them is not kept: after the run, each entry of it whose ctime is not older than
@@ -59,7 +60,7 @@ struct guard *guard_new(int rootfd, const char *root, dev_t dev, ino_t ino) {
   if (g == NULL) die("out of memory");
   g->rootfd = rootfd;
   g->root = root;
-  g->snapfd = -1;
+  g->manifestfd = g->datafd = -1;
   snprintf(g->key, sizeof g->key, "guard-%llx-%llx", (unsigned long long)dev, (unsigned long long)ino);
   return g;
 }
@@ -203,50 +204,43 @@ static int add_stat(struct guard *g, char type, const struct stat *st, const cha
   return add_entry(g, &e);
 }
 
-/* Drops the entries from FIRST on and the copies from DATA on: a unit that cannot be kept. */
-static void drop_from(struct guard *g, int first, int data, long long bytes) {
+/* Drops the entries from FIRST on and the copies from DATALEN on: a unit that cannot be kept. */
+static void drop_from(struct guard *g, int first, long long datalen) {
   for (int k = first; k < g->nentries; k++) free(g->entries[k].rel);
   g->nentries = first;
-  char name[24];
-  for (int n = data; n < g->ndata; n++) {
-    snprintf(name, sizeof name, "%d", n);
-    unlinkat(g->snapfd, name, 0);
-  }
-  g->ndata = data;
-  g->bytes = bytes;
+  if (ftruncate(g->datafd, datalen) < 0) die("launch: cannot truncate the protected-path snapshot: %s", strerror(errno));
+  g->datalen = datalen;
 }
 
-static int write_all(int fd, const char *buf, size_t len) {
+int pwrite_all(int fd, const char *buf, size_t len, long long at) {
   while (len > 0) {
-    ssize_t w = write(fd, buf, len);
+    ssize_t w = pwrite(fd, buf, len, at);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) return -1;
     buf += w;
+    at += w;
     len -= (size_t)w;
   }
   return 0;
 }
 
-/* A new copy holding BUF (LEN bytes), or what IN holds (exactly SIZE bytes): its number, or -1. */
-static int new_copy(struct guard *g, int in, const char *buf, size_t len, long long size) {
-  char name[24];
-  snprintf(name, sizeof name, "%d", g->ndata);
-  int out = openat(g->snapfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (out < 0) return -1;
-  int n = g->ndata++;
+/* A copy of BUF (LEN bytes), or of what IN holds (exactly SIZE bytes), at the end of the data file: its
+ * offset, or -1. */
+static long long new_copy(struct guard *g, int in, const char *buf, size_t len, long long size) {
+  long long at = g->datalen;
   int ok = 1;
-  if (in < 0) ok = write_all(out, buf, len) == 0;
+  if (in < 0) ok = pwrite_all(g->datafd, buf, len, at) == 0, g->datalen += (long long)len;
   else {
     static char chunk[65536];
-    long long done = 0;
     ssize_t r;
     while (ok && (r = read(in, chunk, sizeof chunk)) != 0) {
       if (r < 0 && errno == EINTR) continue;
-      ok = r > 0 && (done += r) <= size && write_all(out, chunk, (size_t)r) == 0;
+      ok = r > 0 && g->datalen - at + r <= size && pwrite_all(g->datafd, chunk, (size_t)r, g->datalen) == 0;
+      if (ok) g->datalen += r;
     }
-    ok = ok && done == size;
+    ok = ok && g->datalen - at == size;
   }
-  return close(out) == 0 && ok ? n : -1;
+  return ok ? at : -1;
 }
 
 /* Records NAME (beneath DIRFD, at REL) and everything below it, with copies; -1 when it cannot be kept. */
@@ -260,19 +254,17 @@ static int keep(struct guard *g, int dirfd, const char *name, const char *rel, i
   if (type == 'l') {
     char target[GUARD_PATH_MAX];
     ssize_t len = readlinkat(dirfd, name, target, sizeof target);
-    if (len < 0 || len == (ssize_t)sizeof target) return -1;
-    g->bytes += len;
+    if (len < 0 || len == (ssize_t)sizeof target || len != st.st_size) return -1;
     return (g->entries[k].data = new_copy(g, -1, target, (size_t)len, len)) < 0 ? -1 : 0;
   }
   if (type == 'f') {
-    if (g->bytes + st.st_size > GUARD_MAX_BYTES) return -1;
+    if (g->datalen + st.st_size > GUARD_MAX_BYTES) return -1;
     int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     struct stat now;
     if (fd < 0) return -1;
     if (fstat(fd, &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino)
       g->entries[k].data = new_copy(g, fd, NULL, 0, st.st_size);
     close(fd);
-    g->bytes += st.st_size;
     return g->entries[k].data < 0 ? -1 : 0;
   }
   int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -295,11 +287,10 @@ static void snap_plain(struct guard *g, const char *rel) {
   int pfd = open_parent(g, rel, &base);
   struct stat st;
   if (pfd >= 0 && fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-    int data = g->ndata;
-    long long bytes = g->bytes;
+    long long datalen = g->datalen;
     g->units[u].present = 1;
     g->units[u].kept = keep(g, pfd, base, rel, 0) == 0;
-    if (!g->units[u].kept) drop_from(g, g->units[u].first, data, bytes);
+    if (!g->units[u].kept) drop_from(g, g->units[u].first, datalen);
   }
   if (pfd >= 0) close(pfd);
   g->units[u].count = g->nentries - g->units[u].first;
@@ -362,7 +353,7 @@ static void snap_container(struct guard *g, const char *rel, int depth) {
   for (int k = first; k < g->nentries; k++) gits += g->entries[k].type == 'g';
   /* Each git directory brings eight units: past the bounds the whole container is unchecked. */
   if (g->nentries + g->nunits + 8 * gits > GUARD_MAX_ENTRIES) g->units[u].kept = 0;
-  if (!g->units[u].kept) drop_from(g, first, g->ndata, g->bytes);
+  if (!g->units[u].kept) drop_from(g, first, g->datalen);
   g->units[u].count = g->nentries - first;
   char **dirs = NULL;
   int cap = 0, n = 0;

@@ -16,7 +16,7 @@ struct gentry {
   long long size;
   unsigned long long dev, ino;
   long long cs, cn, ms, mn; /* ctime, mtime */
-  int data;                 /* the copy's number in the snapshot directory, -1 for none */
+  long long data;           /* the copy's offset in the snapshot's data file, -1 for none */
   int end;                  /* the index after this entry's subtree */
   char *rel;
 };
@@ -32,7 +32,7 @@ struct guard {
   int rootfd;
   const char *root;
   char key[64];
-  int statefd, snapfd;
+  int manifestfd, datafd; /* guard-DEV-INO.manifest and .data under --state */
   struct timespec taken;
   const char *paths[GUARD_MAX_PATHS]; /* this run's protected paths */
   int npaths;
@@ -42,8 +42,7 @@ struct guard {
   int nunits, capunits;
   struct gentry *entries;
   int nentries, capentries;
-  long long bytes;
-  int ndata;
+  long long datalen; /* the data file's length: what the copies take */
   char gone[GUARD_PATH_MAX]; /* the last directory reported gone */
 };
 
@@ -57,6 +56,7 @@ int open_parent_checked(struct guard *g, const char *rel, const char **base, FIL
 char **list_names(int fd, int *n);
 void free_names(char **names, int n);
 int join(char *out, const char *dir, const char *name);
+int pwrite_all(int fd, const char *buf, size_t len, long long at);
 int add_unit(struct guard *g, char kind, const char *rel);
 int add_entry(struct guard *g, const struct gentry *e);
 /* Snapshots one of the run's protected paths (guard.c). */

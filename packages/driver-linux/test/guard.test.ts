@@ -125,7 +125,9 @@ async function until(check: () => boolean, what: string): Promise<void> {
 
 const read = (w: World, rel: string) => readFileSync(path.join(w.ws, rel), 'utf8');
 const aside = (w: World, rel: string) => path.join(w.ws, `${rel}.aleph-quarantined`);
-const snapshots = (w: World) => readdirSync(w.state).filter((n) => n.startsWith('guard-'));
+/** The snapshots the state directory holds (the files stay, emptied, when the last run ends). */
+const snapshots = (w: World) =>
+  readdirSync(w.state).filter((n) => n.endsWith('.manifest') && statSync(path.join(w.state, n)).size > 0);
 
 describe.runIf(usable)(
   'the tier 3 guard of protected paths (the real launcher) [needs the built helper]',
