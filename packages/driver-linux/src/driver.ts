@@ -1,14 +1,5 @@
 import { execFile } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  statSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync } from 'node:fs';
 import os, { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -38,6 +29,7 @@ import { buildDirectProfile, PROXY_PORT_ARG } from './direct-profile.js';
 import { encodeEnv, refuseLoaderEnv } from './env.js';
 import { checkHelperSync, resolveHelperPath } from './helper.js';
 import { readHostFacts } from './host.js';
+import { readLaunchReport } from './launch-report.js';
 import { defaultMaxOpenFiles, readFileMax, readOpenFilesHardLimit } from './limits.js';
 import { linuxNotEnforced } from './not-enforced.js';
 import {
@@ -487,7 +479,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
           result.exitCode <= 128 + 64
             ? signalName(result.exitCode - 128)
             : undefined;
-        const sweep = readSweepReport(reportFile);
+        const sweep = readLaunchReport(reportFile);
         return createSandboxOutput({
           exitCode: killedBySignal === undefined ? result.exitCode : null,
           signal: killedBySignal ?? result.signal,
@@ -518,7 +510,10 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
             ],
             ...(sweep.quarantined.length === 0 ? {} : { quarantined: sweep.quarantined }),
             ...(sweep.removed.length === 0 ? {} : { removed: sweep.removed }),
+            ...(sweep.restored.length === 0 ? {} : { restored: sweep.restored }),
             ...(sweep.failed.length === 0 ? {} : { quarantineFailed: sweep.failed }),
+            ...(sweep.unrestored.length === 0 ? {} : { notRestored: sweep.unrestored }),
+            ...(sweep.unchecked.length === 0 ? {} : { protectedUnchecked: sweep.unchecked }),
             ...(sweep.incomplete.length === 0 ? {} : { gitSweepIncomplete: sweep.incomplete }),
             ...(killedBySignal === undefined ? {} : { exitStatus: result.exitCode }),
             ...(result.killedBy === null ? {} : { killedBy: result.killedBy }),
@@ -562,40 +557,6 @@ function bwrapFix(stderr: string): string {
   if (/Can't (find source path|mkdir|mount)|No such file or directory/.test(stderr))
     return 'a granted path vanished or changed while the sandbox was set up; check the path and run again';
   return 'run `aleph-sandbox doctor`, which checks bubblewrap, the kernel and the helper one by one';
-}
-
-/** What the launcher's git sweep did after the run, each a list of report lines (see {@link readSweepReport}). */
-interface SweepReport {
-  /** Paths renamed aside (`NAME.aleph-quarantined[-N]`). */
-  quarantined: string[];
-  /** Paths removed instead, where no such name could be had (all taken, or the name too long). */
-  removed: string[];
-  /** `PATH: reason`: what could not be renamed aside nor removed. */
-  failed: string[];
-  /** Roots whose walk hit its bounds. */
-  incomplete: string[];
-}
-
-/**
- * What the launcher's git sweep did (see native/linux/sweep.c), one line each (`quarantined PATH`,
- * `removed PATH`, `failed PATH: reason`, `incomplete ROOT`). The report lives in the host-only state
- * directory.
- */
-function readSweepReport(file: string | undefined): SweepReport {
-  const out: SweepReport = { quarantined: [], removed: [], failed: [], incomplete: [] };
-  if (file === undefined) return out;
-  let text = '';
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch {
-    return out;
-  }
-  for (const line of text.split('\n')) {
-    const space = line.indexOf(' ');
-    const kind = line.slice(0, space) as keyof SweepReport;
-    if (space > 0 && Object.hasOwn(out, kind)) out[kind].push(line.slice(space + 1));
-  }
-  return out;
 }
 
 function signalName(n: number): string | undefined {

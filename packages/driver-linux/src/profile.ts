@@ -1,4 +1,4 @@
-import { lstatSync, readdirSync, realpathSync } from 'node:fs';
+import { lstatSync } from 'node:fs';
 import path from 'node:path';
 import {
   InvalidInputError,
@@ -11,7 +11,7 @@ import { LaunchPlan } from './launch-plan.js';
 import { DEFAULT_MAX_OPEN_FILES, tmpfsSizeBytes } from './limits.js';
 import { type MountOp, renderMounts } from './mounts.js';
 import { BRIDGE_PORT, INNER_HELPER, INNER_HOME, INNER_PROXY_SOCKET } from './options.js';
-import { planProtectedPaths, type Stub } from './protected.js';
+import { homesWithin, planProtectedPaths, type Stub } from './protected.js';
 import { buildSeccompProgram, type SeccompArch, type SeccompNetworkMode } from './seccomp.js';
 import type { LinuxTierId } from './tiers.js';
 
@@ -134,32 +134,6 @@ function passable(dir: string, uid: number, gid: number): boolean {
   } catch {
     return true;
   }
-}
-
-/** The home directories (real paths) that lie inside one of `roots`: `home`, `/root`, `/home/*`. */
-function homesWithin(roots: readonly string[], home: string): string[] {
-  const candidates = new Set<string>();
-  const real = (p: string) => {
-    try {
-      return realpathSync(p);
-    } catch {
-      return undefined;
-    }
-  };
-  const add = (p: string) => {
-    const r = real(p);
-    if (r !== undefined && roots.some((root) => isPathWithin(r, root))) candidates.add(r);
-  };
-  add(home);
-  if (roots.some((root) => isPathWithin('/root', root))) add('/root');
-  if (roots.some((root) => isPathWithin('/home', root))) {
-    try {
-      for (const name of readdirSync('/home')) add(path.join('/home', name));
-    } catch {
-      // no /home
-    }
-  }
-  return [...candidates].filter((h) => exists(h) === 'dir');
 }
 
 function exists(p: string): 'dir' | 'file' | undefined {

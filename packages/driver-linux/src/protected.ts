@@ -1,6 +1,6 @@
-import { lstatSync, type Stats } from 'node:fs';
+import { lstatSync, readdirSync, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
-import { InvalidInputError } from '@aleph/sandbox-core';
+import { InvalidInputError, isPathWithin } from '@aleph/sandbox-core';
 import type { LaunchPlan } from './launch-plan.js';
 import type { MountOp } from './mounts.js';
 
@@ -52,6 +52,40 @@ function lstat(p: string): Stats | undefined {
   }
 }
 
+function symlinked(p: string): InvalidInputError {
+  return new InvalidInputError(
+    'ALEPH_INVALID_COMMAND',
+    'protected path',
+    p,
+    'is a symlink, so the sandbox cannot keep it read-only',
+    'replace the symlink with a real directory or file, or remove it from the protected paths',
+  );
+}
+
+/** The home directories (real paths) that lie inside one of `roots`: `home`, `/root`, `/home/*`. */
+export function homesWithin(roots: readonly string[], home: string): string[] {
+  const candidates = new Set<string>();
+  const add = (p: string) => {
+    let r: string;
+    try {
+      r = realpathSync(p);
+    } catch {
+      return;
+    }
+    if (roots.some((root) => isPathWithin(r, root)) && lstat(r)?.isDirectory()) candidates.add(r);
+  };
+  add(home);
+  if (roots.some((root) => isPathWithin('/root', root))) add('/root');
+  if (roots.some((root) => isPathWithin('/home', root))) {
+    try {
+      for (const name of readdirSync('/home')) add(path.join('/home', name));
+    } catch {
+      // no /home
+    }
+  }
+  return [...candidates];
+}
+
 /**
  * Plans the read-only protection of `relative` paths (`.git/hooks`, `.aleph`, …) inside each writable root:
  * - an existing protected path is mounted read-only onto itself, and every directory between the root
@@ -88,15 +122,7 @@ export function planProtectedPaths(
         current = path.join(current, part);
         const last = i === parts.length - 1;
         const st = lstat(current);
-        if (st?.isSymbolicLink()) {
-          throw new InvalidInputError(
-            'ALEPH_INVALID_COMMAND',
-            'protected path',
-            current,
-            'is a symlink, so the sandbox cannot keep it read-only',
-            'replace the symlink with a real directory or file, or remove it from the protected paths',
-          );
-        }
+        if (st?.isSymbolicLink()) throw symlinked(current);
         if (st === undefined) {
           if (!last && parts[0] === '.git' && i === 0) {
             summary.push(`${current}: no repository here; ${path.join(root, rel)} not protected`);
@@ -135,4 +161,51 @@ export function planProtectedPaths(
     }
   }
   return { mounts, stubs, summary };
+}
+
+/** Tier 3's plan for protected paths: the launcher's arguments, and in words. */
+export interface CheckPlan {
+  /** `--guard NAME REL` for each protected path of each root (NAME: the root opened in the plan). */
+  readonly args: string[];
+  readonly summary: string[];
+}
+
+/**
+ * Plans tier 3's check of `relative` paths inside each root (no mount namespace, so nothing can be
+ * read-only): the launcher snapshots them before the run and, after it, renames aside what the command
+ * created or changed there and puts the originals back (native/linux/guard.c). When `.git` is a file
+ * (worktrees, submodules) that file is checked instead of what it names, as `planProtectedPaths` protects
+ * it; a protected path or a directory on the way that is a symlink is refused, as there.
+ *
+ * @throws {InvalidInputError} `ALEPH_INVALID_COMMAND` for a symlinked protected path.
+ */
+export function planCheckedPaths(
+  plan: LaunchPlan,
+  roots: readonly string[],
+  relative: readonly string[],
+): CheckPlan {
+  const args: string[] = [];
+  const summary: string[] = [];
+  for (const root of roots) {
+    if (lstat(root)?.isDirectory() !== true) continue;
+    const name = plan.open(root);
+    const gitFile = lstat(path.join(root, '.git'))?.isFile() === true;
+    const checked = new Set<string>();
+    for (const rel of relative) {
+      const use = gitFile && (rel === '.git' || rel.startsWith('.git/')) ? '.git' : rel;
+      let current = root;
+      for (const part of use.split('/').filter(Boolean)) {
+        current = path.join(current, part);
+        const st = lstat(current);
+        if (st?.isSymbolicLink()) throw symlinked(current);
+        if (st === undefined || !st.isDirectory()) break;
+      }
+      checked.add(use);
+    }
+    for (const rel of checked) args.push('--guard', name, rel);
+    summary.push(
+      `${root}: ${[...checked].join(', ')} are checked after the run: what the command created or changed there is renamed aside (NAME.aleph-quarantined) and the original put back from a snapshot taken before it`,
+    );
+  }
+  return { args, summary };
 }
