@@ -91,6 +91,12 @@ long parse_long(const char *s, const char *what);
 /* landlock.c */
 int landlock_abi(void);
 int apply_landlock(const struct options *o);
+/* In a child of its own: enforces a ruleset that refuses directory reads and checks / cannot be listed.
+ * "ok", or what failed (in BUF). */
+const char *landlock_exercise(char *buf, size_t len);
+
+/* probe.c: `--probe`. */
+int probe_main(void);
 
 /* bridge.c */
 int bridge_listen(long port);
