@@ -24,7 +24,7 @@ import {
   sessionKeyToFilename,
   strictCapabilities,
 } from '@aleph/sandbox-core';
-import { CgroupManager, detectCgroup } from './cgroup.js';
+import { type CgroupInfo, CgroupManager, detectCgroup, exerciseCgroup, launcherRunIn } from './cgroup.js';
 import { buildDirectProfile, PROXY_PORT_ARG } from './direct-profile.js';
 import { encodeEnv, refuseLoaderEnv } from './env.js';
 import { checkHelperSync, resolveHelperPath } from './helper.js';
@@ -154,14 +154,20 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
   let loopbackPool: ProxyPool | undefined;
   const minimumTier = options.minimumTier ?? 3;
   let selection: Promise<TierSelection> | undefined;
-  let facts: Promise<{ landlockAbi: number; cgroup: boolean }> | undefined;
+  let facts:
+    | Promise<{ landlockAbi: number; cgroup: CgroupInfo; manager: CgroupManager | undefined }>
+    | undefined;
   const privateTmps = new Map<string, number>();
   let probed: Promise<LinuxProbe> | undefined;
   let cgroups: CgroupManager | undefined;
   let disposed = false;
   let ready: { bwrapPath: string; tier: string } | undefined;
 
-  /** What the gaps of a tier depend on: the Landlock ABI (from the helper) and a delegated cgroup. */
+  /**
+   * What the gaps of a tier depend on, found once per driver: the Landlock ABI (from the helper) and a
+   * delegated cgroup, used as a run uses it (a leaf that took limits and a process, `exerciseCgroup`; its
+   * manager then makes the runs' leaves).
+   */
   const hostFacts = () => {
     facts ??= (async () => {
       let landlockAbi = 0;
@@ -172,7 +178,15 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       } catch {
         // no helper: every tier fails its preflight and says why
       }
-      return { landlockAbi, cgroup: detectCgroup(options.cgroupRoot).available };
+      let cgroup = detectCgroup(options.cgroupRoot);
+      let manager: CgroupManager | undefined;
+      if (cgroup.available && checkHelperSync(helperPath).ok) {
+        manager = new CgroupManager(cgroup);
+        cgroup = await exerciseCgroup(manager, launcherRunIn(helperPath));
+      } else if (cgroup.available) {
+        cgroup = { ...cgroup, available: false, detail: `${cgroup.detail}; not used: the helper cannot run` };
+      }
+      return { landlockAbi, cgroup, manager: cgroup.available ? manager : undefined };
     })();
     return facts;
   };
@@ -180,7 +194,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
     const f = await hostFacts();
     return tierGaps(tier, {
       isRoot: host.isRoot,
-      cgroup: f.cgroup,
+      cgroup: f.cgroup.available,
       landlockAbi: f.landlockAbi,
       directUid: host.isRoot ? sandboxUid : undefined,
     });
@@ -287,7 +301,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
         bwrap: options.bwrapPath ?? 'bwrap',
         helperPath,
         landlock,
-        ...(options.cgroupRoot === undefined ? {} : { cgroupRoot: options.cgroupRoot }),
+        cgroup: (await hostFacts()).cgroup,
         ...(sandboxUid === undefined ? {} : { sandboxUid }),
         maxFileMb: options.maxFileMb,
         cpuQuotaPercent: options.cpuQuotaPercent,
@@ -350,8 +364,8 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
             },
           );
         }
-        const info = detectCgroup(options.cgroupRoot);
-        cgroups = info.available ? new CgroupManager(info) : undefined;
+        // The cgroup its check used, when the check worked; rlimits otherwise (probe() says why).
+        cgroups = (await hostFacts()).manager;
         ready = { bwrapPath: bwrapPath ?? '', tier: cgroups === undefined ? 'rlimits' : 'cgroup v2' };
       }
       const p = ready;

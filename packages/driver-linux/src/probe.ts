@@ -3,7 +3,7 @@ import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { ProbeMechanism, ProbeResult } from '@aleph/sandbox-core';
-import { type CgroupInfo, detectCgroup } from './cgroup.js';
+import { type CgroupInfo, CgroupManager, detectCgroup, exerciseCgroup, launcherRunIn } from './cgroup.js';
 import { checkHelper } from './helper.js';
 import type { HostFacts } from './host.js';
 import { linuxNotEnforced } from './not-enforced.js';
@@ -17,6 +17,7 @@ export interface LinuxProbe extends ProbeResult {
   readonly bwrapPath: string | null;
   readonly helperPath: string;
   readonly landlockAbi: number;
+  /** The cgroup check: detected, then exercised (`exerciseCgroup`) where a delegated subtree seemed present. */
   readonly cgroup: CgroupInfo;
   /** What this host leaves unbounded with the driver's settings (`linuxNotEnforced`), and, once the
    * driver folded the preflight in, what the chosen tier does not enforce (each `name: sentence`). */
@@ -58,6 +59,8 @@ export async function probeLinux(options: {
   helperPath: string;
   landlock: 'best-effort' | 'required';
   cgroupRoot?: string;
+  /** The cgroup check the caller made (`exerciseCgroup`); else this probe makes one. */
+  cgroup?: CgroupInfo;
   /** The uid commands run as on a root host. Default 65533. */
   sandboxUid?: number;
   /** The driver's RLIMIT_FSIZE in MiB, if any. */
@@ -183,7 +186,15 @@ export async function probeLinux(options: {
     );
   }
 
-  const cgroup = detectCgroup(options.cgroupRoot);
+  let cgroup = options.cgroup ?? detectCgroup(options.cgroupRoot);
+  if (options.cgroup === undefined && cgroup.available)
+    cgroup = helper.ok
+      ? await exerciseCgroup(new CgroupManager(cgroup), launcherRunIn(options.helperPath))
+      : {
+          ...cgroup,
+          available: false,
+          detail: `${cgroup.detail}; not used: the helper cannot run (see helper)`,
+        };
   note(
     'cgroup-v2',
     cgroup.available
