@@ -27,7 +27,7 @@ import {
 import { type CgroupInfo, CgroupManager, detectCgroup, exerciseCgroup, launcherRunIn } from './cgroup.js';
 import { buildDirectProfile, PROXY_PORT_ARG } from './direct-profile.js';
 import { encodeEnv, refuseLoaderEnv } from './env.js';
-import { checkHelperSync, resolveHelperPath } from './helper.js';
+import { checkHelperSync, type HelperProbeOutput, resolveHelperPath } from './helper.js';
 import { readHostFacts } from './host.js';
 import { readLaunchReport } from './launch-report.js';
 import { defaultMaxOpenFiles, readFileMax, readOpenFilesHardLimit } from './limits.js';
@@ -164,17 +164,16 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
   let ready: { bwrapPath: string; tier: string } | undefined;
 
   /**
-   * What the gaps of a tier depend on, found once per driver: the Landlock ABI (from the helper) and a
-   * delegated cgroup, used as a run uses it (a leaf that took limits and a process, `exerciseCgroup`; its
-   * manager then makes the runs' leaves).
+   * What the gaps of a tier depend on, found once per driver by using each mechanism: the Landlock ABI
+   * (when the helper's --probe enforced a ruleset) and a delegated cgroup (a leaf that took limits and a
+   * process, `exerciseCgroup`; its manager then makes the runs' leaves).
    */
   const hostFacts = () => {
     facts ??= (async () => {
       let landlockAbi = 0;
       try {
-        landlockAbi = (
-          JSON.parse((await execFileAsync(helperPath, ['--probe'])).stdout) as { landlock_abi: number }
-        ).landlock_abi;
+        const said = JSON.parse((await execFileAsync(helperPath, ['--probe'])).stdout) as HelperProbeOutput;
+        if (said.landlock === 'ok') landlockAbi = said.landlock_abi;
       } catch {
         // no helper: every tier fails its preflight and says why
       }
@@ -307,7 +306,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
         cpuQuotaPercent: options.cpuQuotaPercent,
       });
       const chosen = await select();
-      return withTiers(base, chosen, chosen.tier === undefined ? [] : await gapsOf(chosen.tier));
+      return withTiers(base, chosen, chosen.tier === undefined ? [] : await gapsOf(chosen.tier), host.isRoot);
     })();
     return probed;
   };

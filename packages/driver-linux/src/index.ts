@@ -8,6 +8,7 @@ export {
 } from './cgroup.js';
 export { buildDirectProfile, etcRules } from './direct-profile.js';
 export { createLinuxDriver, LINUX_CAPABILITIES, type LinuxDriver } from './driver.js';
+export { type GapFixContext, linuxGapFixes } from './gap-fixes.js';
 export {
   checkHelper,
   checkHelperSync,
