@@ -112,11 +112,17 @@ export function asUid(uid: number, argv: readonly string[]): string[] {
  * The argv that runs the built `aleph-sandbox` CLI with `args` as `uid`, the way a user does. For another
  * uid the checkout may sit under a directory that uid cannot traverse, so it is bound to `mountpoint` (an
  * empty directory the uid can reach) in a private mount namespace for this one process; exec keeps the
- * CLI the spawned pid.
+ * CLI the spawned pid. `wrap` (a simulated host's launcher, such as e2e/linux/no-namespaces.c, which
+ * execs its arguments) goes right before the CLI, after the switch to `uid`.
  */
-export function cliArgvAs(uid: number, mountpoint: string, args: readonly string[]): string[] {
+export function cliArgvAs(
+  uid: number,
+  mountpoint: string,
+  args: readonly string[],
+  wrap: readonly string[] = [],
+): string[] {
   const cliIn = (root: string) => path.join(root, 'packages/sandbox/dist/cli-bundle/aleph-sandbox.cjs');
-  if (uid === process.getuid?.()) return [process.execPath, cliIn(repoRoot), ...args];
+  if (uid === process.getuid?.()) return [...wrap, process.execPath, cliIn(repoRoot), ...args];
   return [
     'unshare',
     '-m',
@@ -128,6 +134,6 @@ export function cliArgvAs(uid: number, mountpoint: string, args: readonly string
     'sh',
     repoRoot,
     mountpoint,
-    ...asUid(uid, [process.execPath, cliIn(mountpoint), ...args]),
+    ...asUid(uid, [...wrap, process.execPath, cliIn(mountpoint), ...args]),
   ];
 }

@@ -351,6 +351,35 @@ const GIT_CASES: GitCase[] = [
     stdout: /INIT/,
   },
   {
+    id: 'git-dotgit-symlink',
+    empty: true,
+    command: [
+      'git init -q --bare planted.git',
+      'git -C planted.git config core.bare false',
+      'git -C planted.git config core.fsmonitor {T}',
+      'ln -s planted.git .git && mkdir -p d && ln -s ../planted.git d/.git',
+      'echo PLANTED',
+    ].join('; '),
+    next: [GIT_STATUS, ['git', '-C', 'd', 'status']],
+    quarantined: ['.git', 'd/.git'],
+    stdout: /PLANTED/,
+  },
+  {
+    // Every name the sweep would rename a planted file to is taken first.
+    id: 'git-quarantine-names-taken',
+    command: [
+      'git init -q sub3',
+      'for n in "" $(seq -f "-%g" 1 99); do touch "sub3/.git/config.aleph-quarantined$n"; mkdir -p "sub3/.git/hooks.aleph-quarantined$n"; done',
+      'git -C sub3 config core.fsmonitor {T}',
+      `${HOOK} > sub3/.git/hooks/pre-commit; chmod +x sub3/.git/hooks/pre-commit`,
+    ].join('; '),
+    next: [
+      ['git', '-C', 'sub3', 'status'],
+      ['git', '-C', 'sub3', ...GIT_COMMIT.slice(1)],
+    ],
+    quarantined: ['sub3/.git/config', 'sub3/.git/hooks'],
+  },
+  {
     id: 'git-dotgit-file',
     command: [
       'git init -q --bare planted.git',

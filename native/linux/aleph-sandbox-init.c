@@ -26,7 +26,7 @@
  *
  * Setup failures exit 125 with a line starting "aleph-sandbox-init:" on stderr. A program that cannot be
  * executed exits 127 (not found) or 126, as a shell would.
- * `aleph-sandbox-init --probe` prints what this kernel supports as one JSON line.
+ * `aleph-sandbox-init --probe` prints what this kernel does, found by doing it, as one JSON line (probe.c).
  */
 #include "common.h"
 
@@ -207,13 +207,6 @@ static void close_extra_fds(int keep) {
   }
 }
 
-static int probe(void) {
-  int abi = landlock_abi();
-  int seccomp = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
-  printf("{\"landlock_abi\":%d,\"seccomp\":%s,\"uid\":%d}\n", abi, seccomp ? "true" : "false", (int)getuid());
-  return 0;
-}
-
 static int enter_cgroup(int argc, char **argv) {
   if (argc < 5 || strcmp(argv[3], "--") != 0) die("usage: --enter-cgroup DIR -- PROGRAM [ARGS]");
   char path[4096];
@@ -238,7 +231,7 @@ int main(int argc, char **argv) {
     printf("aleph-sandbox-init %s\n", ALEPH_HELPER_VERSION);
     return 0;
   }
-  if (argc == 2 && strcmp(argv[1], "--probe") == 0) return probe();
+  if (argc == 2 && strcmp(argv[1], "--probe") == 0) return probe_main();
   if (argc >= 2 && strcmp(argv[1], "--enter-cgroup") == 0) return enter_cgroup(argc, argv);
   if (argc >= 2 && strcmp(argv[1], "--direct") == 0) {
     direct_mode = 1;

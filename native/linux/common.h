@@ -91,6 +91,12 @@ long parse_long(const char *s, const char *what);
 /* landlock.c */
 int landlock_abi(void);
 int apply_landlock(const struct options *o);
+/* In a child of its own: enforces a ruleset that refuses directory reads and checks / cannot be listed.
+ * "ok", or what failed (in BUF). */
+const char *landlock_exercise(char *buf, size_t len);
+
+/* probe.c: `--probe`. */
+int probe_main(void);
 
 /* bridge.c */
 int bridge_listen(long port);
@@ -101,6 +107,19 @@ int launch_main(int argc, char **argv);
 
 /* spawner.c: the driver's fork server (`--spawner`). */
 int spawner_main(int argc, char **argv);
+
+/* stubs.c: the launcher's records of the stubs it made below a writable root. */
+#define MAX_RECORDED 512
+struct recorded {
+  char kind; /* d: directory, f: empty file, c: a file holding "." */
+  unsigned long long dev, ino;
+  char rel[1024];
+};
+/* Reads a root's stub record ("KIND DEV INO REL" lines, oldest first) into ITEMS; returns how many. */
+int read_record(int record, struct recorded *items, int max);
+/* Removes (or parks under STATE_FD) the stubs RECORD lists below ROOT that are still the empty stubs
+ * made, and empties RECORD. */
+void remove_recorded(int state_fd, int root, int record);
 
 /* sweep.c: control files of repositories a command created or changed, renamed aside after the run. */
 struct sweep_skip {
@@ -115,7 +134,24 @@ struct sweep_root {
   const struct sweep_skip *skip;
   int nskip;
 };
-void git_sweep(const struct sweep_root *roots, int nroots, const struct timespec *start, const char *report);
+void git_sweep(const struct sweep_root *roots, int nroots, const struct timespec *start, FILE *report);
+/* Renames NAME (beneath DIRFD) to NAME.aleph-quarantined[-N] and reports `quarantined PATH`; where no
+ * such name can be had, removes it (`removed PATH`). 0 when it is gone from NAME, else `failed PATH: …`. */
+int set_aside(int dirfd, const char *name, FILE *report, const char *path);
+/* Removes NAME beneath DIRFD and everything below it, on descriptors; 0 when it is gone. */
+int remove_entry(int dirfd, const char *name, int depth);
+/* Writes `KIND PATH[: WHY]` to REPORT (if any), a newline in PATH shown as '?'. */
+void report_line(FILE *report, const char *kind, const char *path, const char *why);
+
+/* guard.c: tier 3's protected paths, snapshotted before the run and checked after it (`--guard`). */
+struct guard;
+struct guard *guard_new(int rootfd, const char *root, dev_t dev, ino_t ino);
+void guard_path(struct guard *g, const char *rel);
+/* Under the root's lock. FRESH: no other run uses the root (a snapshot left now is a killed run's). */
+void guard_prepare(struct guard *g, int state_fd, int fresh, FILE *report);
+void guard_check(struct guard *g, FILE *report);
+/* The last run using the root: its snapshot goes. */
+void guard_discard(struct guard *g);
 
 /* park.c: stubs kept for the next run under --state (renamed, not recreated). 0 on success. */
 int park_take(int state_fd, int parent_fd, const struct stat *parent, const char *base, char kind);

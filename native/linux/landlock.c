@@ -46,6 +46,25 @@ int landlock_abi(void) {
   return abi < 0 ? 0 : (int)abi;
 }
 
+const char *landlock_exercise(char *buf, size_t len) {
+  if (syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION) < 0) {
+    snprintf(buf, len, "the ABI query failed: %s%s", strerror(errno),
+             errno == EOPNOTSUPP ? " (Landlock is built in but not enabled: lsm= on the kernel command line)" : "");
+    return buf;
+  }
+  /* A ruleset that handles directory reads and allows none: listing / must then be refused. */
+  struct ll_ruleset_attr attr = {.handled_access_fs = LL_FS_READ_DIR};
+  int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof(uint64_t), 0);
+  if (ruleset < 0) return snprintf(buf, len, "landlock_create_ruleset: %s", strerror(errno)), buf;
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return snprintf(buf, len, "no_new_privs: %s", strerror(errno)), buf;
+  if (syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)
+    return snprintf(buf, len, "landlock_restrict_self: %s", strerror(errno)), buf;
+  int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) return snprintf(buf, len, "a ruleset allowing no directory reads was enforced, yet / could be listed"), buf;
+  if (errno != EACCES) return snprintf(buf, len, "listing / under the ruleset: %s, not EACCES", strerror(errno)), buf;
+  return "ok";
+}
+
 static uint64_t fs_handled(int abi) {
   uint64_t all = LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_READ_DIR | LL_FS_REMOVE_DIR |
                  LL_FS_REMOVE_FILE | LL_FS_MAKE_CHAR | LL_FS_MAKE_DIR | LL_FS_MAKE_REG | LL_FS_MAKE_SOCK |

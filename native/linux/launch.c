@@ -15,6 +15,9 @@
  *   5. replaces the arguments @NAME (a descriptor's number), @UID and @GID in PROGRAM's arguments;
  *   6. runs PROGRAM with a fixed environment, waits for it, cleans up and exits as PROGRAM did. SIGTERM,
  *      SIGINT, SIGHUP and the death of its own parent kill PROGRAM first, so the cleanup still runs.
+ * After PROGRAM: --reap kills what it left behind (tier 3), --git-sweep sets aside the control files of
+ * repositories it created or changed (sweep.c), and --guard ROOT REL (tier 3, no read-only mounts) puts
+ * back the protected paths it changed, from a snapshot taken before it (guard.c).
  */
 #include "common.h"
 
@@ -40,6 +43,8 @@ struct root_lock {
   int node;
   int dirfd; /* the root, opened before any clone replaces its descriptor */
   int mutex, users, record;
+  int fresh; /* no other run used the root when this one started */
+  struct guard *guard;
 };
 
 static struct node nodes[MAX_NODES];
@@ -70,58 +75,7 @@ static int open_at_state(const char *name, int flags) {
   return fd;
 }
 
-/* ── Stub records: one per writable root, guarded by two locks (see the file comment). ── */
-
-#define MAX_RECORDED (MAX_NODES * 4)
-
-struct recorded {
-  char kind; /* d: directory, f: empty file, c: a file holding "." */
-  unsigned long long dev, ino;
-  char rel[1024];
-};
-
-/* Reads a root's stub record ("KIND DEV INO REL" lines, oldest first) into ITEMS; returns how many. */
-static int read_record(int record, struct recorded *items, int max) {
-  FILE *f = fdopen(dup(record), "r");
-  if (f == NULL) return 0;
-  rewind(f);
-  int n = 0;
-  while (n < max && fscanf(f, " %c %llx %llx %1023s", &items[n].kind, &items[n].dev, &items[n].ino, items[n].rel) == 4)
-    n++;
-  fclose(f);
-  return n;
-}
-
-static void remove_recorded(int root, int record) {
-  struct recorded *items = calloc(MAX_RECORDED, sizeof *items);
-  if (items == NULL) die("out of memory");
-  int n = read_record(record, items, MAX_RECORDED);
-  /* Newest first: a stub made inside another stub goes before it. */
-  for (int k = n - 1; k >= 0; k--) {
-    char *rel = items[k].rel;
-    char *slash = strrchr(rel, '/');
-    int dirfd = root, opened = -1;
-    const char *base = rel;
-    if (slash != NULL) {
-      *slash = '\0';
-      opened = open_path(root, rel, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
-      if (opened < 0) continue;
-      dirfd = opened;
-      base = slash + 1;
-    }
-    struct stat st;
-    if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == items[k].dev && st.st_ino == items[k].ino) {
-      if (park_return(state_fd, dirfd, base, items[k].kind, &st) == 0) {
-        /* parked for the next run */
-      } else if (items[k].kind == 'd' && S_ISDIR(st.st_mode)) unlinkat(dirfd, base, AT_REMOVEDIR); /* fails if not empty */
-      else if (items[k].kind == 'f' && S_ISREG(st.st_mode) && st.st_size == 0) unlinkat(dirfd, base, 0);
-      else if (items[k].kind == 'c' && S_ISREG(st.st_mode) && st.st_size == 2) unlinkat(dirfd, base, 0);
-    }
-    if (opened >= 0) close(opened);
-  }
-  free(items);
-  if (ftruncate(record, 0) < 0) die("launch: cannot truncate a stub record: %s", strerror(errno));
-}
+/* ── Stub records (stubs.c): one per writable root, guarded by two locks (see the file comment). ── */
 
 static struct root_lock *lock_root(int root_node) {
   for (int i = 0; i < nlocks; i++)
@@ -142,7 +96,8 @@ static struct root_lock *lock_root(int root_node) {
   if (flock(l->mutex, LOCK_EX) < 0) die("launch: flock: %s", strerror(errno));
   if (flock(l->users, LOCK_EX | LOCK_NB) == 0) {
     /* Nobody else uses this root: what the record lists was left by a run that was killed. */
-    remove_recorded(l->dirfd, l->record);
+    remove_recorded(state_fd, l->dirfd, l->record);
+    l->fresh = 1;
   }
   if (flock(l->users, LOCK_SH) < 0) die("launch: flock: %s", strerror(errno));
   return l; /* the mutex stays held until every path below this root is open */
@@ -152,14 +107,44 @@ static void unlock_roots_mutex(void) {
   for (int i = 0; i < nlocks; i++) flock(locks[i].mutex, LOCK_UN);
 }
 
-static void release_roots(void) {
+static void release_roots(FILE *report) {
   for (int i = 0; i < nlocks; i++) {
     struct root_lock *l = &locks[i];
     flock(l->mutex, LOCK_EX);
-    if (flock(l->users, LOCK_EX | LOCK_NB) == 0) remove_recorded(l->dirfd, l->record);
+    if (l->guard != NULL) guard_check(l->guard, report);
+    if (flock(l->users, LOCK_EX | LOCK_NB) == 0) {
+      remove_recorded(state_fd, l->dirfd, l->record);
+      if (l->guard != NULL) guard_discard(l->guard);
+    }
     flock(l->users, LOCK_UN);
     flock(l->mutex, LOCK_UN);
   }
+}
+
+/* ── The report: created at its first line (most runs report nothing, and a file costs an inode). ── */
+
+static ssize_t report_write(void *cookie, const char *buf, size_t size) {
+  int *fd = cookie;
+  if (*fd < 0) *fd = open(report_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (*fd < 0) return -1;
+  for (size_t off = 0; off < size;) {
+    ssize_t w = write(*fd, buf + off, size - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    off += (size_t)w;
+  }
+  return (ssize_t)size;
+}
+
+static int report_close(void *cookie) {
+  int *fd = cookie;
+  return *fd >= 0 ? close(*fd) : 0;
+}
+
+static FILE *lazy_report(void) {
+  static int fd = -1;
+  cookie_io_functions_t io = {.write = report_write, .close = report_close};
+  return fopencookie(&fd, "w", io);
 }
 
 /* ── Opening. ── */
@@ -384,6 +369,14 @@ int launch_main(int argc, char **argv) {
         r->top_dev = st.st_dev;
         r->top_ino = st.st_ino;
       }
+    } else if (strcmp(a, "--guard") == 0 && left >= 2) {
+      int k = find_node(argv[i + 1]);
+      if (nodes[k].path == NULL) die("launch: --guard %s: not a path opened with --open", argv[i + 1]);
+      struct root_lock *l = lock_root(k);
+      if (l == NULL) die("launch: --guard needs --state");
+      if (l->guard == NULL) l->guard = guard_new(l->dirfd, nodes[k].path, nodes[k].st.st_dev, nodes[k].st.st_ino);
+      guard_path(l->guard, argv[i + 2]);
+      i += 2;
     } else if (strcmp(a, "--report") == 0 && left >= 1) {
       report_path = argv[++i];
     } else if (strcmp(a, "--clone") == 0 && left >= 2) {
@@ -393,8 +386,11 @@ int launch_main(int argc, char **argv) {
       die("launch: unknown or incomplete option %s", a);
     }
   }
-  unlock_roots_mutex();
   if (i >= argc) die("launch: no program given after --");
+  FILE *report = report_path == NULL ? NULL : lazy_report();
+  for (int k = 0; k < nlocks; k++)
+    if (locks[k].guard != NULL) guard_prepare(locks[k].guard, state_fd, locks[k].fresh, report);
+  unlock_roots_mutex();
   char **prog = &argv[i];
   char numbers[MAX_NODES][16];
   char uidbuf[24];
@@ -475,9 +471,10 @@ int launch_main(int argc, char **argv) {
       sweeps[k].skip = skip;
       sweeps[k].nskip = nskip;
     }
-    git_sweep(sweeps, nsweeps, &start, report_path);
+    git_sweep(sweeps, nsweeps, &start, report);
   }
-  release_roots();
+  release_roots(report);
+  if (report != NULL) fclose(report);
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   int sig = WTERMSIG(status);
   signal(sig, SIG_DFL);

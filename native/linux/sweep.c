@@ -3,12 +3,13 @@
  * `--report FILE`): host git must not run code or configuration a command wrote.
  *
  * The repository at the top of each writable root has its control files mounted read-only during the
- * run (protected paths). Below it, and wherever no repository existed, a command can create or change
- * repositories (git init, a nested clone, a planted `.git` file, a gitlink target). So every `.git`
- * found below a swept root — a directory or a file, at any depth up to the walk's bounds — is checked,
- * and each control file of it that changed during the run (its ctime is not older than the run's start;
- * a command cannot set a ctime back) is renamed aside to `NAME.aleph-quarantined[-N]` in its own
- * directory, where host git never reads it. Each rename is written to the report as one line
+ * run (protected paths; in tier 3 the guard, guard.c, checks them instead). Below it, and wherever no
+ * repository existed, a command can create or change repositories (git init, a nested clone, a planted
+ * `.git` file or symlink, a gitlink target). So every `.git` found below a swept root — a directory, a
+ * file or a symlink, at any depth up to the walk's bounds — is checked, and each control file of it that
+ * changed during the run (its ctime is not older than the run's start; a command cannot set a ctime
+ * back), or the `.git` file or symlink itself, is renamed aside to `NAME.aleph-quarantined[-N]` in its
+ * own directory, where host git never reads it. Each rename is written to the report as one line
  * `quarantined PATH`. A repository's objects, refs and index are never touched.
  *
  * The walk works on descriptors (openat with O_NOFOLLOW|O_DIRECTORY, no symlink followed), does not enter
@@ -18,6 +19,7 @@
 #include "common.h"
 
 #include <dirent.h>
+#include <sys/random.h>
 
 #define SWEEP_MAX_DIRS 50000
 #define SWEEP_MAX_DEPTH 40
@@ -26,8 +28,7 @@ static const char *const CONTROL[] = {"config", "config.worktree", "commondir", 
 
 struct sweep {
   struct timespec start;
-  const char *report_path;
-  FILE *report; /* opened at the first line: most runs report nothing, and a file costs an inode */
+  FILE *report;
   long dirs;
   int incomplete;
   /* The root's own .git when it existed at the start: its control files were read-only mounts. */
@@ -37,20 +38,6 @@ struct sweep {
   const struct sweep_skip *skip;
   int nskip;
 };
-
-static void say(struct sweep *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(struct sweep *s, const char *fmt, ...) {
-  if (s->report == NULL && s->report_path != NULL) {
-    int fd = open(s->report_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd >= 0) s->report = fdopen(fd, "w");
-    s->report_path = NULL;
-  }
-  if (s->report == NULL) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vfprintf(s->report, fmt, ap);
-  va_end(ap);
-}
 
 static int skipped(const struct sweep *s, const struct stat *st) {
   for (int i = 0; i < s->nskip; i++)
@@ -63,18 +50,70 @@ static int changed_since(const struct stat *st, const struct timespec *start) {
          (st->st_ctim.tv_sec == start->tv_sec && st->st_ctim.tv_nsec >= start->tv_nsec);
 }
 
-static void quarantine(struct sweep *s, int dirfd, const char *name, const char *where) {
-  char target[300];
-  for (int n = 0; n < 100; n++) {
-    if (n == 0) snprintf(target, sizeof target, "%s.aleph-quarantined", name);
-    else snprintf(target, sizeof target, "%s.aleph-quarantined-%d", name, n);
-    if (renameat2(dirfd, name, dirfd, target, RENAME_NOREPLACE) == 0) {
-      say(s, "quarantined %s/%s\n", where, name);
-      return;
-    }
-    if (errno != EEXIST) break;
+/* One report line, KIND PATH[: WHY], with no newline of a name in it (a name cannot forge a line). */
+void report_line(FILE *report, const char *kind, const char *path, const char *why) {
+  if (report == NULL) return;
+  fprintf(report, "%s ", kind);
+  for (const char *c = path; *c; c++) fputc(*c == '\n' ? '?' : *c, report);
+  if (why != NULL) fprintf(report, ": %s", why);
+  fputc('\n', report);
+}
+
+int remove_entry(int dirfd, const char *name, int depth) {
+  if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT) return 0;
+  if ((errno != EISDIR && errno != EPERM) || depth > SWEEP_MAX_DEPTH) return -1;
+  int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+  if (dir == NULL) {
+    if (fd >= 0) close(fd);
+    return -1;
   }
-  say(s, "failed %s/%s: %s\n", where, name, strerror(errno));
+  /* Passes until one removes nothing: entries removed while reading may hide others from that pass. */
+  for (int pass = 0, removed = 1; removed && pass < 16; pass++) {
+    removed = 0;
+    rewinddir(dir);
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+      if (e->d_name[0] == '.' && (e->d_name[1] == '\0' || (e->d_name[1] == '.' && e->d_name[2] == '\0'))) continue;
+      if (remove_entry(fd, e->d_name, depth + 1) == 0) removed = 1;
+    }
+  }
+  closedir(dir);
+  return unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
+int set_aside(int dirfd, const char *name, FILE *report, const char *path) {
+  char target[320];
+  int e = 0;
+  for (int n = 0; n <= 100; n++) {
+    if (n == 0) snprintf(target, sizeof target, "%s.aleph-quarantined", name);
+    else if (n < 100) snprintf(target, sizeof target, "%s.aleph-quarantined-%d", name, n);
+    else {
+      /* Every numbered name is taken (a command can make them all): one it cannot guess. */
+      unsigned long long r = 0;
+      if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) break;
+      snprintf(target, sizeof target, "%s.aleph-quarantined-%016llx", name, r);
+    }
+    if (renameat2(dirfd, name, dirfd, target, RENAME_NOREPLACE) == 0) {
+      report_line(report, "quarantined", path, NULL);
+      return 0;
+    }
+    e = errno;
+    if (e != EEXIST) break;
+  }
+  /* No name to rename it to (a name too long for a suffix, say): what the command wrote goes instead. */
+  if (remove_entry(dirfd, name, 0) == 0) {
+    report_line(report, "removed", path, NULL);
+    return 0;
+  }
+  report_line(report, "failed", path, strerror(e != 0 ? e : errno));
+  return -1;
+}
+
+static void quarantine(struct sweep *s, int dirfd, const char *name, const char *where) {
+  char path[4400];
+  snprintf(path, sizeof path, "%s/%s", where, name);
+  set_aside(dirfd, name, s->report, path);
 }
 
 /* A `.git` directory: its control files that changed during the run go aside. */
@@ -127,7 +166,7 @@ static void walk(struct sweep *s, int dirfd, char *path, size_t len, int depth, 
     if (type == DT_UNKNOWN) {
       struct stat st;
       if (fstatat(dirfd, n, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-      type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+      type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : S_ISLNK(st.st_mode) ? DT_LNK : DT_UNKNOWN;
     }
     if (strcmp(n, ".git") == 0) {
       struct stat st;
@@ -139,8 +178,10 @@ static void walk(struct sweep *s, int dirfd, char *path, size_t len, int depth, 
           sweep_git_dir(s, g, path);
           close(g);
         }
-      } else if (type == DT_REG && known && !protected_top && !skipped(s, &st) && changed_since(&st, &s->start)) {
-        /* A .git file names the repository's directory: one written during the run could name any. */
+      } else if ((type == DT_REG || type == DT_LNK) && known && !protected_top && !skipped(s, &st) &&
+                 changed_since(&st, &s->start)) {
+        /* A .git file names the repository's directory, and git follows a .git symlink: one made during
+         * the run could lead to any repository, one the command planted included. */
         path[len] = '\0';
         quarantine(s, dirfd, n, path);
       }
@@ -159,8 +200,8 @@ static void walk(struct sweep *s, int dirfd, char *path, size_t len, int depth, 
   closedir(dir);
 }
 
-void git_sweep(const struct sweep_root *roots, int nroots, const struct timespec *start, const char *report) {
-  struct sweep s = {.start = *start, .report_path = report};
+void git_sweep(const struct sweep_root *roots, int nroots, const struct timespec *start, FILE *report) {
+  struct sweep s = {.start = *start, .report = report};
   char path[4096];
   for (int i = 0; i < nroots; i++) {
     int fd = openat(roots[i].fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -174,7 +215,6 @@ void git_sweep(const struct sweep_root *roots, int nroots, const struct timespec
     s.nskip = roots[i].nskip;
     walk(&s, fd, path, strlen(path), 0, 1);
     close(fd);
-    if (s.incomplete) say(&s, "incomplete %s\n", roots[i].name);
+    if (s.incomplete) report_line(s.report, "incomplete", roots[i].name, NULL);
   }
-  if (s.report != NULL) fclose(s.report);
 }

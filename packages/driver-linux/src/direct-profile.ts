@@ -1,7 +1,9 @@
 import { lstatSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { DriverError, InvalidInputError, isPathWithin, type SandboxCapabilities } from '@aleph/sandbox-core';
+import { LaunchPlan } from './launch-plan.js';
 import type { LandlockRule, LinuxProfile, ProfileInputs } from './profile.js';
+import { homesWithin, planCheckedPaths } from './protected.js';
 import { buildSeccompProgram, type SeccompNetworkMode } from './seccomp.js';
 
 /** Device nodes a command needs; the rest of the host's /dev (disks, terminals of others) stays out. */
@@ -72,11 +74,14 @@ export interface DirectInputs extends ProfileInputs {
  * The tier 3 plan: no namespaces and no mounts. The helper (`--direct`) confines the command with Landlock
  * alone: the system directories read-only, /etc entry by entry without its secrets, a few devices, /proc,
  * the grants, the workspace, the session HOME and a private TMPDIR; seccomp keeps its denylist and gets a
- * socket gate for a host network (see `SeccompNetworkMode`). Grants that would show what the other tiers
- * hide (vault paths, other sessions, /etc's secrets) are refused: Landlock cannot hide a sub-path of a grant.
+ * socket gate for a host network (see `SeccompNetworkMode`). Grants (and a workspace) that would show what
+ * the other tiers hide (vault paths, other sessions, /etc's secrets) are refused: Landlock cannot hide a
+ * sub-path of a grant; so is one inside the state directory, which holds the launcher's snapshots. The
+ * protected paths cannot be read-only: the launcher checks them after the run (`planCheckedPaths`), and
+ * sweeps the writable roots for repositories the command created or changed, as in the other tiers.
  *
- * @throws {InvalidInputError} for a granted path that does not exist.
- * @throws {DriverError} `ALEPH_CAPABILITY_UNSUPPORTED` for a grant covering a hidden path, or allowHosts without Landlock ABI 4.
+ * @throws {InvalidInputError} for a granted path that does not exist, or a symlinked protected path.
+ * @throws {DriverError} `ALEPH_CAPABILITY_UNSUPPORTED` for a grant or workspace covering a hidden path or inside the state directory, or allowHosts without Landlock ABI 4.
  */
 export function buildDirectProfile(
   caps: SandboxCapabilities,
@@ -102,6 +107,14 @@ export function buildDirectProfile(
     path.dirname(workspace),
     inputs.stateDir,
   ];
+  const inState = (p: string) => {
+    if (isPathWithin(p, inputs.stateDir))
+      throw new DriverError(
+        'ALEPH_CAPABILITY_UNSUPPORTED',
+        'linux',
+        `tier 3 (no namespaces) cannot grant ${p}: it lies in the launcher's state directory ${inputs.stateDir}, which holds the snapshots of protected paths; grant a path outside it`,
+      );
+  };
   const grant = (field: 'fsRead' | 'fsWrite', access: LandlockRule['access']) =>
     caps[field].forEach((p, i) => {
       if (kind(p) === undefined)
@@ -119,10 +132,19 @@ export function buildDirectProfile(
           'linux',
           `tier 3 (no namespaces) cannot hide ${shown} inside the grant ${p}; grant a narrower path`,
         );
+      inState(p);
       rules.push({ path: p, access });
     });
   grant('fsRead', 'read-exec');
   grant('fsWrite', 'read-write-exec');
+  const inWorkspace = hidden.find((h) => h !== path.dirname(workspace) && isPathWithin(h, workspace));
+  if (inWorkspace !== undefined)
+    throw new DriverError(
+      'ALEPH_CAPABILITY_UNSUPPORTED',
+      'linux',
+      `tier 3 (no namespaces) cannot hide ${inWorkspace} inside the workspace ${workspace}; use a narrower workspace`,
+    );
+  inState(workspace);
   rules.push({ path: workspace, access: 'read-write-exec' });
   if (inputs.sessionHome !== undefined) rules.push({ path: inputs.sessionHome, access: 'read-write-exec' });
   rules.push({ path: inputs.tmpDir, access: 'read-write-exec' });
@@ -170,6 +192,27 @@ export function buildDirectProfile(
   }
   helper.push('--ll-scope', 'on', '--chdir', cwd, '--seccomp-fd', '3', '--env-fd', '4');
 
+  // Protected paths cannot be read-only without mounts: the launcher checks them after the run, in the
+  // writable roots and the home directories they hold, and sweeps the roots for repositories.
+  const plan = new LaunchPlan();
+  const writableRoots = [workspace, ...caps.fsWrite.filter((p) => kind(p) === 'dir')];
+  const checked = planCheckedPaths(plan, writableRoots, inputs.protectedPaths);
+  const homeChecked = planCheckedPaths(
+    plan,
+    homesWithin(writableRoots, host.home),
+    inputs.homeProtectedPaths,
+  );
+  const sweeps = writableRoots.flatMap((root) => ['--git-sweep', plan.open(root)]);
+  const launch = [
+    '--state',
+    inputs.stateDir,
+    '--reap',
+    ...plan.args,
+    ...sweeps,
+    ...checked.args,
+    ...homeChecked.args,
+  ];
+
   const notEnforced = inputs.notEnforced ?? [];
   const summary = [
     'tier: direct',
@@ -181,6 +224,9 @@ export function buildDirectProfile(
     `limits: ${Object.entries(rlimits)
       .map(([k, v]) => `RLIMIT_${k}=${v}`)
       .join(', ')}; processes ≤ ${inputs.maxPids}`,
+    ...checked.summary.map((line) => `protected (checked after the run): ${line}`),
+    ...homeChecked.summary.map((line) => `protected (home, checked after the run): ${line}`),
+    `git: after the run, control files (config, hooks, commondir, info, modules, worktrees, a .git file or symlink) of repositories created or changed below ${writableRoots.join(', ')} are renamed aside (NAME.aleph-quarantined) and reported`,
     `tmp: TMPDIR=${inputs.tmpDir}`,
     ...(inputs.sessionHome === undefined ? [] : [`home: HOME=${inputs.sessionHome}`]),
   ];
@@ -190,7 +236,7 @@ export function buildDirectProfile(
     tier: 'direct',
     notEnforced,
     identity,
-    launch: ['--state', inputs.stateDir, '--reap'],
+    launch,
     home: inputs.sessionHome === undefined ? null : { inner: inputs.sessionHome, host: inputs.sessionHome },
     bwrapArgs: [],
     helperArgs: helper,

@@ -1,14 +1,5 @@
 import { execFile } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  statSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync } from 'node:fs';
 import os, { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -33,12 +24,13 @@ import {
   sessionKeyToFilename,
   strictCapabilities,
 } from '@aleph/sandbox-core';
-import { CgroupManager, detectCgroup } from './cgroup.js';
+import { type CgroupInfo, CgroupManager, detectCgroup, exerciseCgroup, launcherRunIn } from './cgroup.js';
 import { buildDirectProfile, PROXY_PORT_ARG } from './direct-profile.js';
 import { encodeEnv, refuseLoaderEnv } from './env.js';
 import { RecordingView, stillAnswers } from './fs-view.js';
-import { checkHelperSync, resolveHelperPath } from './helper.js';
+import { checkHelperSync, type HelperProbeOutput, resolveHelperPath } from './helper.js';
 import { readHostFacts } from './host.js';
+import { readLaunchReport } from './launch-report.js';
 import { defaultMaxOpenFiles, readFileMax, readOpenFilesHardLimit } from './limits.js';
 import { linuxNotEnforced } from './not-enforced.js';
 import {
@@ -165,7 +157,9 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
   let loopbackPool: ProxyPool | undefined;
   const minimumTier = options.minimumTier ?? 3;
   let selection: Promise<TierSelection> | undefined;
-  let facts: Promise<{ landlockAbi: number; cgroup: boolean }> | undefined;
+  let facts:
+    | Promise<{ landlockAbi: number; cgroup: CgroupInfo; manager: CgroupManager | undefined }>
+    | undefined;
   const privateTmps = new Map<string, number>();
   let probed: Promise<LinuxProbe> | undefined;
   let cgroups: CgroupManager | undefined;
@@ -173,18 +167,29 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
   let ready: { bwrapPath: string; tier: string } | undefined;
   const plans = new Map<string, { profile: LinuxProfile; queries: RecordingView['queries'] }>();
 
-  /** What the gaps of a tier depend on: the Landlock ABI (from the helper) and a delegated cgroup. */
+  /**
+   * What the gaps of a tier depend on, found once per driver by using each mechanism: the Landlock ABI
+   * (when the helper's --probe enforced a ruleset) and a delegated cgroup (a leaf that took limits and a
+   * process, `exerciseCgroup`; its manager then makes the runs' leaves).
+   */
   const hostFacts = () => {
     facts ??= (async () => {
       let landlockAbi = 0;
       try {
-        landlockAbi = (
-          JSON.parse((await execFileAsync(helperPath, ['--probe'])).stdout) as { landlock_abi: number }
-        ).landlock_abi;
+        const said = JSON.parse((await execFileAsync(helperPath, ['--probe'])).stdout) as HelperProbeOutput;
+        if (said.landlock === 'ok') landlockAbi = said.landlock_abi;
       } catch {
         // no helper: every tier fails its preflight and says why
       }
-      return { landlockAbi, cgroup: detectCgroup(options.cgroupRoot).available };
+      let cgroup = detectCgroup(options.cgroupRoot);
+      let manager: CgroupManager | undefined;
+      if (cgroup.available && checkHelperSync(helperPath).ok) {
+        manager = new CgroupManager(cgroup);
+        cgroup = await exerciseCgroup(manager, launcherRunIn(helperPath));
+      } else if (cgroup.available) {
+        cgroup = { ...cgroup, available: false, detail: `${cgroup.detail}; not used: the helper cannot run` };
+      }
+      return { landlockAbi, cgroup, manager: cgroup.available ? manager : undefined };
     })();
     return facts;
   };
@@ -192,7 +197,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
     const f = await hostFacts();
     return tierGaps(tier, {
       isRoot: host.isRoot,
-      cgroup: f.cgroup,
+      cgroup: f.cgroup.available,
       landlockAbi: f.landlockAbi,
       directUid: host.isRoot ? sandboxUid : undefined,
     });
@@ -311,13 +316,13 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
         bwrap: options.bwrapPath ?? 'bwrap',
         helperPath,
         landlock,
-        ...(options.cgroupRoot === undefined ? {} : { cgroupRoot: options.cgroupRoot }),
+        cgroup: (await hostFacts()).cgroup,
         ...(sandboxUid === undefined ? {} : { sandboxUid }),
         maxFileMb: options.maxFileMb,
         cpuQuotaPercent: options.cpuQuotaPercent,
       });
       const chosen = await select();
-      return withTiers(base, chosen, chosen.tier === undefined ? [] : await gapsOf(chosen.tier));
+      return withTiers(base, chosen, chosen.tier === undefined ? [] : await gapsOf(chosen.tier), host.isRoot);
     })();
     return probed;
   };
@@ -374,8 +379,8 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
             },
           );
         }
-        const info = detectCgroup(options.cgroupRoot);
-        cgroups = info.available ? new CgroupManager(info) : undefined;
+        // The cgroup its check used, when the check worked; rlimits otherwise (probe() says why).
+        cgroups = (await hostFacts()).manager;
         ready = { bwrapPath: bwrapPath ?? '', tier: cgroups === undefined ? 'rlimits' : 'cgroup v2' };
       }
       const p = ready;
@@ -506,7 +511,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
           result.exitCode <= 128 + 64
             ? signalName(result.exitCode - 128)
             : undefined;
-        const sweep = readSweepReport(reportFile);
+        const sweep = readLaunchReport(reportFile);
         return createSandboxOutput({
           exitCode: killedBySignal === undefined ? result.exitCode : null,
           signal: killedBySignal ?? result.signal,
@@ -536,6 +541,11 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
               }),
             ],
             ...(sweep.quarantined.length === 0 ? {} : { quarantined: sweep.quarantined }),
+            ...(sweep.removed.length === 0 ? {} : { removed: sweep.removed }),
+            ...(sweep.restored.length === 0 ? {} : { restored: sweep.restored }),
+            ...(sweep.failed.length === 0 ? {} : { quarantineFailed: sweep.failed }),
+            ...(sweep.unrestored.length === 0 ? {} : { notRestored: sweep.unrestored }),
+            ...(sweep.unchecked.length === 0 ? {} : { protectedUnchecked: sweep.unchecked }),
             ...(sweep.incomplete.length === 0 ? {} : { gitSweepIncomplete: sweep.incomplete }),
             ...(killedBySignal === undefined ? {} : { exitStatus: result.exitCode }),
             ...(result.killedBy === null ? {} : { killedBy: result.killedBy }),
@@ -579,26 +589,6 @@ function bwrapFix(stderr: string): string {
   if (/Can't (find source path|mkdir|mount)|No such file or directory/.test(stderr))
     return 'a granted path vanished or changed while the sandbox was set up; check the path and run again';
   return 'run `aleph-sandbox doctor`, which checks bubblewrap, the kernel and the helper one by one';
-}
-
-/**
- * What the launcher's git sweep did (see native/linux/sweep.c): control files it renamed aside, and the
- * roots whose walk hit its bounds. The report lives in the host-only state directory.
- */
-function readSweepReport(file: string | undefined): { quarantined: string[]; incomplete: string[] } {
-  const out = { quarantined: [] as string[], incomplete: [] as string[] };
-  if (file === undefined) return out;
-  let text = '';
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch {
-    return out;
-  }
-  for (const line of text.split('\n')) {
-    if (line.startsWith('quarantined ')) out.quarantined.push(line.slice('quarantined '.length));
-    else if (line.startsWith('incomplete ')) out.incomplete.push(line.slice('incomplete '.length));
-  }
-  return out;
 }
 
 function signalName(n: number): string | undefined {

@@ -40,10 +40,18 @@ export type HelperCheck =
       readonly fix: string;
     };
 
-/** What `aleph-sandbox-init --probe` prints: the kernel's view, as the helper sees it. */
+/** What `aleph-sandbox-init --probe` prints: what the kernel did when the helper used each mechanism. */
 export interface HelperProbeOutput {
+  /** The ABI the kernel reports (see `landlock` for whether a ruleset was enforced). */
   readonly landlock_abi: number;
+  /** `ok` when a ruleset refusing directory reads stopped a listing of /, else what failed. */
+  readonly landlock?: string;
+  /** True when a filter was loaded and refused the syscall it names. */
   readonly seccomp: boolean;
+  /** `ok`, or why the filter did not load or act. */
+  readonly seccomp_detail?: string;
+  /** `ok` when a user namespace with a mount namespace inside could be made, else the step that failed. */
+  readonly userns?: string;
   readonly [key: string]: unknown;
 }
 

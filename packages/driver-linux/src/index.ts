@@ -1,6 +1,14 @@
-export { type CgroupInfo, type CgroupLimits, CgroupManager, detectCgroup } from './cgroup.js';
+export {
+  type CgroupInfo,
+  type CgroupLimits,
+  CgroupManager,
+  detectCgroup,
+  exerciseCgroup,
+  launcherRunIn,
+} from './cgroup.js';
 export { buildDirectProfile, etcRules } from './direct-profile.js';
 export { createLinuxDriver, LINUX_CAPABILITIES, type LinuxDriver } from './driver.js';
+export { type GapFixContext, linuxGapFixes } from './gap-fixes.js';
 export {
   checkHelper,
   checkHelperSync,

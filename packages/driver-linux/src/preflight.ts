@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { ProbeMechanism } from '@aleph/sandbox-core';
+import { linuxGapFixes } from './gap-fixes.js';
 import type { LinuxProbe } from './probe.js';
 import { LINUX_TIERS, type LinuxTierId, type LinuxTierNumber, linuxTier } from './tiers.js';
 
@@ -58,16 +59,43 @@ function sysctl(name: string): string | undefined {
   }
 }
 
-/** The AppArmor restriction of unprivileged user namespaces (Ubuntu 24.04 and later), read from the kernel. */
-export function apparmorUserns(): ProbeMechanism {
-  const v = sysctl('kernel/apparmor_restrict_unprivileged_userns');
-  if (v === undefined)
-    return { available: true, detail: 'no AppArmor user-namespace restriction in this kernel' };
-  if (v === '0') return { available: true, detail: 'kernel.apparmor_restrict_unprivileged_userns = 0' };
+const APPARMOR_FIX =
+  '`sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, or an AppArmor profile for bwrap with `userns,` (see /etc/apparmor.d/bwrap-userns-restrict)';
+
+/**
+ * The AppArmor restriction of unprivileged user namespaces (Ubuntu 24.04 and later): the kernel's setting
+ * and what `exercised` — the helper's attempt (`--probe`: a user namespace, this uid mapped, a mount
+ * namespace inside) — did for this process. Without `exercised` (the helper could not run) the setting
+ * alone is reported, and says so. `v` is the setting (read from /proc/sys by default).
+ */
+export function apparmorUserns(
+  exercised?: string,
+  v: string | undefined = sysctl('kernel/apparmor_restrict_unprivileged_userns'),
+): ProbeMechanism {
+  const setting =
+    v === undefined
+      ? 'no AppArmor user-namespace restriction in this kernel'
+      : `kernel.apparmor_restrict_unprivileged_userns = ${v}`;
+  const tried =
+    exercised === undefined
+      ? 'not tried (the helper could not run)'
+      : exercised === 'ok'
+        ? `a user namespace made by this process (uid ${process.getuid?.()}) got its capabilities: a mount namespace inside it worked`
+        : `making a user namespace with a mount namespace inside failed for this process: ${exercised}`;
+  if (v === undefined || v === '0')
+    return {
+      available: true,
+      detail: `${setting}; ${tried}${exercised !== undefined && exercised !== 'ok' ? ' (not AppArmor: see user-namespaces and the tiers)' : ''}`,
+    };
+  if (exercised === 'ok')
+    return {
+      available: true,
+      detail: `${setting}, yet ${tried} (it holds CAP_SYS_ADMIN, or an AppArmor profile allows it)`,
+    };
   return {
     available: false,
-    detail: `kernel.apparmor_restrict_unprivileged_userns = ${v}: unconfined programs get a user namespace without capabilities`,
-    fix: '`sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, or an AppArmor profile for bwrap with `userns,` (see /etc/apparmor.d/bwrap-userns-restrict)',
+    detail: `${setting}: unconfined programs get a user namespace without capabilities; ${tried}`,
+    fix: APPARMOR_FIX,
   };
 }
 
@@ -78,7 +106,8 @@ export function fixFor(tier: LinuxTierId, detail: string): string {
   if (tier === 'namespaces')
     return 'give the host side CAP_SYS_ADMIN and let it create namespaces and mount (Docker: `--cap-add SYS_ADMIN --security-opt seccomp=unconfined`, or a seccomp profile allowing unshare, clone with namespace flags, mount, open_tree and mount_setattr)';
   if (tier === 'user-namespace') {
-    if (apparmorUserns().available === false) return apparmorUserns().fix as string;
+    const restricted = sysctl('kernel/apparmor_restrict_unprivileged_userns');
+    if (restricted !== undefined && restricted !== '0') return APPARMOR_FIX;
     if (sysctl('kernel/unprivileged_userns_clone') === '0')
       return '`sudo sysctl -w kernel.unprivileged_userns_clone=1`';
     if (sysctl('user/max_user_namespaces') === '0') return '`sudo sysctl -w user.max_user_namespaces=15000`';
@@ -91,13 +120,14 @@ export function fixFor(tier: LinuxTierId, detail: string): string {
 
 /**
  * Folds the preflight into the probe: one mechanism per tier tried (what ran, or the failure and the
- * fix), the AppArmor restriction, the tier that will apply and what it does not enforce. `available` —
- * and so doctor's "ready" — holds only when a sandboxed `true` ran.
+ * fix), the AppArmor restriction, the tier that will apply, what it does not enforce and what would close
+ * each gap (`gapFixes`). `available` — and so doctor's "ready" — holds only when a sandboxed `true` ran.
  */
 export function withTiers(
   base: LinuxProbe,
   selection: TierSelection,
   notEnforced: readonly string[],
+  isRoot = false,
 ): LinuxProbe {
   const mechanisms: Record<string, ProbeMechanism> = { ...base.mechanisms };
   for (const a of selection.attempts) {
@@ -117,7 +147,7 @@ export function withTiers(
         detail: `${t.label}: not tried, weaker than minimum_tier = ${selection.minimumTier}`,
       };
   }
-  mechanisms['apparmor-userns'] = apparmorUserns();
+  mechanisms['apparmor-userns'] = apparmorUserns(base.userns);
   if (selection.tier === 'user-namespace' && base.mechanisms.identity?.detail.startsWith('host is root'))
     mechanisms.identity = {
       available: true,
@@ -145,9 +175,16 @@ export function withTiers(
       ],
       tierId: null,
       notEnforced: [...base.notEnforced],
+      gapFixes: linuxGapFixes(base.notEnforced, {
+        tier: 'direct',
+        attempts: selection.attempts,
+        cgroup: base.cgroup,
+        isRoot,
+      }),
     };
   }
   const t = linuxTier(selection.tier);
+  const gaps = [...notEnforced, ...base.notEnforced];
   const rest = [
     base.landlockAbi > 0 ? `Landlock ABI ${base.landlockAbi}` : 'no Landlock',
     'seccomp-BPF',
@@ -161,7 +198,13 @@ export function withTiers(
     // What only a stronger tier needed is a gap of this one (its mechanism says so), not a problem.
     problems: [],
     tierId: selection.tier,
-    // What the tier leaves open, then what the limits leave unbounded.
-    notEnforced: [...notEnforced, ...base.notEnforced],
+    // What the tier leaves open, then what the limits leave unbounded; and what closes each.
+    notEnforced: gaps,
+    gapFixes: linuxGapFixes(gaps, {
+      tier: selection.tier,
+      attempts: selection.attempts,
+      cgroup: base.cgroup,
+      isRoot,
+    }),
   };
 }

@@ -3,7 +3,7 @@ import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { ProbeMechanism, ProbeResult } from '@aleph/sandbox-core';
-import { type CgroupInfo, detectCgroup } from './cgroup.js';
+import { type CgroupInfo, CgroupManager, detectCgroup, exerciseCgroup, launcherRunIn } from './cgroup.js';
 import { checkHelper } from './helper.js';
 import type { HostFacts } from './host.js';
 import { linuxNotEnforced } from './not-enforced.js';
@@ -16,8 +16,12 @@ const run = promisify(execFile);
 export interface LinuxProbe extends ProbeResult {
   readonly bwrapPath: string | null;
   readonly helperPath: string;
+  /** The Landlock ABI, when a ruleset was enforced (else 0). */
   readonly landlockAbi: number;
+  /** The cgroup check: detected, then exercised (`exerciseCgroup`) where a delegated subtree seemed present. */
   readonly cgroup: CgroupInfo;
+  /** What making a user namespace (and a mount namespace in it) did for this process: `ok` or the failure. */
+  readonly userns?: string;
   /** What this host leaves unbounded with the driver's settings (`linuxNotEnforced`), and, once the
    * driver folded the preflight in, what the chosen tier does not enforce (each `name: sentence`). */
   readonly notEnforced: readonly string[];
@@ -49,8 +53,31 @@ function readSysctl(p: string): string | undefined {
 }
 
 /**
- * Probes everything the Linux driver relies on and says which enforcement tier applies. Nothing degrades
- * silently: each missing mechanism is listed with the command that fixes it.
+ * What makes user namespaces work here: from `exercised` (the helper's attempt: the step that failed and
+ * its error) where it says, else from the kernel's settings.
+ */
+export function usernsFix(exercised?: string): string {
+  const restricted = readSysctl('/proc/sys/kernel/apparmor_restrict_unprivileged_userns');
+  if (restricted !== undefined && restricted !== '0')
+    return 'AppArmor restricts them (Ubuntu 24.04 and later): `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, or an AppArmor profile for bwrap with `userns,` (see /etc/apparmor.d/bwrap-userns-restrict)';
+  if (readSysctl('/proc/sys/kernel/unprivileged_userns_clone') === '0')
+    return '`sudo sysctl -w kernel.unprivileged_userns_clone=1`';
+  if (readSysctl('/proc/sys/user/max_user_namespaces') === '0' || /No space left/.test(exercised ?? ''))
+    return '`sudo sysctl -w user.max_user_namespaces=15000` (in a container: on the host, or the namespace it runs in)';
+  if (/creating a user namespace: Operation not permitted/.test(exercised ?? ''))
+    return "a seccomp filter refuses unshare/clone with CLONE_NEWUSER (a container runtime's default profile): allow them (Docker: `--security-opt seccomp=unconfined`, or a profile permitting them)";
+  if (/mount namespace inside/.test(exercised ?? ''))
+    return 'the user namespace gets no capabilities (an LSM such as AppArmor or SELinux confines this program): allow bwrap user namespaces in its policy';
+  return 'enable unprivileged user namespaces (kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0) and allow unshare with CLONE_NEWUSER';
+}
+
+/**
+ * Probes everything the Linux driver relies on by using it, and says which enforcement tier applies: the
+ * helper runs (`--probe`) and, each in a child of its own, loads a seccomp filter that must refuse a
+ * syscall, enforces a Landlock ruleset that must refuse a listing of /, and makes a user namespace with a
+ * mount namespace inside; bwrap makes a user namespace; a delegated cgroup gets a leaf with limits and a
+ * process (`exerciseCgroup`). Nothing degrades silently: each missing mechanism is listed with what
+ * failed and the command that fixes it.
  */
 export async function probeLinux(options: {
   host: HostFacts;
@@ -58,6 +85,8 @@ export async function probeLinux(options: {
   helperPath: string;
   landlock: 'best-effort' | 'required';
   cgroupRoot?: string;
+  /** The cgroup check the caller made (`exerciseCgroup`); else this probe makes one. */
+  cgroup?: CgroupInfo;
   /** The uid commands run as on a root host. Default 65533. */
   sandboxUid?: number;
   /** The driver's RLIMIT_FSIZE in MiB, if any. */
@@ -107,13 +136,19 @@ export async function probeLinux(options: {
 
   // The kernel's answers come from the helper, so a helper that cannot run says nothing about the
   // kernel: its own problem is reported, and seccomp/Landlock are "unknown", never blamed on the kernel.
-  let landlockAbi = 0;
+  let reportedAbi = 0;
   let seccomp = false;
+  let seccompDetail = '';
+  let landlockDetail = '';
   const helper = await checkHelper(options.helperPath, { probe: true });
   if (helper.ok && helper.probe !== undefined) {
-    landlockAbi = helper.probe.landlock_abi;
+    reportedAbi = helper.probe.landlock_abi;
     seccomp = helper.probe.seccomp;
+    seccompDetail = helper.probe.seccomp_detail ?? 'the helper did not say';
+    landlockDetail = helper.probe.landlock ?? 'the helper did not exercise it';
   }
+  // Only a ruleset that was enforced counts: the ABI the kernel reports is not proof.
+  const landlockAbi = landlockDetail === 'ok' ? reportedAbi : 0;
   note(
     'helper',
     helper.ok
@@ -134,22 +169,37 @@ export async function probeLinux(options: {
     note(
       'seccomp',
       seccomp
-        ? { available: true, detail: 'seccomp-BPF filters supported' }
+        ? {
+            available: true,
+            detail:
+              'a seccomp-BPF filter was loaded and refused the syscall it names (in a child of the helper)',
+          }
         : {
             available: false,
-            detail: "the kernel refuses seccomp-BPF filters (the helper's --probe says so)",
-            fix: 'use a kernel built with CONFIG_SECCOMP_FILTER',
+            detail: `a seccomp-BPF filter does not work here: ${seccompDetail}`,
+            fix: /EINVAL|Invalid argument/.test(seccompDetail)
+              ? 'use a kernel built with CONFIG_SECCOMP_FILTER'
+              : "allow nested seccomp filters: the host's own filter or an LSM refuses seccomp(2) and prctl(PR_SET_SECCOMP) (Docker: a seccomp profile that allows them)",
           },
       true,
     );
     note(
       'landlock',
       landlockAbi > 0
-        ? { available: true, detail: `ABI ${landlockAbi} (${options.landlock})` }
+        ? {
+            available: true,
+            detail: `ABI ${landlockAbi} (${options.landlock}): a ruleset was enforced and refused a listing of / (in a child of the helper)`,
+          }
         : {
             available: false,
-            detail: "Landlock is not enabled in this kernel (the helper's --probe says so)",
-            fix: 'boot a kernel >= 5.13 with lsm=landlock,…',
+            detail:
+              reportedAbi > 0
+                ? `the kernel reports Landlock ABI ${reportedAbi}, but enforcing a ruleset failed: ${landlockDetail}`
+                : `Landlock does not work here: ${landlockDetail}`,
+            fix:
+              reportedAbi > 0
+                ? "allow landlock_create_ruleset, landlock_add_rule and landlock_restrict_self: the host's seccomp profile or an LSM refuses them (Docker: a seccomp profile that allows them)"
+                : 'boot a kernel >= 5.13 with Landlock enabled (`lsm=landlock,…` on the kernel command line)',
           },
       options.landlock === 'required',
     );
@@ -165,25 +215,28 @@ export async function probeLinux(options: {
     } catch (e) {
       error = String((e as { stderr?: string }).stderr ?? e).trim();
     }
-    let fix = 'enable unprivileged user namespaces';
-    if (readSysctl('/proc/sys/kernel/apparmor_restrict_unprivileged_userns') === '1') {
-      fix =
-        'Ubuntu 24.04 restricts them through AppArmor: `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, or install an AppArmor profile allowing userns for bwrap';
-    } else if (readSysctl('/proc/sys/kernel/unprivileged_userns_clone') === '0') {
-      fix = '`sudo sysctl -w kernel.unprivileged_userns_clone=1`';
-    } else if (readSysctl('/proc/sys/user/max_user_namespaces') === '0') {
-      fix = '`sudo sysctl -w user.max_user_namespaces=15000`';
-    }
+    const fix = usernsFix(helper.ok ? helper.probe?.userns : undefined);
     note(
       'user-namespaces',
       ok
-        ? { available: true, detail: 'unprivileged user namespaces work' }
+        ? {
+            available: true,
+            detail: `bwrap made a user namespace and ran \`true\` in it (as uid ${options.host.uid})`,
+          }
         : { available: false, detail: `bwrap cannot create a user namespace: ${error}`, fix },
       !options.host.isRoot,
     );
   }
 
-  const cgroup = detectCgroup(options.cgroupRoot);
+  let cgroup = options.cgroup ?? detectCgroup(options.cgroupRoot);
+  if (options.cgroup === undefined && cgroup.available)
+    cgroup = helper.ok
+      ? await exerciseCgroup(new CgroupManager(cgroup), launcherRunIn(options.helperPath))
+      : {
+          ...cgroup,
+          available: false,
+          detail: `${cgroup.detail}; not used: the helper cannot run (see helper)`,
+        };
   note(
     'cgroup-v2',
     cgroup.available
@@ -220,6 +273,7 @@ export async function probeLinux(options: {
     helperPath: options.helperPath,
     landlockAbi,
     cgroup,
+    ...(helper.ok && helper.probe?.userns !== undefined ? { userns: helper.probe.userns } : {}),
     notEnforced: linuxNotEnforced({
       cgroup: cgroup.available,
       isRoot: options.host.isRoot,

@@ -11,7 +11,7 @@ import { LaunchPlan } from './launch-plan.js';
 import { DEFAULT_MAX_OPEN_FILES, tmpfsSizeBytes } from './limits.js';
 import { type MountOp, renderMounts } from './mounts.js';
 import { BRIDGE_PORT, INNER_HELPER, INNER_HOME, INNER_PROXY_SOCKET } from './options.js';
-import { planProtectedPaths, type Stub } from './protected.js';
+import { homesWithin, planProtectedPaths, type Stub } from './protected.js';
 import { buildSeccompProgram, type SeccompArch, type SeccompNetworkMode } from './seccomp.js';
 import type { LinuxTierId } from './tiers.js';
 
@@ -135,21 +135,6 @@ function passable(fs: FsView, dir: string, uid: number, gid: number): boolean {
   return (st.mode & bit) !== 0;
 }
 
-/** The home directories (real paths) that lie inside one of `roots`: `home`, `/root`, `/home/*`. */
-function homesWithin(fs: FsView, roots: readonly string[], home: string): string[] {
-  const candidates = new Set<string>();
-  const add = (p: string) => {
-    const r = fs.realpath(p);
-    if (r !== undefined && roots.some((root) => isPathWithin(r, root))) candidates.add(r);
-  };
-  add(home);
-  if (roots.some((root) => isPathWithin('/root', root))) add('/root');
-  if (roots.some((root) => isPathWithin('/home', root))) {
-    for (const name of fs.readdir('/home') ?? []) add(path.join('/home', name));
-  }
-  return [...candidates].filter((h) => exists(fs, h) === 'dir');
-}
-
 function exists(fs: FsView, p: string): 'dir' | 'file' | undefined {
   const st = fs.lstat(p);
   return st === undefined ? undefined : st.type === 'dir' ? 'dir' : 'file';
@@ -254,7 +239,7 @@ export function buildLinuxProfile(
   mounts.push(...protection.mounts);
   // Home directories a writable root holds (the host user's, and /root and /home/* under a wide grant):
   // what the host runs from them next (shell startup, git and ssh config, ~/.aleph, …) stays read-only.
-  const homes = homesWithin(fs, writableRoots, host.home);
+  const homes = homesWithin(writableRoots, host.home, fs);
   const homeProtection = planProtectedPaths(plan, homes, inputs.homeProtectedPaths, fs);
   mounts.push(...homeProtection.mounts);
 
@@ -379,7 +364,7 @@ export function buildLinuxProfile(
     ...mountSummary,
     ...(inputs.sessionHome === undefined ? [] : [`home: HOME=${INNER_HOME} (from ${inputs.sessionHome})`]),
     ...protection.summary.map((s) => `protected: ${s}`),
-    `git: after the run, control files (config, hooks, commondir, info, modules, worktrees, a .git file) of repositories created or changed below ${writableRoots.join(', ')} are renamed aside (NAME.aleph-quarantined) and reported`,
+    `git: after the run, control files (config, hooks, commondir, info, modules, worktrees, a .git file or symlink) of repositories created or changed below ${writableRoots.join(', ')} are renamed aside (NAME.aleph-quarantined) and reported`,
     ...homeProtection.summary.map((s) => `protected (home): ${s}`),
     ...vaultHidden.map((v) => `vault hidden: ${v}`),
     `landlock (${inputs.landlock}): ${landlock.map((r) => `${r.access} ${r.path}`).join('; ')}${tcp ? `; TCP connect only to ${tcp.connectPorts.length > 0 ? tcp.connectPorts.join(', ') : 'nothing'}` : ''}; abstract unix sockets and signals scoped`,

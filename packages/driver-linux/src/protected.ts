@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { InvalidInputError } from '@aleph/sandbox-core';
+import { InvalidInputError, isPathWithin } from '@aleph/sandbox-core';
 import { type FsView, liveFs } from './fs-view.js';
 import type { LaunchPlan } from './launch-plan.js';
 import type { MountOp } from './mounts.js';
@@ -44,6 +44,32 @@ export const FILE_NAMES = new Set([
   'pip.conf',
 ]);
 
+function symlinked(p: string): InvalidInputError {
+  return new InvalidInputError(
+    'ALEPH_INVALID_COMMAND',
+    'protected path',
+    p,
+    'is a symlink, so the sandbox cannot keep it read-only',
+    'replace the symlink with a real directory or file, or remove it from the protected paths',
+  );
+}
+
+/** The home directories (real paths) that lie inside one of `roots`: `home`, `/root`, `/home/*`. */
+export function homesWithin(roots: readonly string[], home: string, fs: FsView = liveFs): string[] {
+  const candidates = new Set<string>();
+  const add = (p: string) => {
+    const r = fs.realpath(p);
+    if (r !== undefined && roots.some((root) => isPathWithin(r, root)) && fs.lstat(r)?.type === 'dir')
+      candidates.add(r);
+  };
+  add(home);
+  if (roots.some((root) => isPathWithin('/root', root))) add('/root');
+  if (roots.some((root) => isPathWithin('/home', root))) {
+    for (const name of fs.readdir('/home') ?? []) add(path.join('/home', name));
+  }
+  return [...candidates];
+}
+
 /**
  * Plans the read-only protection of `relative` paths (`.git/hooks`, `.aleph`, …) inside each writable root:
  * - an existing protected path is mounted read-only onto itself, and every directory between the root
@@ -69,8 +95,7 @@ export function planProtectedPaths(
   const summary: string[] = [];
   const selfBound = new Set<string>();
   for (const root of roots) {
-    const rootStat = fs.lstat(root);
-    if (rootStat?.type !== 'dir') continue;
+    if (fs.lstat(root)?.type !== 'dir') continue;
     plan.open(root);
     for (const rel of relative) {
       const parts = rel.split('/').filter(Boolean);
@@ -81,15 +106,7 @@ export function planProtectedPaths(
         current = path.join(current, part);
         const last = i === parts.length - 1;
         const st = fs.lstat(current);
-        if (st?.type === 'symlink') {
-          throw new InvalidInputError(
-            'ALEPH_INVALID_COMMAND',
-            'protected path',
-            current,
-            'is a symlink, so the sandbox cannot keep it read-only',
-            'replace the symlink with a real directory or file, or remove it from the protected paths',
-          );
-        }
+        if (st?.type === 'symlink') throw symlinked(current);
         if (st === undefined) {
           if (!last && parts[0] === '.git' && i === 0) {
             summary.push(`${current}: no repository here; ${path.join(root, rel)} not protected`);
@@ -128,4 +145,52 @@ export function planProtectedPaths(
     }
   }
   return { mounts, stubs, summary };
+}
+
+/** Tier 3's plan for protected paths: the launcher's arguments, and in words. */
+export interface CheckPlan {
+  /** `--guard NAME REL` for each protected path of each root (NAME: the root opened in the plan). */
+  readonly args: string[];
+  readonly summary: string[];
+}
+
+/**
+ * Plans tier 3's check of `relative` paths inside each root (no mount namespace, so nothing can be
+ * read-only): the launcher snapshots them before the run and, after it, renames aside what the command
+ * created or changed there and puts the originals back (native/linux/guard.c). When `.git` is a file
+ * (worktrees, submodules) that file is checked instead of what it names, as `planProtectedPaths` protects
+ * it; a protected path or a directory on the way that is a symlink is refused, as there.
+ *
+ * @throws {InvalidInputError} `ALEPH_INVALID_COMMAND` for a symlinked protected path.
+ */
+export function planCheckedPaths(
+  plan: LaunchPlan,
+  roots: readonly string[],
+  relative: readonly string[],
+  fs: FsView = liveFs,
+): CheckPlan {
+  const args: string[] = [];
+  const summary: string[] = [];
+  for (const root of roots) {
+    if (fs.lstat(root)?.type !== 'dir') continue;
+    const name = plan.open(root);
+    const gitFile = fs.lstat(path.join(root, '.git'))?.type === 'file';
+    const checked = new Set<string>();
+    for (const rel of relative) {
+      const use = gitFile && (rel === '.git' || rel.startsWith('.git/')) ? '.git' : rel;
+      let current = root;
+      for (const part of use.split('/').filter(Boolean)) {
+        current = path.join(current, part);
+        const st = fs.lstat(current);
+        if (st?.type === 'symlink') throw symlinked(current);
+        if (st?.type !== 'dir') break;
+      }
+      checked.add(use);
+    }
+    for (const rel of checked) args.push('--guard', name, rel);
+    summary.push(
+      `${root}: ${[...checked].join(', ')} are checked after the run: what the command created or changed there is renamed aside (NAME.aleph-quarantined) and the original put back from a snapshot taken before it`,
+    );
+  }
+  return { args, summary };
 }

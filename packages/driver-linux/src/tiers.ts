@@ -74,7 +74,7 @@ export function tierGaps(tier: LinuxTierId, ctx: TierGapContext): string[] {
       "host-tmp: /tmp is the host's, so it is not granted; TMPDIR is a private directory of the session",
       'dev-shm: /dev/shm is not available (POSIX shared memory and semaphores fail); System V IPC is refused',
       `host-network: no network namespace: with network none no socket can be made (no loopback server of the command's own); with allowHosts only TCP connects to the proxy's port${ctx.landlockAbi >= 4 ? ' (Landlock)' : ' — refused: it needs Landlock ABI 4'}; allowAll is the host's network`,
-      'protected-paths: no read-only mounts: .git/hooks, .git/config, .aleph and the other protected paths inside a writable root are writable (Landlock cannot exempt a sub-path of a granted one)',
+      'protected-paths-during-run: no read-only mounts: .git/hooks, .git/config, .aleph and the other protected paths inside a writable root are writable while the command runs (Landlock cannot exempt a sub-path of a granted one); after it the launcher renames aside what the command created or changed there and puts the originals back from a snapshot taken before the run, so a host process reading them while the command runs can still see what it planted',
       'root-listing: directories outside the grants cannot be listed, / included (`ls /` fails): a Landlock right to list / would cover every directory of the host',
       'grants-by-path: Landlock rules are opened by path when the command starts, not from descriptors the launcher checked',
     );

@@ -38,10 +38,18 @@ describe.runIf(linux)('the helper (Linux x64/arm64)', () => {
     expect(helperPackageName()).toBe(`@aleph/driver-linux-${process.arch}`);
   });
 
-  it('is usable: executable, this architecture, and --probe answers', async () => {
+  it('is usable: executable, this architecture, and --probe answers with what each mechanism did when used', async () => {
     const check = await checkHelper(resolveHelperPath(), { probe: true });
     expect(check).toMatchObject({ ok: true });
-    if (check.ok) expect(typeof check.probe?.seccomp).toBe('boolean');
+    if (check.ok) {
+      const p = check.probe;
+      expect(typeof p?.seccomp).toBe('boolean');
+      // "ok", or the step that failed: the filter, the ruleset and the user namespace were tried.
+      expect(p?.seccomp).toBe(p?.seccomp_detail === 'ok');
+      for (const said of [p?.seccomp_detail, p?.landlock, p?.userns])
+        expect(said).toMatch(/^(ok|[a-z].*: .+)$/);
+      if (p?.landlock === 'ok') expect(p.landlock_abi).toBeGreaterThan(0);
+    }
   });
 
   it('a missing helper says so and how to get one', () => {

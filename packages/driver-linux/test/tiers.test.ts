@@ -27,7 +27,7 @@ describe('Linux tiers', () => {
       'host-tmp',
       'dev-shm',
       'host-network',
-      'protected-paths',
+      'protected-paths-during-run',
       'root-listing',
       'grants-by-path',
       'root-file-identity',

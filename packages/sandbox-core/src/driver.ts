@@ -78,6 +78,8 @@ export interface ProbeResult {
    * sessions, memory outside the limit's reach, …). Outputs repeat it in `details.notEnforced`.
    */
   readonly notEnforced?: readonly string[];
+  /** For a `notEnforced` entry's name (before its `:`), the change that closes it here, when one exists. */
+  readonly gapFixes?: Readonly<Record<string, string>>;
 }
 
 /**

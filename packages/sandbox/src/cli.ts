@@ -65,8 +65,9 @@ Prints the plan the sandbox would apply to this command (mounts, Landlock rules,
 limits, network), without running anything. --json prints the whole profile.`,
   doctor: `aleph-sandbox doctor [--json] [--config FILE]
 
-Reports the driver for this host, each enforcement mechanism, the tier in use, and for anything missing the
-exact command that fixes it.`,
+Reports the driver for this host, each enforcement mechanism as it behaved when used (the helper, seccomp,
+Landlock, user namespaces, cgroups, each tier running a sandboxed \`true\`), the tier in use, what it does not
+enforce, and for anything missing the exact command that fixes it. "ready" only after a command ran sandboxed.`,
 };
 
 class UsageError extends Error {}
@@ -473,7 +474,12 @@ async function doctor(argv: string[]): Promise<number> {
       process.stdout.write(`  ${m.available ? 'ok  ' : 'MISSING'} ${name}: ${m.detail}\n`);
       if (!m.available && m.fix) process.stdout.write(`         fix: ${m.fix}\n`);
     }
-    for (const gap of (report.notEnforced ?? []) as string[]) process.stdout.write(`not enforced: ${gap}\n`);
+    const gapFixes = (report.gapFixes ?? {}) as Record<string, string>;
+    for (const gap of (report.notEnforced ?? []) as string[]) {
+      process.stdout.write(`not enforced: ${gap}\n`);
+      const fix = gapFixes[gap.slice(0, gap.indexOf(':'))];
+      if (fix !== undefined) process.stdout.write(`         fix: ${fix}\n`);
+    }
     for (const p of (report.problems ?? []) as string[]) process.stdout.write(`problem: ${p}\n`);
     process.stdout.write(
       report.available
