@@ -163,9 +163,9 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           );
         }
 
-        // Where the tier declares protected-paths it makes no stubs; the rest of the test holds there too.
-        const stubs = !gaps.has('protected-paths');
-        it(`a SIGKILLed CLI takes its command with it and leaves ${stubs ? 'no stubs: its supervisor removes them, or at the latest the next run' : 'no residue [no stubs to check: the tier declares protected-paths]'}`, async () => {
+        // Where the tier declares protected-paths-during-run it makes no stubs; the rest of the test holds there too.
+        const stubs = !gaps.has('protected-paths-during-run');
+        it(`a SIGKILLed CLI takes its command with it and leaves ${stubs ? 'no stubs: its supervisor removes them, or at the latest the next run' : 'no residue [no stubs to check: the tier declares protected-paths-during-run]'}`, async () => {
           const repo = freshRepo(env, 'sigkill');
           const before = snapshot(repo);
           const tag = `29.${identities.indexOf(identity)}3`;
@@ -203,8 +203,8 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           expect(hostGitStatus(env, repo)).toMatchObject({ status: 0, stdout: '' });
         }, 60_000);
 
-        unless('protected-paths')(
-          `two runs at once in one workspace share the stubs: the first to end leaves the other protected, the last removes them${suffix('protected-paths')}`,
+        unless('protected-paths-during-run')(
+          `two runs at once in one workspace share the stubs: the first to end leaves the other protected, the last removes them${suffix('protected-paths-during-run')}`,
           async () => {
             const repo = freshRepo(env, 'overlap');
             const before = snapshot(repo);

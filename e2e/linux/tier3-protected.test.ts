@@ -163,9 +163,17 @@ const fill = (ctx: Ctx, s: string) => s.replaceAll('{T}', ctx.trigger);
 const sha = (file: string) => createHash('sha1').update(readFileSync(file)).digest('hex');
 const HOOK = "printf '#!/bin/sh\\nexec {T}\\n'";
 
+/** Polls `check` (one that throws, say on a file being put back, counts as not yet). */
 async function until(check: () => boolean, what: string, ms = 15_000): Promise<void> {
-  for (let t = 0; t < ms && !check(); t += 50) await sleep(50);
-  if (!check()) throw new Error(`timed out waiting for ${what}`);
+  const holds = () => {
+    try {
+      return check();
+    } catch {
+      return false;
+    }
+  };
+  for (let t = 0; t < ms && !holds(); t += 50) await sleep(50);
+  if (!holds()) throw new Error(`timed out waiting for ${what}`);
 }
 
 /** What the host would run or read from the workspace: hook, config, .envrc, .npmrc, .aleph. */
@@ -421,10 +429,14 @@ describe.skipIf((!stack.ok || unavailable !== undefined) && !stack.missing.some(
               fill(ctx, 'git config core.fsmonitor {T} && touch planted && exec sleep 32.3'),
             );
             await until(() => existsSync(path.join(ctx.ws, 'planted')), 'the plant');
-            const launcher = spawnSync('pgrep', ['-f', `aleph-sandbox-init --launch .*${ctx.ws}`])
-              .stdout.toString()
-              .trim();
+            // The launcher is the command's parent in tier 3 (a child of the driver's fork server, whose
+            // command line it keeps, so it is found through the command).
+            const command = spawnSync('pgrep', ['-f', '^sleep 32.3$']).stdout.toString().trim();
+            expect(command, 'the command of this run').toMatch(/^\d+$/);
+            const stat = readFileSync(`/proc/${command}/stat`, 'utf8');
+            const launcher = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1] ?? '';
             expect(launcher, 'the launcher of this run').toMatch(/^\d+$/);
+            expect(readFileSync(`/proc/${launcher}/comm`, 'utf8')).toMatch(/^aleph-sandbox/);
             process.kill(Number(launcher), 'SIGKILL');
             await done;
             expect(sha(path.join(ctx.ws, '.git/config')), 'left planted by the killed launcher').not.toBe(
