@@ -365,6 +365,20 @@ const GIT_CASES: GitCase[] = [
     stdout: /PLANTED/,
   },
   {
+    // A git directory planted without any .git entry (HEAD, objects/, refs/): git uses it when run inside.
+    id: 'git-bare-plant-no-dotgit',
+    command: [
+      'git init -q --bare sub',
+      'git -C sub config core.bare false',
+      'git -C sub config core.worktree ..',
+      'git -C sub config core.fsmonitor {T}',
+      'echo PLANTED',
+    ].join('; '),
+    next: [['git', '-C', 'sub', 'status']],
+    quarantined: ['sub/config'],
+    stdout: /PLANTED/,
+  },
+  {
     // Every name the sweep would rename a planted file to is taken first.
     id: 'git-quarantine-names-taken',
     command: [
@@ -561,12 +575,26 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
               content: string;
               argv: (ctx: Ctx) => string[];
               pathVar?: (ctx: Ctx) => string;
+              /** Makes what the file needs around it, in the workspace. */
+              setup?: (ws: string) => void;
             }[] = [
               {
                 id: 'repo .git/config core.fsmonitor, git status',
                 file: (c) => path.join(c.dir, 'ws/.git/config'),
                 content: '[core]\n\tfsmonitor = {T}\n',
                 argv: () => GIT_STATUS,
+              },
+              {
+                id: 'a git directory without a .git entry (sub/config core.fsmonitor), git -C sub status',
+                file: (c) => path.join(c.dir, 'ws/sub/config'),
+                content:
+                  '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n\tfsmonitor = {T}\n',
+                argv: () => ['git', '-C', 'sub', 'status'],
+                setup: (ws) => {
+                  mkdirSync(path.join(ws, 'sub/objects'), { recursive: true });
+                  mkdirSync(path.join(ws, 'sub/refs'), { recursive: true });
+                  writeFileSync(path.join(ws, 'sub/HEAD'), 'ref: refs/heads/main\n');
+                },
               },
               {
                 id: 'repo .git/hooks/pre-commit, git commit',
@@ -620,6 +648,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
               it(c.id, () => {
                 const ctx = ctxFor();
                 const ws = makeRepo(ctx, false);
+                c.setup?.(ws);
                 const file = c.file(ctx);
                 mkdirSync(path.dirname(file), { recursive: true });
                 writeFileSync(file, fill(ctx, c.content), { flag: 'a', mode: 0o755 });

@@ -49,15 +49,15 @@ static int pristine(int dirfd, const char *base, char kind, const struct stat *s
   int ok = fstat(fd, &now) == 0 && (st == NULL || (now.st_dev == st->st_dev && now.st_ino == st->st_ino));
   if (ok && kind == 'd') {
     ok = S_ISDIR(now.st_mode);
+    /* One read holds "." and ".." and more: anything else in it, or a read that fails, is not empty. */
     char buf[1024];
-    long n;
-    while (ok && (n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0)
-      for (long off = 0; off < n;) {
-        struct dirent64 *e = (struct dirent64 *)(buf + off);
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) ok = 0;
-        off += e->d_reclen;
-      }
-    if (n < 0) ok = 0;
+    long n = ok ? syscall(SYS_getdents64, fd, buf, sizeof buf) : 0;
+    if (n <= 0) ok = 0;
+    for (long off = 0; ok && off < n;) {
+      struct dirent64 *e = (struct dirent64 *)(buf + off);
+      if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) ok = 0;
+      off += e->d_reclen;
+    }
   } else if (ok) {
     char buf[3];
     long want = kind == 'c' ? 2 : 0;

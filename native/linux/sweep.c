@@ -5,8 +5,10 @@
  * The repository at the top of each writable root has its control files mounted read-only during the
  * run (protected paths; in tier 3 the guard, guard.c, checks them instead). Below it, and wherever no
  * repository existed, a command can create or change repositories (git init, a nested clone, a planted
- * `.git` file or symlink, a gitlink target). So every `.git` found below a swept root — a directory, a
- * file or a symlink, at any depth up to the walk's bounds — is checked, and each control file of it that
+ * `.git` file or symlink, a gitlink target, a git directory with no `.git` at all). So every `.git` found
+ * below a swept root — a directory, a file or a symlink, at any depth up to the walk's bounds — and every
+ * directory that is itself a git directory to git (it holds HEAD, objects and refs: git run inside it
+ * uses it) is checked, and each control file of it that
  * changed during the run (its ctime is not older than the run's start; a command cannot set a ctime
  * back), or the `.git` file or symlink itself, is renamed aside to `NAME.aleph-quarantined[-N]` in its
  * own directory, where host git never reads it. Each rename is written to the report as one line
@@ -152,9 +154,15 @@ static void walk(struct sweep *s, int dirfd, char *path, size_t len, int depth, 
     return;
   }
   struct dirent *e;
+  /* What makes this directory itself a git directory to git (HEAD, objects/, refs/): a bare repository,
+   * or one planted without any .git entry, which git uses when run inside it. */
+  int git_marks = 0;
   while ((e = readdir(dir)) != NULL) {
     const char *n = e->d_name;
     if (n[0] == '.' && (n[1] == '\0' || (n[1] == '.' && n[2] == '\0'))) continue;
+    if (strcmp(n, "HEAD") == 0) git_marks |= 1;
+    else if (strcmp(n, "objects") == 0) git_marks |= 2;
+    else if (strcmp(n, "refs") == 0) git_marks |= 4;
     size_t nl = strlen(n);
     if (len + 1 + nl >= 4096) {
       s->incomplete = 1;
@@ -198,6 +206,8 @@ static void walk(struct sweep *s, int dirfd, char *path, size_t len, int depth, 
     path[len] = '\0';
   }
   closedir(dir);
+  path[len] = '\0';
+  if (git_marks == 7) sweep_git_dir(s, dirfd, path);
 }
 
 void git_sweep(const struct sweep_root *roots, int nroots, const struct timespec *start, FILE *report) {
