@@ -1,11 +1,10 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync } from 'node:fs';
-import os, { constants as osConstants } from 'node:os';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { ProxyPool } from '@aleph/proxy/pool';
 import {
-  createSandboxOutput,
   DEFAULT_ENV_ALLOWLIST,
   DEFAULT_HOME_PROTECTED_PATHS,
   type DriverCapabilityId,
@@ -30,7 +29,6 @@ import { encodeEnv, refuseLoaderEnv } from './env.js';
 import { RecordingView, stillAnswers } from './fs-view.js';
 import { checkHelperSync, type HelperProbeOutput, resolveHelperPath } from './helper.js';
 import { readHostFacts } from './host.js';
-import { readLaunchReport } from './launch-report.js';
 import { defaultMaxOpenFiles, readFileMax, readOpenFilesHardLimit } from './limits.js';
 import { linuxNotEnforced } from './not-enforced.js';
 import {
@@ -44,6 +42,7 @@ import {
 import { selectTier, type TierSelection, withTiers } from './preflight.js';
 import { type LinuxProbe, probeLinux, which } from './probe.js';
 import { buildLinuxProfile, type LinuxProfile } from './profile.js';
+import { launchOutput } from './run-result.js';
 import { hostSeccompArch } from './seccomp.js';
 import { ensureSessionHome, type GitIdentity, readGitIdentity, sessionHomeEnv } from './session-home.js';
 import { createForkServer } from './spawner.js';
@@ -484,72 +483,23 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
           ...(request.onStdout === undefined ? {} : { onStdout: request.onStdout }),
           ...(request.onStderr === undefined ? {} : { onStderr: request.onStderr }),
         });
-        const stderr = Buffer.from(result.stderr).toString('utf8');
-        if (
-          result.killedBy === null &&
-          result.exitCode === 125 &&
-          /^aleph-sandbox-init: (?!cannot execute)/m.test(stderr)
-        ) {
-          throw new DriverError(
-            'ALEPH_DRIVER_FAILED',
-            'linux',
-            `the sandbox helper failed: ${stderr.trim()}`,
-          );
-        }
-        if (result.killedBy === null && result.exitCode === 1 && stderr.startsWith('bwrap: ')) {
-          throw new DriverError(
-            'ALEPH_DRIVER_FAILED',
-            'linux',
-            `bubblewrap could not set up the sandbox: ${stderr.trim()}; fix: ${bwrapFix(stderr)}`,
-          );
-        }
-        // bwrap reports a program killed by signal N as exit status 128+N (as a shell does for a child).
-        const killedBySignal =
-          result.signal === null &&
-          result.exitCode !== null &&
-          result.exitCode > 128 &&
-          result.exitCode <= 128 + 64
-            ? signalName(result.exitCode - 128)
-            : undefined;
-        const sweep = readLaunchReport(reportFile);
-        return createSandboxOutput({
-          exitCode: killedBySignal === undefined ? result.exitCode : null,
-          signal: killedBySignal ?? result.signal,
-          stdout: result.stdout,
-          stderr: result.stderr,
-          stdoutTruncated: result.stdoutTruncated,
-          stderrTruncated: result.stderrTruncated,
-          timedOut: result.timedOut,
-          durationMs: result.durationMs,
-          details: {
-            driver: 'linux',
-            tier: profile.tier,
-            limits: p.tier,
-            identity: profile.identity,
-            // What the tier leaves open, then what the limits leave unbounded.
-            notEnforced: [
-              ...profile.notEnforced,
-              ...linuxNotEnforced({
-                cgroup: cgroups !== undefined,
-                isRoot: host.isRoot,
-                uid: host.isRoot ? (sandboxUid ?? 'per-run') : host.uid,
-                maxFileMb:
-                  profile.limits.rlimits.FSIZE === undefined
-                    ? undefined
-                    : profile.limits.rlimits.FSIZE / (1024 * 1024),
-                cpuQuota: profile.limits.cpuQuotaPercent !== null,
-              }),
-            ],
-            ...(sweep.quarantined.length === 0 ? {} : { quarantined: sweep.quarantined }),
-            ...(sweep.removed.length === 0 ? {} : { removed: sweep.removed }),
-            ...(sweep.restored.length === 0 ? {} : { restored: sweep.restored }),
-            ...(sweep.failed.length === 0 ? {} : { quarantineFailed: sweep.failed }),
-            ...(sweep.unrestored.length === 0 ? {} : { notRestored: sweep.unrestored }),
-            ...(sweep.unchecked.length === 0 ? {} : { protectedUnchecked: sweep.unchecked }),
-            ...(sweep.incomplete.length === 0 ? {} : { gitSweepIncomplete: sweep.incomplete }),
-            ...(killedBySignal === undefined ? {} : { exitStatus: result.exitCode }),
-            ...(result.killedBy === null ? {} : { killedBy: result.killedBy }),
-          },
+        return launchOutput(result, profile, {
+          limits: p.tier,
+          reportFile,
+          // What the tier leaves open, then what the limits leave unbounded.
+          notEnforced: [
+            ...profile.notEnforced,
+            ...linuxNotEnforced({
+              cgroup: cgroups !== undefined,
+              isRoot: host.isRoot,
+              uid: host.isRoot ? (sandboxUid ?? 'per-run') : host.uid,
+              maxFileMb:
+                profile.limits.rlimits.FSIZE === undefined
+                  ? undefined
+                  : profile.limits.rlimits.FSIZE / (1024 * 1024),
+              cpuQuota: profile.limits.cpuQuotaPercent !== null,
+            }),
+          ],
         });
       } catch (error) {
         if (error instanceof DriverError || error instanceof InvalidInputError) throw error;
@@ -580,18 +530,4 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
     },
   });
   return driver;
-}
-
-/** The fix for a bwrap set-up failure, by what bwrap said. */
-function bwrapFix(stderr: string): string {
-  if (/Creating new namespace failed|No permissions to create new namespace|setting up uid map/.test(stderr))
-    return 'this host refuses the namespaces this tier needs (a container without CAP_SYS_ADMIN, user namespaces disabled or restricted by AppArmor); run `aleph-sandbox doctor` to see which tier applies and how to allow a stronger one';
-  if (/Can't (find source path|mkdir|mount)|No such file or directory/.test(stderr))
-    return 'a granted path vanished or changed while the sandbox was set up; check the path and run again';
-  return 'run `aleph-sandbox doctor`, which checks bubblewrap, the kernel and the helper one by one';
-}
-
-function signalName(n: number): string | undefined {
-  for (const [name, value] of Object.entries(osConstants.signals)) if (value === n) return name;
-  return undefined;
 }
