@@ -68,6 +68,23 @@ export function canSwitchUid(): boolean {
   }
 }
 
+/** Collects a child's stdout and stderr; settles when it has exited and its streams have closed. */
+function collect(
+  child: ChildProcessWithoutNullStreams,
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => {
+      stdout += c;
+    });
+    child.stderr.on('data', (c) => {
+      stderr += c;
+    });
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
 /**
  * Runs a program asynchronously and collects its output, so an upstream server living in the test
  * process keeps serving while the program runs.
@@ -85,20 +102,37 @@ export function runAsync(
     act?: (child: ChildProcessWithoutNullStreams) => void;
   } = {},
 ): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(cmd, args, { env: options.env ?? process.env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => {
-      stdout += c;
-    });
-    child.stderr.on('data', (c) => {
-      stderr += c;
-    });
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-    if (options.act) options.act(child);
-    else child.stdin.end(options.input ?? '');
+  const child = spawn(cmd, args, { env: options.env ?? process.env });
+  const done = collect(child);
+  if (options.act) options.act(child);
+  else child.stdin.end(options.input ?? '');
+  return done;
+}
+
+/**
+ * Starts `argv` (a CLI run with `--json`) with an empty stdin; `done` has its output and stdout parsed as
+ * JSON (`undefined` when it is not).
+ */
+export function startJson<J>(
+  argv: readonly string[],
+  options: { env: NodeJS.ProcessEnv; cwd: string },
+): {
+  child: ChildProcessWithoutNullStreams;
+  done: Promise<{ status: number | null; stdout: string; stderr: string; json: J | undefined }>;
+} {
+  const [cmd, ...rest] = argv as [string, ...string[]];
+  const child = spawn(cmd, rest, { env: options.env, cwd: options.cwd });
+  child.stdin.end('');
+  const done = collect(child).then((r) => {
+    let json: J | undefined;
+    try {
+      json = JSON.parse(r.stdout) as J;
+    } catch {
+      json = undefined;
+    }
+    return { ...r, json };
   });
+  return { child, done };
 }
 
 /** `argv` run as `uid` through setpriv (unchanged when `uid` is this process's own). */

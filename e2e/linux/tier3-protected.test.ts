@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   chmodSync,
@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { asUid, canSwitchUid, cliArgvAs, linuxStack, REQUIRED, repoRoot } from '../support.js';
+import { asUid, canSwitchUid, cliArgvAs, linuxStack, REQUIRED, repoRoot, startJson } from '../support.js';
 
 /**
  * Tier 3 has no mount namespace, so the protected paths inside the workspace are writable while the
@@ -131,29 +131,7 @@ function startRun(
     '--allow-spawn',
   ];
   const argv = cliArgvAs(ctx.host.uid, ctx.mountpoint, [...args, '--', 'sh', '-c', command], ctx.host.wrap);
-  const [cmd, ...rest] = argv as [string, ...string[]];
-  const child = spawn(cmd, rest, { env: env(ctx), cwd: ctx.dir });
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (c) => {
-    stdout += c;
-  });
-  child.stderr?.on('data', (c) => {
-    stderr += c;
-  });
-  child.stdin?.end('');
-  const done = new Promise<CliResult>((resolve) =>
-    child.on('close', (status) => {
-      let json: CliResult['json'];
-      try {
-        json = JSON.parse(stdout) as CliResult['json'];
-      } catch {
-        json = undefined;
-      }
-      resolve({ status, stdout, stderr, json });
-    }),
-  );
-  return { child, done };
+  return startJson<CliResult['json']>(argv, { env: env(ctx), cwd: ctx.dir });
 }
 
 const run = (ctx: Ctx, session: string, command: string) => startRun(ctx, session, command).done;

@@ -10,7 +10,6 @@ import {
   utimesSync,
   writeFileSync,
 } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { repoRoot, tempDirs } from '../support.js';

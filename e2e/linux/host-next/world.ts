@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   chmodSync,
@@ -11,7 +11,7 @@ import {
 } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { asUid, canSwitchUid, cliArgvAs, linuxStack } from '../../support.js';
+import { asUid, canSwitchUid, cliArgvAs, linuxStack, startJson } from '../../support.js';
 
 // host-next.test.ts: the identities, one case's scratch world, and running the host's and the CLI's commands.
 
@@ -103,28 +103,7 @@ export function hostOk(ctx: Ctx, argv: string[], cwd: string): string {
 /** The real CLI as the identity with the scratch HOME; `run --json` results are parsed. */
 export function runCli(ctx: Ctx, args: string[]): Promise<CliResult> {
   const argv = cliArgvAs(ctx.identity.uid, ctx.mountpoint, args);
-  return new Promise((resolve) => {
-    const [cmd, ...rest] = argv as [string, ...string[]];
-    const child = spawn(cmd, rest, { env: hostEnv(ctx), cwd: ctx.dir });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => {
-      stdout += c;
-    });
-    child.stderr.on('data', (c) => {
-      stderr += c;
-    });
-    child.stdin.end('');
-    child.on('close', (status) => {
-      let json: CliResult['json'];
-      try {
-        json = JSON.parse(stdout) as CliResult['json'];
-      } catch {
-        json = undefined;
-      }
-      resolve({ status, stdout, stderr, json });
-    });
-  });
+  return startJson<CliResult['json']>(argv, { env: hostEnv(ctx), cwd: ctx.dir }).done;
 }
 
 /** `run --json` of `sh -c command` in `workspace`, subprocesses allowed, everything approved. */
