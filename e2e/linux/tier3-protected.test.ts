@@ -14,7 +14,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { asUid, canSwitchUid, cliArgvAs, linuxStack, REQUIRED, repoRoot, startJson } from '../support.js';
+import { asUid, canSwitchUid, cliArgvAs, linuxStack, REQUIRED, startJson } from '../support.js';
+import { identities, UNPRIVILEGED } from './hosts.js';
 
 /**
  * Tier 3 has no mount namespace, so the protected paths inside the workspace are writable while the
@@ -29,43 +30,30 @@ import { asUid, canSwitchUid, cliArgvAs, linuxStack, REQUIRED, repoRoot, startJs
 const stack = linuxStack();
 const isRoot = process.getuid?.() === 0;
 const CLEAN_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
-const tools = mkdtempSync(path.join(os.tmpdir(), 'aleph-e2e-tier3-'));
-afterAll(() => rmSync(tools, { recursive: true, force: true }));
-const noNamespaces = path.join(tools, 'no-namespaces');
-const built =
-  isRoot &&
-  spawnSync('cc', ['-O2', '-o', noNamespaces, path.join(repoRoot, 'e2e/linux/no-namespaces.c')]).status === 0;
-
 interface Host {
   name: string;
   uid: number;
   /** The simulated host: a launcher the CLI runs under. */
-  wrap: string[];
+  wrap: readonly string[];
   skip: string | undefined;
 }
+// The simulated tier-3 hosts of hosts.ts, and the seccomp one again as an unprivileged uid.
+const direct = identities().filter((i) => i.tier === 'direct');
+const seccomp = direct.find((i) => i.key === 'seccomp-no-namespaces');
 const hosts: Host[] = [
-  { name: 'root; namespaces refused by a seccomp filter', uid: 0, wrap: [noNamespaces], skip: undefined },
-  {
-    name: 'uid 65534 (setpriv); namespaces refused by a seccomp filter',
-    uid: 65534,
-    wrap: [noNamespaces],
-    skip: canSwitchUid() ? undefined : 'needs root and setpriv',
-  },
-  {
-    name: 'root; user namespaces unavailable (user.max_user_namespaces=0 in a user namespace of our own)',
-    uid: 0,
-    wrap: [
-      'unshare',
-      '-U',
-      '-r',
-      'sh',
-      '-c',
-      'echo 0 > /proc/sys/user/max_user_namespaces && exec "$0" "$@"',
-    ],
-    skip: undefined,
-  },
+  ...direct.map((i) => ({ name: `root; ${i.name}`, uid: i.uid, wrap: i.wrap, skip: i.skip })),
+  ...(seccomp === undefined
+    ? []
+    : [
+        {
+          name: `uid ${UNPRIVILEGED} (setpriv); ${seccomp.name}`,
+          uid: UNPRIVILEGED,
+          wrap: seccomp.wrap,
+          skip: seccomp.skip ?? (canSwitchUid() ? undefined : 'needs root and setpriv'),
+        },
+      ]),
 ];
-const unavailable = !isRoot ? 'needs root (simulated hosts)' : !built ? 'needs a C compiler (cc)' : undefined;
+const unavailable = !isRoot ? 'needs root (simulated hosts)' : undefined;
 
 interface Ctx {
   host: Host;
