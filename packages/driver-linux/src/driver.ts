@@ -36,6 +36,7 @@ import {
   DEFAULT_MAX_PIDS,
   DEFAULT_SANDBOX_UID,
   DEFAULT_SANDBOX_UID_RANGE,
+  HOST_SIDE_ENV,
   INNER_HOME,
   type LinuxDriverOptions,
 } from './options.js';
@@ -49,9 +50,6 @@ import { createForkServer } from './spawner.js';
 import { candidateTiers, type LinuxTierId, linuxTier, tierGaps } from './tiers.js';
 
 const execFileAsync = promisify(execFile);
-
-/** The only environment bwrap and the host side of the helper ever get. */
-const HOST_SIDE_ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } as const;
 
 /** Everything the Linux driver can enforce. */
 export const LINUX_CAPABILITIES: readonly DriverCapabilityId[] = [

@@ -103,6 +103,12 @@ export interface LinuxDriverOptions {
   readonly cgroupRoot?: string;
 }
 
+/**
+ * The whole environment of every host-side process the driver starts (the fork server, the launcher, and
+ * through it bwrap): the caller's environment never reaches them.
+ */
+export const HOST_SIDE_ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } as const;
+
 export const DEFAULT_SANDBOX_UID = 65533;
 /** Root host: running commands' own uids come from this range (above systemd's container ranges). */
 export const DEFAULT_SANDBOX_UID_RANGE: readonly [number, number] = [1_879_048_192, 1_879_049_215];

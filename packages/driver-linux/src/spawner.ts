@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { ProcessStarter, StartedProcess, StartRequest } from '@aleph/sandbox-core';
 import { startWithNode } from '@aleph/sandbox-core';
+import { HOST_SIDE_ENV } from './options.js';
 
 /**
  * The driver's fork server: `aleph-sandbox-init --spawner` (native/linux/spawner.c), started once, forks
@@ -43,8 +44,6 @@ interface Pending {
   exitWith(status: ExitStatus): void;
   exitFail(e: Error): void;
 }
-
-const SERVER_ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
 
 /** A fork server for `helperPath`, whose socket lives in `stateDir` (created 0700 by the caller). */
 export function createForkServer(helperPath: string, stateDir: string): ForkServer {
@@ -110,7 +109,7 @@ class Server {
     listener.unref();
     const child = spawn(helperPath, ['--spawner', socketPath], {
       stdio: ['pipe', 'pipe', 'ignore'],
-      env: SERVER_ENV,
+      env: HOST_SIDE_ENV,
       cwd: '/',
       detached: true,
     });
