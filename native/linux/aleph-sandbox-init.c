@@ -118,8 +118,13 @@ static void parse_args(int argc, char **argv, struct options *o) {
 
 static void drop_identity(const struct options *o) {
   if (o->uid < 0) return;
-  /* Empty the bounding set (needs CAP_SETPCAP, kept by bwrap for this) and the ambient set. */
+  /* Empty the bounding set (needs CAP_SETPCAP, kept by bwrap for this) and the ambient set. Each drop
+   * commits new credentials, so only what is still there (bwrap kept six) is dropped; the read fails with
+   * EINVAL past the kernel's last capability. */
   for (int cap = 0; cap <= 63; cap++) {
+    int held = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+    if (held < 0 && errno == EINVAL) break;
+    if (held == 0) continue;
     if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL && errno != EPERM) die("PR_CAPBSET_DROP: %s", strerror(errno));
   }
   prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
