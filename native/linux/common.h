@@ -105,8 +105,21 @@ void start_bridge(const struct options *o, int lfd);
 /* launch.c: the host side (`--launch`). */
 int launch_main(int argc, char **argv);
 
+/* The fork server put this launcher in a network namespace it made ahead (netpool.c). */
+extern int launch_joined_net;
+
 /* spawner.c: the driver's fork server (`--spawner`). */
 int spawner_main(int argc, char **argv);
+
+/* netpool.c: the fork server's network namespaces (loopback up), one per session, lent to one run at a
+ * time, and one fresh namespace waiting for the next session. */
+#define NETPOOL_KEY_MAX 80
+void netpool_init(void);
+int netpool_wants_fill(void);
+void netpool_fill(void);                 /* while idle: make the waiting fresh namespace */
+int netpool_lend(const char *key);       /* a namespace for a run of session KEY, or -1 */
+void netpool_return(int fd);             /* the run is over (-1: nothing was lent) */
+void netpool_close_in_child(int keep);   /* a forked run keeps none of the pool's descriptors but KEEP */
 
 /* stubs.c: the launcher's records of the stubs it made below a writable root. */
 #define MAX_RECORDED 512

@@ -15,6 +15,8 @@
  *   5. replaces the arguments @NAME (a descriptor's number), @UID and @GID in PROGRAM's arguments;
  *   6. runs PROGRAM with a fixed environment, waits for it, cleans up and exits as PROGRAM did. SIGTERM,
  *      SIGINT, SIGHUP and the death of its own parent kill PROGRAM first, so the cleanup still runs.
+ * --net-pool KEY: where the fork server put this process in a network namespace of its pool (netpool.c),
+ * PROGRAM's first `--unshare-net` is dropped, so PROGRAM runs in that one instead of making its own.
  * After PROGRAM: --reap kills what it left behind (tier 3), --git-sweep sets aside the control files of
  * repositories it created or changed (sweep.c), and --guard ROOT REL (tier 3, no read-only mounts) puts
  * back the protected paths it changed, from a snapshot taken before it (guard.c).
@@ -56,6 +58,7 @@ static struct root_lock locks[MAX_NODES];
 static int nlocks;
 static int state_fd = -1;
 static volatile sig_atomic_t child_pid;
+int launch_joined_net;
 
 static int find_node(const char *name) {
   for (int i = 0; i < nnodes; i++)
@@ -195,13 +198,22 @@ static void open_below(const char *name, const char *parent_name, const char *re
     if (made < 0 && errno != EEXIST) die("launch: cannot create the stub %s: %s", n->rel, strerror(errno));
     n->fd = open_path(nodes[p].fd, rel, resolve);
     if (made == 0 && n->fd >= 0) {
-      struct stat st;
-      if (fstat(n->fd, &st) == 0) {
-        if (getuid() == 0 && (st.st_uid != nodes[p].st.st_uid || st.st_gid != nodes[p].st.st_gid))
-          fchownat(n->fd, "", nodes[p].st.st_uid, nodes[p].st.st_gid, AT_EMPTY_PATH);
-        if (l == NULL) die("launch: a stub needs --state");
-        dprintf(l->record, "%c %llx %llx %s\n", dot ? 'c' : kind[0], (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, n->rel);
+      if (fstat(n->fd, &n->st) < 0) die("launch: fstat %s: %s", n->rel, strerror(errno));
+      const struct stat *st = &n->st;
+      if (geteuid() == 0 && (st->st_uid != nodes[p].st.st_uid || st->st_gid != nodes[p].st.st_gid)) {
+        if (fchownat(n->fd, "", nodes[p].st.st_uid, nodes[p].st.st_gid, AT_EMPTY_PATH) == 0) {
+          n->st.st_uid = nodes[p].st.st_uid;
+          n->st.st_gid = nodes[p].st.st_gid;
+        }
       }
+      if (l == NULL) die("launch: a stub needs --state");
+      char line[1100];
+      int len = snprintf(line, sizeof line, "%c %llx %llx %s\n", dot ? 'c' : kind[0], (unsigned long long)st->st_dev,
+                         (unsigned long long)st->st_ino, n->rel);
+      if (len >= (int)sizeof line || write(l->record, line, (size_t)len) != len)
+        die("launch: cannot record the stub %s: %s", n->rel, strerror(errno));
+      nnodes++;
+      return;
     }
   }
   if (n->fd < 0) die("launch: cannot open the protected path %s: %s", n->rel, why(errno));
@@ -248,21 +260,23 @@ static int idmap_userns(uid_t owner, gid_t group, long to) {
   return fd;
 }
 
+/* The child that holds the new user namespace while its maps are written: it shares this process's memory
+ * (CLONE_VM), so making it copies no page tables, and waits on SYNC until it is killed. */
+static int userns_holder(void *arg) {
+  int *sync = arg;
+  char b;
+  close(sync[1]); /* its own copy of the descriptor table: only this process's end would keep it open */
+  while (read(sync[0], &b, 1) < 0 && errno == EINTR) {
+  }
+  _exit(0);
+}
+
 static int make_idmap_userns(uid_t owner, gid_t group, long to) {
+  static char stack[16384] __attribute__((aligned(16)));
   int sync[2];
   if (pipe2(sync, O_CLOEXEC) < 0) die("launch: pipe: %s", strerror(errno));
-  pid_t c = fork();
-  if (c < 0) die("launch: fork: %s", strerror(errno));
-  if (c == 0) {
-    char b = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
-    if (write(sync[1], &b, 1) != 1) _exit(1);
-    pause();
-    _exit(0);
-  }
-  char b = 'n';
-  if (read(sync[0], &b, 1) != 1 || b != 'y') die("launch: cannot create a user namespace for an idmapped mount");
-  close(sync[0]);
-  close(sync[1]);
+  pid_t c = clone(userns_holder, stack + sizeof stack, CLONE_VM | CLONE_NEWUSER | SIGCHLD, sync);
+  if (c < 0) die("launch: cannot create a user namespace for an idmapped mount: %s", strerror(errno));
   char path[64], map[64];
   const char *files[3] = {"setgroups", "uid_map", "gid_map"};
   for (int i = 0; i < 3; i++) {
@@ -276,8 +290,10 @@ static int make_idmap_userns(uid_t owner, gid_t group, long to) {
   snprintf(path, sizeof path, "/proc/%d/ns/user", (int)c);
   int ns = open(path, O_RDONLY | O_CLOEXEC);
   if (ns < 0) die("launch: open %s: %s", path, strerror(errno));
-  kill(c, SIGKILL);
-  waitpid(c, NULL, 0);
+  close(sync[1]); /* the holder's read ends: it exits */
+  while (waitpid(c, NULL, 0) < 0 && errno == EINTR) {
+  }
+  close(sync[0]);
   return ns;
 }
 
@@ -323,7 +339,7 @@ int launch_main(int argc, char **argv) {
   prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
   if (getppid() != parent) die("launch: the parent exited");
   long uid = -1;
-  int reap = 0;
+  int reap = 0, net_pool = 0;
   const char *cgroup = NULL;
   int i = 2;
   for (; i < argc; i++) {
@@ -345,6 +361,9 @@ int launch_main(int argc, char **argv) {
       i += 2;
     } else if (strcmp(a, "--uid") == 0 && left >= 1) {
       uid = parse_long(argv[++i], "uid");
+    } else if (strcmp(a, "--net-pool") == 0 && left >= 1) {
+      net_pool = 1; /* its value, the session's key, is for the fork server (netpool.c) */
+      i++;
     } else if (strcmp(a, "--reap") == 0) {
       reap = 1; /* tier 3: no PID namespace takes PROGRAM's leftovers down, so this process does */
       reap_prepare();
@@ -392,6 +411,12 @@ int launch_main(int argc, char **argv) {
     if (locks[k].guard != NULL) guard_prepare(locks[k].guard, state_fd, locks[k].fresh, report);
   unlock_roots_mutex();
   char **prog = &argv[i];
+  if (net_pool && launch_joined_net) {
+    char **p = prog;
+    while (*p != NULL && strcmp(*p, "--unshare-net") != 0) p++;
+    if (*p == NULL) die("launch: --net-pool, but PROGRAM makes no network namespace of its own");
+    for (; *p != NULL; p++) p[0] = p[1];
+  }
   char numbers[MAX_NODES][16];
   char uidbuf[24];
   snprintf(uidbuf, sizeof uidbuf, "%ld", uid);

@@ -17,7 +17,11 @@
  *
  *   S ID PID INO_OUT INO_ERR   started (INO_*: the socket inodes the program holds, to find stragglers)
  *   F ID ERRNO                 could not start (ERRNO from connect, fork or execve)
- *   E ID CODE SIGNAL           exited (CODE -1 when killed by SIGNAL)
+ *   E ID CODE SIGNAL           exited (CODE -1 when killed by SIGNAL); what was left of the run's process
+ *                              group has been sent SIGKILL
+ *
+ * A run whose launcher arguments (before its `--`) hold `--net-pool KEY` joins a network namespace of the
+ * server's pool (netpool.c: its session's, or one made ahead while idle), instead of bwrap making one.
  *
  * It exits when the driver closes its stdin or dies (PR_SET_PDEATHSIG); what it started then gets the
  * launcher's own parent-death signal and cleans up.
@@ -25,6 +29,7 @@
 #include "common.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
 
@@ -34,6 +39,7 @@ static const char *sock_path;
 static struct {
   pid_t pid;
   uint32_t id;
+  int net; /* the network namespace lent to the run (netpool.c), or -1 */
 } runs[MAX_RUNS];
 
 struct reader {
@@ -123,6 +129,13 @@ static unsigned long long inode_of(int fd) {
   return fstat(fd, &st) == 0 ? (unsigned long long)st.st_ino : 0;
 }
 
+/* The session key of the launcher's `--net-pool KEY` (among its options, before its `--`), or NULL. */
+static const char *net_pool_key(char **argv) {
+  for (char **p = argv + 2; *p != NULL && p[1] != NULL && strcmp(*p, "--") != 0; p++)
+    if (strcmp(*p, "--net-pool") == 0) return strlen(p[1]) < NETPOOL_KEY_MAX ? p[1] : NULL;
+  return NULL;
+}
+
 static void start_run(const unsigned char *msg, uint32_t len) {
   struct reader r = {msg, msg + len, 0};
   uint32_t id = get_u32(&r), flags = get_u32(&r);
@@ -167,12 +180,20 @@ static void start_run(const unsigned char *msg, uint32_t len) {
   if (err == 0 && slot < 0) err = EAGAIN;
   int status[2] = {-1, -1};
   if (err == 0 && pipe2(status, O_CLOEXEC) < 0) err = errno;
+  int in_process = err == 0 && (flags & 2) && argc >= 2 && strcmp(argv[1], "--launch") == 0;
+  const char *net_key = in_process ? net_pool_key(argv) : NULL;
+  int net = net_key != NULL ? netpool_lend(net_key) : -1;
   pid_t pid = -1;
   if (err == 0) {
     pid = fork();
     if (pid < 0) err = errno;
   }
   if (pid == 0) {
+    netpool_close_in_child(net);
+    if (net >= 0) {
+      launch_joined_net = setns(net, CLONE_NEWNET) == 0;
+      close(net);
+    }
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -191,7 +212,7 @@ static void start_run(const unsigned char *msg, uint32_t len) {
     signal(SIGPIPE, SIG_DFL);
     int e = 0;
     if (cwd[0] != '\0' && chdir(cwd) < 0) e = errno;
-    if (e == 0 && (flags & 2) && argc >= 2 && strcmp(argv[1], "--launch") == 0) {
+    if (e == 0 && in_process) {
       /* The launcher is this very binary: run it here instead of executing it again. */
       close(status[1]);
       environ = envp;
@@ -215,9 +236,11 @@ static void start_run(const unsigned char *msg, uint32_t len) {
     }
     runs[slot].pid = pid;
     runs[slot].id = id;
+    runs[slot].net = net; /* back to the pool when the run is reaped */
     if (got == (ssize_t)sizeof e) err = e; /* execve failed; the child exits 127, reaped below */
   }
   if (status[0] >= 0) close(status[0]);
+  if (pid <= 0) netpool_return(net);
   if (err != 0) {
     if (pid > 0) runs[slot].id = UINT32_MAX; /* reaped without an answer */
     answer("F %u %d\n", id, err);
@@ -228,24 +251,32 @@ static void start_run(const unsigned char *msg, uint32_t len) {
   free(envp);
 }
 
-static void reap(void) {
-  int status;
+/* Reaps what exited and answers E for each; whether anything did. */
+static int reap(void) {
+  int status, any = 0;
   pid_t pid;
   while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    any = 1;
     for (int k = 0; k < MAX_RUNS; k++) {
       if (runs[k].pid != pid) continue;
       runs[k].pid = 0;
+      kill(-pid, SIGKILL); /* what the run left in its process group goes with it (E says so) */
+      netpool_return(runs[k].net);
+      runs[k].net = -1;
       if (runs[k].id == UINT32_MAX) break;
       if (WIFEXITED(status)) answer("E %u %d 0\n", runs[k].id, WEXITSTATUS(status));
       else answer("E %u -1 %d\n", runs[k].id, WTERMSIG(status));
       break;
     }
   }
+  return any;
 }
 
 int spawner_main(int argc, char **argv) {
   if (argc != 3) die("usage: --spawner SOCKET");
   sock_path = argv[2];
+  netpool_init();
+  for (int k = 0; k < MAX_RUNS; k++) runs[k].net = -1;
   pid_t parent = getppid();
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   if (getppid() != parent) return 0;
@@ -259,19 +290,28 @@ int spawner_main(int argc, char **argv) {
   int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd < 0) die("signalfd: %s", strerror(errno));
   size_t cap = 1 << 16, len = 0;
+  int fill_due = 1;
   unsigned char *buf = malloc(cap);
   if (buf == NULL) die("out of memory");
   for (;;) {
     struct pollfd p[2] = {{.fd = 0, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
-    if (poll(p, 2, -1) < 0) {
+    /* Idle (nothing to read) after a run ended: make the next run's network namespace. Not while a run
+     * is starting: on two cores that would slow its set-up more than the namespace saves. */
+    int ready = poll(p, 2, fill_due && netpool_wants_fill() ? 0 : -1);
+    if (ready < 0) {
       if (errno == EINTR) continue;
       die("poll: %s", strerror(errno));
+    }
+    if (ready == 0) {
+      netpool_fill();
+      fill_due = 0;
+      continue;
     }
     if (p[1].revents & POLLIN) {
       struct signalfd_siginfo si;
       while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
       }
-      reap();
+      fill_due = reap() || fill_due;
     }
     if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     if (len == cap) {

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -119,6 +120,8 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
   const allowLoaderEnv = options.allowLoaderEnv ?? [];
   let gitIdentity: GitIdentity | undefined;
   let runs = 0;
+  // Report names no other driver instance (or an earlier process of this pid) can have used.
+  const reportPrefix = `report-${process.pid}-${randomBytes(4).toString('hex')}`;
   let stateReady = false;
   const forkServer = options.forkServer === false ? undefined : createForkServer(helperPath, stateDir);
   const maxPids = options.maxPids ?? DEFAULT_MAX_PIDS;
@@ -222,6 +225,10 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       stateDir,
       sessionHome:
         homeRoot === undefined || sessionKey === undefined ? undefined : path.join(homeRoot, sessionKey),
+      networkKey: createHash('sha256')
+        .update(`${workspace}\0${sessionKey ?? ''}`)
+        .digest('hex')
+        .slice(0, 32),
       maxPids,
       maxOpenFiles,
       maxFileMb: options.maxFileMb,
@@ -450,9 +457,8 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
         args.push(request.program, ...request.args);
 
         const launch = [...profile.launch];
-        // Written only when the sweep has something to say; one a killed process left under this name goes.
-        reportFile = path.join(stateDir, `report-${process.pid}-${++runs}`);
-        rmSync(reportFile, { force: true });
+        // Written only when the sweep has something to say, under a name of this run's own.
+        reportFile = path.join(stateDir, `${reportPrefix}-${++runs}`);
         launch.push('--report', reportFile);
         if (cgroups !== undefined) {
           leaf = await cgroups.createLeaf({
@@ -508,7 +514,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
           { cause: error },
         );
       } finally {
-        if (reportFile !== undefined) rmSync(reportFile, { force: true });
+        if (reportFile !== undefined && existsSync(reportFile)) rmSync(reportFile, { force: true });
         lease?.release();
         if (leaf !== undefined) await cgroups?.destroyLeaf(leaf);
         if (tmpDir !== undefined) {

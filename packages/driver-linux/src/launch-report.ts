@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 
 /** What the launcher did after the run, each a list of report lines (see {@link readLaunchReport}). */
 export interface LaunchReport {
@@ -33,7 +33,8 @@ export function readLaunchReport(file: string | undefined): LaunchReport {
     unchecked: [],
     incomplete: [],
   };
-  if (file === undefined) return out;
+  // Most runs write none: asking first spares the cost of a thrown ENOENT.
+  if (file === undefined || !existsSync(file)) return out;
   let text = '';
   try {
     text = readFileSync(file, 'utf8');

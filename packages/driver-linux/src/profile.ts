@@ -34,6 +34,11 @@ export interface ProfileInputs {
   readonly stateDir: string;
   /** The session's HOME on the host (mounted at `INNER_HOME`), or `undefined` for none. */
   readonly sessionHome: string | undefined;
+  /**
+   * Root host: names the session to the fork server, which keeps its network namespace between its runs
+   * (native/linux/netpool.c). Sessions never share one. Default: runs make their own.
+   */
+  readonly networkKey?: string | undefined;
   readonly maxPids: number;
   /** `RLIMIT_NOFILE` (see `LinuxDriverOptions.maxOpenFiles`). Default `DEFAULT_MAX_OPEN_FILES`. */
   readonly maxOpenFiles?: number | undefined;
@@ -351,6 +356,9 @@ export function buildLinuxProfile(
       launch.push('--uid-range', String(identity.range[0]), String(identity.range[1]));
     else launch.push('--uid', String(identity.uid));
   }
+  // A root host's fork server lends the run its session's network namespace (netpool.c).
+  if (privileged && net.kind !== 'allowAll' && inputs.networkKey !== undefined)
+    launch.push('--net-pool', inputs.networkKey);
   launch.push(...plan.args);
   // After the run, repositories a command created or changed below the writable roots lose the control
   // files it wrote (renamed aside, reported): host git runs none of them.

@@ -27,6 +27,7 @@ export interface ForkServer {
 interface ExitStatus {
   readonly code: number | null;
   readonly signal: string | null;
+  readonly groupKilled: true;
 }
 
 interface Pending {
@@ -224,7 +225,11 @@ class Server {
         const code = Number(rest[0]);
         const signal = Number(rest[1]);
         pending.exited = true;
-        pending.exitWith({ code: code < 0 ? null : code, signal: code < 0 ? signalName(signal) : null });
+        pending.exitWith({
+          code: code < 0 ? null : code,
+          signal: code < 0 ? signalName(signal) : null,
+          groupKilled: true,
+        });
         if (pending.started) this.#forget(pending);
       }
     }

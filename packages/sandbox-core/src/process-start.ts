@@ -25,8 +25,15 @@ export interface StartedProcess {
   readonly stderr: Readable;
   /** Inodes of the pipes or sockets the process writes its output to, to find stragglers holding them. */
   readonly outputInodes: readonly string[];
-  /** Settles once, when the process has exited (not when its output has ended). */
-  readonly exit: Promise<{ readonly code: number | null; readonly signal: string | null }>;
+  /**
+   * Settles once, when the process has exited (not when its output has ended). `groupKilled`: the
+   * starter has already sent SIGKILL to what was left of the process's group.
+   */
+  readonly exit: Promise<{
+    readonly code: number | null;
+    readonly signal: string | null;
+    readonly groupKilled?: boolean;
+  }>;
 }
 
 /**

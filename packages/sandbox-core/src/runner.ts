@@ -173,8 +173,8 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
   const exited = subprocess.exit.then((status) => {
     exitCode = status.code;
     exitSignal = status.signal;
-    // Whatever the program left behind in its group goes with it.
-    signalGroup(pid, 'SIGKILL');
+    // Whatever the program left behind in its group goes with it (the fork server kills it on reaping).
+    if (status.groupKilled !== true) signalGroup(pid, 'SIGKILL');
   });
 
   // Streams paused for a consumer's promise; a kill resumes them all (see OutputCallback).

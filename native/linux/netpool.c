@@ -1,0 +1,159 @@
+/*
+ * The fork server's network namespaces (spawner.c), for runs whose launcher asks with `--net-pool KEY`
+ * (KEY names the session: its workspace and id, hashed by the driver). Making a namespace costs about a
+ * millisecond of kernel work, and tearing one down as much again; bwrap --unshare-net pays both in every
+ * run. Here:
+ *   - a session's namespace is kept between its runs and lent to one run at a time: a run that starts
+ *     while another of the session is under way gets a namespace of its own;
+ *   - one fresh namespace waits for the next session, made while the server is idle;
+ *   - at most MAX_IDLE sessions' namespaces are kept, the least recently used going first.
+ * Sessions never share one. Nothing of a run outlives it in its namespace: its processes are gone when it
+ * is returned (bwrap's PID namespace), and with them every socket; TIME_WAIT is switched off in each
+ * namespace (tcp_max_tw_buckets 0: on a loopback-only network there is no late packet to wait for), so a
+ * port a run closed is free at once for the next. A namespace is made by this (root) process and belongs
+ * to the initial user namespace, as one bwrap makes as root does, so the command, without capabilities
+ * there, can change none of its settings. Where namespaces cannot be made (not root, no CAP_SYS_ADMIN, a
+ * seccomp filter), the pool stays empty and every run makes its own as before.
+ */
+#include "common.h"
+
+#include <net/if.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+
+#define MAX_IDLE 8
+#define MAX_LENT 64
+
+static int spare = -1;    /* a fresh namespace for the next session */
+static int broken;        /* making one failed once: the host cannot */
+static struct {
+  char key[NETPOOL_KEY_MAX];
+  int fd;
+  unsigned long long used;
+} idle[MAX_IDLE], lent[MAX_LENT];
+static unsigned long long clock_ticks;
+
+static int loopback_up(void) {
+  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return -1;
+  struct ifreq ifr;
+  memset(&ifr, 0, sizeof ifr);
+  strcpy(ifr.ifr_name, "lo");
+  int ok = ioctl(s, SIOCGIFFLAGS, &ifr) == 0;
+  ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+  ok = ok && ioctl(s, SIOCSIFFLAGS, &ifr) == 0;
+  close(s);
+  return ok ? 0 : -1;
+}
+
+/* Run inside the new namespace: /proc/sys/net shows the writer's own. */
+static int no_time_wait(void) {
+  int fd = open("/proc/sys/net/ipv4/tcp_max_tw_buckets", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  int ok = write(fd, "0\n", 2) == 2;
+  close(fd);
+  return ok ? 0 : -1;
+}
+
+int netpool_wants_fill(void) { return !broken && spare < 0; }
+
+/* The child that makes the namespace (CLONE_NEWNET, sharing this process's memory) and holds it until the
+ * server has opened it: the server itself never leaves its own, which it may not be allowed back into (a
+ * root of a user namespace of its own cannot enter the host's). */
+static int maker(void *arg) {
+  int *pipes = arg; /* [0] release (read end), [1] its write end, [2] status (read end), [3] its write end */
+  close(pipes[1]);
+  close(pipes[2]);
+  char ok = loopback_up() == 0 && no_time_wait() == 0 ? 'y' : 'n';
+  if (write(pipes[3], &ok, 1) != 1) _exit(1);
+  char b;
+  while (read(pipes[0], &b, 1) < 0 && errno == EINTR) {
+  }
+  _exit(0);
+}
+
+void netpool_fill(void) {
+  static char stack[16384] __attribute__((aligned(16)));
+  if (!netpool_wants_fill()) return;
+  int pipes[4];
+  if (pipe2(pipes, O_CLOEXEC) < 0) return;
+  if (pipe2(pipes + 2, O_CLOEXEC) < 0) {
+    close(pipes[0]);
+    close(pipes[1]);
+    return;
+  }
+  pid_t c = clone(maker, stack + sizeof stack, CLONE_VM | CLONE_NEWNET | SIGCHLD, pipes);
+  char ok = 'n';
+  int fresh = -1;
+  /* PIPES is the maker's too (CLONE_VM): it stays as it is until the maker is gone. */
+  close(pipes[3]);
+  if (c > 0 && read(pipes[2], &ok, 1) == 1 && ok == 'y') {
+    char path[48];
+    snprintf(path, sizeof path, "/proc/%d/ns/net", (int)c);
+    fresh = open(path, O_RDONLY | O_CLOEXEC);
+  }
+  for (int i = 0; i < 3; i++) close(pipes[i]); /* the maker's read of the release pipe ends: it exits */
+  while (c > 0 && waitpid(c, NULL, 0) < 0 && errno == EINTR) {
+  }
+  if (fresh < 0) broken = 1;
+  else spare = fresh;
+}
+
+int netpool_lend(const char *key) {
+  int fd = -1;
+  for (int i = 0; i < MAX_IDLE && fd < 0; i++) {
+    if (idle[i].fd < 0 || strcmp(idle[i].key, key) != 0) continue;
+    fd = idle[i].fd;
+    idle[i].fd = -1;
+  }
+  if (fd < 0) {
+    fd = spare;
+    spare = -1;
+  }
+  if (fd < 0) return -1;
+  for (int i = 0; i < MAX_LENT; i++) {
+    if (lent[i].fd >= 0) continue;
+    snprintf(lent[i].key, sizeof lent[i].key, "%s", key);
+    lent[i].fd = fd;
+    return fd;
+  }
+  close(fd); /* more runs under way than the pool tracks: this one makes its own */
+  return -1;
+}
+
+void netpool_return(int fd) {
+  int k = -1;
+  for (int i = 0; i < MAX_LENT && k < 0; i++)
+    if (lent[i].fd == fd) k = i;
+  if (fd < 0 || k < 0) return;
+  lent[k].fd = -1;
+  int slot = -1, oldest = -1;
+  for (int i = 0; i < MAX_IDLE; i++) {
+    if (idle[i].fd >= 0 && strcmp(idle[i].key, lent[k].key) == 0) {
+      close(fd); /* the session's runs overlapped: it keeps one */
+      return;
+    }
+    if (idle[i].fd < 0) slot = i;
+    else if (oldest < 0 || idle[i].used < idle[oldest].used) oldest = i;
+  }
+  if (slot < 0) {
+    close(idle[oldest].fd);
+    slot = oldest;
+  }
+  memcpy(idle[slot].key, lent[k].key, sizeof idle[slot].key);
+  idle[slot].fd = fd;
+  idle[slot].used = ++clock_ticks;
+}
+
+void netpool_init(void) {
+  for (int i = 0; i < MAX_IDLE; i++) idle[i].fd = -1;
+  for (int i = 0; i < MAX_LENT; i++) lent[i].fd = -1;
+}
+
+void netpool_close_in_child(int keep) {
+  if (spare >= 0 && spare != keep) close(spare);
+  for (int i = 0; i < MAX_IDLE; i++)
+    if (idle[i].fd >= 0 && idle[i].fd != keep) close(idle[i].fd);
+  for (int i = 0; i < MAX_LENT; i++)
+    if (lent[i].fd >= 0 && lent[i].fd != keep) close(lent[i].fd);
+}
