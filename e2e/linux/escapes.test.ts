@@ -340,6 +340,29 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
             },
           },
           {
+            // The sandbox's own /dev (made by the helper on a root host, by bwrap elsewhere).
+            id: 'dev',
+            command: {
+              program: 'python3',
+              args: [
+                '-c',
+                [
+                  'import os, pty',
+                  'print(" ".join(sorted(os.listdir("/dev"))))',
+                  'def errno_of(f):',
+                  '    try: f(); return 0',
+                  '    except OSError as e: return e.errno',
+                  'print("create", errno_of(lambda: open("/dev/planted", "w")))',
+                  'print("mknod", errno_of(lambda: os.mknod("/dev/shm/mem", 0o20666, os.makedev(1, 1))))',
+                  'print("kmsg", errno_of(lambda: open("/dev/kmsg")))',
+                  'open("/dev/shm/f", "w").write("shm-ok"); print(open("/dev/shm/f").read())',
+                  'm, t = pty.openpty(); print(os.ttyname(t))',
+                  'print(len(open("/dev/urandom", "rb").read(16)), open("/dev/zero", "rb").read(2))',
+                ].join('\n'),
+              ],
+            },
+          },
+          {
             id: 'pipes-devnull',
             command: sh('echo abc | tr a-z A-Z; echo gone > /dev/null && echo devnull-ok', spawnOk),
           },
@@ -622,6 +645,19 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         expect(get('compiler').stdout).toBe('compiled-ok\n');
         expect(get('pipes-devnull').stdout).toBe('ABC\ndevnull-ok\n');
       });
+
+      unless('dev-shm')(
+        `/dev holds the usual devices, a pty and shared memory; nothing can be created or planted in it${suffix('dev-shm')}`,
+        () => {
+          const lines = get('dev').stdout.split('\n');
+          expect(lines[0]).toBe('core fd full null ptmx pts random shm stderr stdin stdout tty urandom zero');
+          // EACCES (a root-owned 0755 directory) or EROFS; mknod: EPERM (no capability, or seccomp).
+          expect(lines[1]).toMatch(/^create (13|30)$/);
+          expect(lines[2]).toMatch(/^mknod (1|13)$/);
+          expect(lines[3]).toBe('kmsg 2');
+          expect(lines.slice(4, 7)).toEqual(['shm-ok', '/dev/pts/0', "16 b'\\x00\\x00'"]);
+        },
+      );
 
       it('posix_spawn works when spawning is allowed and fails when it is not; threads always work', () => {
         expect(get('spawn-allowed').stdout.trim()).toBe('0');

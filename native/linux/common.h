@@ -174,6 +174,13 @@ int park_return(int state_fd, int dirfd, const char *base, char kind, const stru
 int mount_op_parse(const char *op, char **argv, int argc, int *i);
 void mount_ops_apply(void);
 int mount_ops_count(void);
+/* Attaches the detached mount SRC on DEST_FD (DEST names it in messages). */
+void attach(int src, int dest_fd, const char *dest);
+/* A detached tmpfs of MODE and SIZE with mount attributes ATTRS. */
+int make_tmpfs(const char *mode, const char *size, unsigned attrs);
+
+/* devfs.c: on the directory DEST_FD (at DEST), the sandbox's /dev. */
+void make_dev(int dest_fd, const char *dest);
 
 /* direct.c: tier 3, no namespaces (`--direct`), and the launcher's `--reap`. */
 extern int direct_mode;

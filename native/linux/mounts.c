@@ -4,10 +4,12 @@
  *   --mnt FD DEST FLAGS     attach the detached mount FD (a root host's idmapped clone) at DEST;
  *   --tmpfs-at DEST MODE FLAGS   a fresh tmpfs at DEST (hides what is beneath);
  *   --mask-at DEST          an empty read-only file over DEST;
+ *   --dev-at DEST           a /dev of the sandbox's own at DEST (devfs.c), in place of bwrap's --dev;
+ *   --tmpfs-size BYTES      the size of the next --tmpfs-at (default 1 MiB);
  *   --verify FD DEST        DEST must be the directory or file FD names (bwrap mounted it from FD).
  * FLAGS: 'c' create a missing directory DEST (its parent must be a tmpfs the sandbox made), 'f' the same
  * for a file, 's' DEST must already be the very inode FD names, 'r' (tmpfs) read-only once every
- * operation is done, '-' nothing. DEST is resolved with RESOLVE_NO_SYMLINKS, and the mount is attached to
+ * operation is done, 'x' (tmpfs) programs may run from it, '-' nothing. DEST is resolved with RESOLVE_NO_SYMLINKS, and the mount is attached to
  * the resolved descriptor, so a path swapped by a command running beside this one cannot redirect it.
  */
 #include "common.h"
@@ -19,8 +21,9 @@
 
 
 struct mount_op {
-  char kind; /* m tmpfs-at: t, mask-at: k, verify: v */
+  char kind; /* m tmpfs-at: t, mask-at: k, verify: v, dev-at: d */
   int fd;
+  const char *size; /* tmpfs */
   const char *dest;
   const char *mode;
   const char *flags;
@@ -28,11 +31,24 @@ struct mount_op {
 
 static struct mount_op ops[MAX_ITEMS];
 static int nops;
+static const char *next_size = "1m";
 
 int mount_ops_count(void) { return nops; }
 
 int mount_op_parse(const char *op, char **argv, int argc, int *i) {
-  int need = strcmp(op, "--mnt") == 0 ? 3 : strcmp(op, "--tmpfs-at") == 0 ? 3 : strcmp(op, "--mask-at") == 0 ? 1 : strcmp(op, "--verify") == 0 ? 2 : 0;
+  if (strcmp(op, "--tmpfs-size") == 0) {
+    if (*i + 1 >= argc) die("option %s needs a value", op);
+    next_size = argv[*i + 1];
+    parse_long(next_size, "tmpfs size");
+    *i += 1;
+    return 1;
+  }
+  int need = strcmp(op, "--mnt") == 0        ? 3
+             : strcmp(op, "--tmpfs-at") == 0 ? 3
+             : strcmp(op, "--mask-at") == 0  ? 1
+             : strcmp(op, "--dev-at") == 0   ? 1
+             : strcmp(op, "--verify") == 0   ? 2
+                                             : 0;
   if (need == 0) return 0;
   if (*i + need >= argc) die("option %s needs %d values", op, need);
   if (nops >= MAX_ITEMS) die("too many mount operations");
@@ -51,6 +67,11 @@ int mount_op_parse(const char *op, char **argv, int argc, int *i) {
     m->dest = v[0];
     m->mode = v[1];
     m->flags = v[2];
+    m->size = next_size;
+    next_size = "1m";
+  } else if (op[2] == 'd') {
+    m->kind = 'd';
+    m->dest = v[0];
   } else if (op[2] == 'm') {
     m->kind = 'k';
     m->dest = v[0];
@@ -108,19 +129,19 @@ static void same_inode(int a, int b, const char *dest) {
     die("%s changed while the sandbox was being set up (another command may have replaced it); run again", dest);
 }
 
-static void attach(int src, int dest_fd, const char *dest) {
+void attach(int src, int dest_fd, const char *dest) {
   if (syscall(SYS_move_mount, src, "", dest_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
     die("attaching %s: %s", dest, strerror(errno));
 }
 
-static int make_tmpfs(const char *mode) {
+int make_tmpfs(const char *mode, const char *size, unsigned attrs) {
   int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
   if (fs < 0) die("fsopen tmpfs: %s", strerror(errno));
   if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", mode, 0) < 0 ||
-      syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", "1m", 0) < 0 ||
+      syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", size, 0) < 0 ||
       syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
     die("configuring a tmpfs: %s", strerror(errno));
-  int m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+  int m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, attrs);
   if (m < 0) die("fsmount tmpfs: %s", strerror(errno));
   close(fs);
   return m;
@@ -154,9 +175,18 @@ void mount_ops_apply(void) {
     }
     case 't': {
       int d = open_dest(m, 0);
-      int t = make_tmpfs(m->mode);
+      unsigned attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (strchr(m->flags, 'x') != NULL ? 0 : MOUNT_ATTR_NOEXEC);
+      int t = make_tmpfs(m->mode, m->size, attrs);
       attach(t, d, m->dest);
       close(t);
+      close(d);
+      break;
+    }
+    case 'd': {
+      struct mount_op dir = *m;
+      dir.flags = "c";
+      int d = open_dest(&dir, 0);
+      make_dev(d, m->dest);
       close(d);
       break;
     }

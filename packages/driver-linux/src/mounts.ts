@@ -121,9 +121,17 @@ export function renderMounts(ops: readonly MountOp[], options: { inHelper?: bool
         else bwrap.push('--ro-bind', '/dev/null', op.dest);
         break;
       case 'tmpfs':
-        if (user || (inHelper && op.readOnly === true && op.sizeBytes === undefined))
-          helper.push('--tmpfs-at', op.dest, op.mode, `${op.readOnly ? 'r' : ''}${onHost ? '' : 'c'}` || '-');
-        else {
+        if (user || (inHelper && op.readOnly === true && op.sizeBytes === undefined)) {
+          if (op.sizeBytes !== undefined) helper.push('--tmpfs-size', String(op.sizeBytes));
+          // Programs may run from a writable one, as from bwrap's; a mask's stays noexec.
+          const exec = op.readOnly !== true && op.hide !== true;
+          helper.push(
+            '--tmpfs-at',
+            op.dest,
+            op.mode,
+            `${op.readOnly ? 'r' : ''}${onHost ? '' : 'c'}${exec ? 'x' : ''}` || '-',
+          );
+        } else {
           bwrap.push('--perms', op.mode);
           if (op.sizeBytes !== undefined) bwrap.push('--size', String(op.sizeBytes));
           bwrap.push('--tmpfs', op.dest);
@@ -134,13 +142,20 @@ export function renderMounts(ops: readonly MountOp[], options: { inHelper?: bool
         bwrap.push('--symlink', op.target, op.dest);
         break;
       case 'dev':
-        bwrap.push('--dev', op.dest);
+        // On a root host the helper makes it (native/linux/devfs.c): bwrap's --dev re-reads the whole mount
+        // table for each of its six device binds. What lies below it is then the helper's too.
+        if (inHelper) helper.push('--dev-at', op.dest);
+        else bwrap.push('--dev', op.dest);
         break;
       case 'proc':
         bwrap.push('--proc', op.dest);
         break;
     }
-    mounted.push({ dest: op.dest, host: op.op === 'ro-bind' || op.op === 'bind', user });
+    mounted.push({
+      dest: op.dest,
+      host: op.op === 'ro-bind' || op.op === 'bind',
+      user: user || (inHelper && op.op === 'dev'),
+    });
     created.add(op.dest);
   }
   return { bwrap, helper, clones };

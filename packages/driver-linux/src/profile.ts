@@ -292,6 +292,9 @@ export function buildLinuxProfile(
       'CAP_SETGID',
       '--cap-add',
       'CAP_SETPCAP',
+      // The helper makes /dev's device nodes (devfs.c).
+      '--cap-add',
+      'CAP_MKNOD',
     );
   } else {
     bwrap.push('--unshare-user');

@@ -134,8 +134,9 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile: rlimits and tmp
     for (const [k, v] of Object.entries(c.rlimits))
       expect(p.helperArgs.join(' ')).toContain(`--rlimit ${k}=${v}`);
     const a = p.bwrapArgs.join(' ');
-    for (const dest of ['/tmp', '/dev/shm'])
-      expect(a).toContain(`--perms 1777 --size ${c.tmpfsMb * MiB} --tmpfs ${dest}`);
+    expect(a).toContain(`--perms 1777 --size ${c.tmpfsMb * MiB} --tmpfs /tmp`);
+    // On a root host the helper makes /dev, and /dev/shm in it.
+    expect(a).toContain(`--tmpfs-size ${c.tmpfsMb * MiB} --tmpfs-at /dev/shm 1777 cx`);
     expect(p.summary.join('\n')).toContain(`mount: /dev/shm private tmpfs of ${c.tmpfsMb} MiB`);
   });
 });

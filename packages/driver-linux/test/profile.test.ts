@@ -196,13 +196,16 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
       '--ro-bind /usr /usr',
       '--symlink usr/bin /bin',
       '--ro-bind /etc /etc',
-      '--dev /dev',
       '--proc /proc',
       `--perms 1777 --size ${512 * 1024 * 1024} --tmpfs /tmp`,
       '--chdir / /run/aleph/init',
       // A root host's helper masks with the new mount API (bwrap re-reads the mount table per ro mount).
       '--mask-at /etc/shadow',
       '--tmpfs-at /etc/sudoers.d 0755 r',
+      // …and makes /dev (bwrap's --dev re-reads it for each device bind), with its shm tmpfs.
+      '--dev-at /dev',
+      `--tmpfs-size ${512 * 1024 * 1024} --tmpfs-at /dev/shm 1777 cx`,
+      '--cap-add CAP_MKNOD',
       `--mnt @p0 ${ws} c`,
       `--chdir ${ws} --seccomp-fd 3 --env-fd 4 --`,
     ]) {
@@ -213,6 +216,10 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
     // Without the helper's privilege (a user namespace) bwrap masks.
     const u = buildLinuxProfile(caps(), ws, ws, inputs({ root: false })).bwrapArgs.join(' ');
     expect(u).toContain('--ro-bind /dev/null /etc/shadow');
+    expect(u).toContain('--dev /dev');
+    expect(u).not.toContain('--dev-at');
+    expect(u).not.toContain('CAP_MKNOD');
+    expect(a).not.toContain('--dev /dev');
     expect(u).toContain('--tmpfs /etc/sudoers.d --remount-ro /etc/sudoers.d');
   });
 
