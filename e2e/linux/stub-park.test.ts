@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createLinuxDriver } from '@aleph/driver-linux';
 import { ApprovalGate, WorkspaceSandbox } from '@aleph/sandbox-core';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -69,6 +70,36 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
       const aside = readdirSync(park).filter((n) => n.startsWith('spoiled-'));
       expect(aside).toHaveLength(2);
       expect(readdirSync(path.join(park, 'd.aleph'))).toEqual([]);
+    });
+
+    it('the state directory keeps no stub record of a root once its last run is over, overlapping runs included', async () => {
+      const records = () => readdirSync(stateDir).filter((n) => n.startsWith('stubs-'));
+      const root = tempDir('aleph-e2e-park-records-');
+      await inWorkspace(root, 'true');
+      expect(records()).toEqual([]);
+      const sandbox = new WorkspaceSandbox({ driver, workspaceRoot: root, approvalGate });
+      sandboxes.push(sandbox);
+      const cwd = (await sandbox.forSession('park')).cwd;
+      const run = (script: string) =>
+        sandbox.execute({
+          sessionId: 'park',
+          program: 'sh',
+          args: ['-c', script],
+          capabilities: { spawnSubprocess: true },
+        });
+      const first = run(
+        'touch started; i=0; while [ ! -e done ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done',
+      );
+      for (let i = 0; i < 200 && !existsSync(path.join(cwd, 'started')); i++) await sleep(25);
+      // While a run uses the root, its record is there (mutex, users, list)…
+      expect(records()).toHaveLength(3);
+      const second = await run('test -d .aleph && touch done && echo second');
+      expect(Buffer.from(second.stdout).toString()).toBe('second\n');
+      expect(records(), 'the first run still uses the root').toHaveLength(3);
+      expect((await first).exitCode).toBe(0);
+      // …and goes with the last one, with every stub.
+      expect(records()).toEqual([]);
+      expect(residue(cwd).sort()).toEqual(['done', 'started']);
     });
 
     it('a workspace on another mount gets fresh stubs, removed after the run', async () => {

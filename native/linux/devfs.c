@@ -43,14 +43,14 @@ void make_dev(int dest_fd, const char *dest) {
   /* The tmpfs now covers DEST (DEST_FD still names the directory beneath it). */
   int dev = open_path(AT_FDCWD, dest, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
   if (dev < 0) die("opening %s: %s", dest, strerror(errno));
-  for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++) {
-    if (mknodat(dev, nodes[i].name, S_IFCHR | 0666, makedev(nodes[i].major, nodes[i].minor)) < 0 ||
-        fchmodat(dev, nodes[i].name, 0666, 0) < 0)
+  mode_t mask = umask(0);
+  for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++)
+    if (mknodat(dev, nodes[i].name, S_IFCHR | 0666, makedev(nodes[i].major, nodes[i].minor)) < 0)
       die("creating %s/%s: %s", dest, nodes[i].name, strerror(errno));
-  }
   for (size_t i = 0; i < sizeof links / sizeof links[0]; i++)
     if (symlinkat(links[i].target, dev, links[i].name) < 0) die("creating %s/%s: %s", dest, links[i].name, strerror(errno));
   if (mkdirat(dev, "shm", 0755) < 0 || mkdirat(dev, "pts", 0755) < 0) die("creating %s/shm or pts: %s", dest, strerror(errno));
+  umask(mask);
   int pts = open_path(dev, "pts", RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
   if (pts < 0) die("opening %s/pts: %s", dest, strerror(errno));
   int m = devpts();

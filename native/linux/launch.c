@@ -46,6 +46,7 @@ struct root_lock {
   int dirfd; /* the root, opened before any clone replaces its descriptor */
   int mutex, users, record;
   int fresh; /* no other run used the root when this one started */
+  char prefix[64]; /* its files under --state: PREFIX.mutex, .users, .list */
   struct guard *guard;
 };
 
@@ -90,13 +91,23 @@ static struct root_lock *lock_root(int root_node) {
   l->dirfd = fcntl(nodes[root_node].fd, F_DUPFD_CLOEXEC, 0);
   if (l->dirfd < 0) die("launch: dup: %s", strerror(errno));
   const struct stat *st = &nodes[root_node].st;
-  snprintf(name, sizeof name, "stubs-%llx-%llx.mutex", (unsigned long long)st->st_dev, (unsigned long long)st->st_ino);
-  l->mutex = open_at_state(name, 0);
-  snprintf(name, sizeof name, "stubs-%llx-%llx.users", (unsigned long long)st->st_dev, (unsigned long long)st->st_ino);
+  snprintf(l->prefix, sizeof l->prefix, "stubs-%llx-%llx", (unsigned long long)st->st_dev, (unsigned long long)st->st_ino);
+  /* The last run using a root removes its three files (release_roots): a mutex locked meanwhile is used
+   * only while it is still the file of that name, or taken again. */
+  for (;;) {
+    snprintf(name, sizeof name, "%s.mutex", l->prefix);
+    l->mutex = open_at_state(name, 0);
+    if (flock(l->mutex, LOCK_EX) < 0) die("launch: flock: %s", strerror(errno));
+    struct stat held, named;
+    if (fstat(l->mutex, &held) == 0 && fstatat(state_fd, name, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+        held.st_dev == named.st_dev && held.st_ino == named.st_ino)
+      break;
+    close(l->mutex);
+  }
+  snprintf(name, sizeof name, "%s.users", l->prefix);
   l->users = open_at_state(name, 0);
-  snprintf(name, sizeof name, "stubs-%llx-%llx.list", (unsigned long long)st->st_dev, (unsigned long long)st->st_ino);
+  snprintf(name, sizeof name, "%s.list", l->prefix);
   l->record = open_at_state(name, O_APPEND);
-  if (flock(l->mutex, LOCK_EX) < 0) die("launch: flock: %s", strerror(errno));
   if (flock(l->users, LOCK_EX | LOCK_NB) == 0) {
     /* Nobody else uses this root: what the record lists was left by a run that was killed. */
     remove_recorded(state_fd, l->dirfd, l->record);
@@ -118,6 +129,14 @@ static void release_roots(FILE *report) {
     if (flock(l->users, LOCK_EX | LOCK_NB) == 0) {
       remove_recorded(state_fd, l->dirfd, l->record);
       if (l->guard != NULL) guard_discard(l->guard);
+      /* No other run uses the root and its record is empty: its files go (a run waiting on the mutex
+       * sees it is no longer the file of that name and makes new ones). */
+      const char *suffix[] = {".list", ".users", ".mutex"};
+      char name[96];
+      for (int k = 0; k < 3; k++) {
+        snprintf(name, sizeof name, "%s%s", l->prefix, suffix[k]);
+        unlinkat(state_fd, name, 0);
+      }
     }
     flock(l->users, LOCK_UN);
     flock(l->mutex, LOCK_UN);

@@ -166,6 +166,16 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
   let disposed = false;
   let ready: { bwrapPath: string; tier: string } | undefined;
   const plans = new Map<string, { profile: LinuxProfile; queries: RecordingView['queries'] }>();
+  // A cached plan's seccomp program, decoded once.
+  const programs = new WeakMap<LinuxProfile, Buffer>();
+  const seccompBytes = (profile: LinuxProfile): Buffer => {
+    let bytes = programs.get(profile);
+    if (bytes === undefined) {
+      bytes = Buffer.from(profile.seccomp.program, 'base64');
+      programs.set(profile, bytes);
+    }
+    return bytes;
+  };
 
   /**
    * What the gaps of a tier depend on, found once per driver by using each mechanism: the Landlock ABI
@@ -481,7 +491,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
           ...(request.stdin === undefined ? {} : { stdin: request.stdin }),
           timeoutMs: request.timeoutMs,
           maxOutputBytes: request.maxOutputBytes,
-          extraFds: [Buffer.from(profile.seccomp.program, 'base64'), encodeEnv(env)],
+          extraFds: [seccompBytes(profile), encodeEnv(env)],
           ...(forkServer === undefined ? {} : { starter: forkServer.start }),
           ...(request.signal === undefined ? {} : { signal: request.signal }),
           ...(request.onStdout === undefined ? {} : { onStdout: request.onStdout }),

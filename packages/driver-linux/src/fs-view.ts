@@ -47,25 +47,33 @@ export const liveFs: FsView = {
 
 type Query = readonly [kind: keyof FsView, path: string, answer: string];
 
-/** {@link liveFs}, remembering every question and its answer. */
+/**
+ * {@link liveFs}, remembering every question and its answer. A question asked again gets the first
+ * answer (one consistent view per plan, and one check per fact when the plan is reused).
+ */
 export class RecordingView implements FsView {
   readonly queries: Query[] = [];
+  readonly #answers = new Map<string, unknown>();
 
-  #ask<T>(kind: keyof FsView, p: string, answer: T): T {
+  #ask<T>(kind: keyof FsView, p: string, ask: (p: string) => T): T {
+    const key = `${kind}\0${p}`;
+    if (this.#answers.has(key)) return this.#answers.get(key) as T;
+    const answer = ask(p);
+    this.#answers.set(key, answer);
     this.queries.push([kind, p, JSON.stringify(answer ?? null)]);
     return answer;
   }
 
   lstat(p: string): Entry | undefined {
-    return this.#ask('lstat', p, liveFs.lstat(p));
+    return this.#ask('lstat', p, liveFs.lstat);
   }
 
   realpath(p: string): string | undefined {
-    return this.#ask('realpath', p, liveFs.realpath(p));
+    return this.#ask('realpath', p, liveFs.realpath);
   }
 
   readdir(p: string): readonly string[] | undefined {
-    return this.#ask('readdir', p, liveFs.readdir(p));
+    return this.#ask('readdir', p, liveFs.readdir);
   }
 }
 
