@@ -163,8 +163,8 @@ void guard_path(struct guard *g, const char *rel);
 /* Under the root's lock. FRESH: no other run uses the root (a snapshot left now is a killed run's). */
 void guard_prepare(struct guard *g, int state_fd, int fresh, FILE *report);
 void guard_check(struct guard *g, FILE *report);
-/* The last run using the root: its snapshot goes. */
-void guard_discard(struct guard *g);
+/* The last run using the root: its snapshot goes, files and all (they are under STATE_FD). */
+void guard_discard(struct guard *g, int state_fd);
 
 /* park.c: stubs kept for the next run under --state (renamed, not recreated). 0 on success. */
 int park_take(int state_fd, int parent_fd, const struct stat *parent, const char *base, char kind);

@@ -169,6 +169,12 @@ void guard_prepare(struct guard *g, int state_fd, int fresh, FILE *report) {
   link_entries(g);
 }
 
-void guard_discard(struct guard *g) {
-  if (g->manifestfd >= 0) wipe(g);
+void guard_discard(struct guard *g, int state_fd) {
+  if (g->manifestfd < 0) return;
+  wipe(g);
+  char name[96];
+  for (int k = 0; k < 2; k++) {
+    snprintf(name, sizeof name, "%s%s", g->key, k == 0 ? ".manifest" : ".data");
+    unlinkat(state_fd, name, 0);
+  }
 }

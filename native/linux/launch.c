@@ -128,11 +128,11 @@ static void release_roots(FILE *report) {
     if (l->guard != NULL) guard_check(l->guard, report);
     if (flock(l->users, LOCK_EX | LOCK_NB) == 0) {
       remove_recorded(state_fd, l->dirfd, l->record);
-      if (l->guard != NULL) guard_discard(l->guard);
+      char name[96];
+      if (l->guard != NULL) guard_discard(l->guard, state_fd);
       /* No other run uses the root and its record is empty: its files go (a run waiting on the mutex
        * sees it is no longer the file of that name and makes new ones). */
       const char *suffix[] = {".list", ".users", ".mutex"};
-      char name[96];
       for (int k = 0; k < 3; k++) {
         snprintf(name, sizeof name, "%s%s", l->prefix, suffix[k]);
         unlinkat(state_fd, name, 0);

@@ -130,9 +130,8 @@ async function until(check: () => boolean, what: string): Promise<void> {
 
 const read = (w: World, rel: string) => readFileSync(path.join(w.ws, rel), 'utf8');
 const aside = (w: World, rel: string) => path.join(w.ws, `${rel}.aleph-quarantined`);
-/** The snapshots the state directory holds (the files stay, emptied, when the last run ends). */
-const snapshots = (w: World) =>
-  readdirSync(w.state).filter((n) => n.endsWith('.manifest') && statSync(path.join(w.state, n)).size > 0);
+/** The snapshot files the state directory holds, a manifest and its data (the last run on a root removes them). */
+const snapshots = (w: World) => readdirSync(w.state).filter((n) => n.startsWith('guard-'));
 
 describe.runIf(usable)(
   'the tier 3 guard of protected paths (the real launcher) [needs the built helper]',
@@ -347,7 +346,7 @@ describe.runIf(usable)(
       killed.child.kill('SIGKILL');
       await killed.ended;
       expect(read(w, '.git/config')).toMatch(/planted/);
-      expect(snapshots(w)).toHaveLength(1);
+      expect(snapshots(w)).toHaveLength(2);
       // Checked when the next run starts, before it takes its own snapshot: a run that plants nothing
       // still reports it, and it stays undone whatever that run does.
       expect(await exitCode(start(w, 'cat .git/config > seen'))).toBe(0);
