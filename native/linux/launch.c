@@ -279,8 +279,13 @@ static int idmap_userns(uid_t owner, gid_t group, long to) {
   return fd;
 }
 
-/* The child that holds the new user namespace while its maps are written: it shares this process's memory
- * (CLONE_VM), so making it copies no page tables, and waits on SYNC until it is killed. */
+/* The child that holds a new user namespace while its maps are written: it shares this process's memory
+ * (CLONE_VM, its own small stack), so making it copies no page tables, and it exits once SYNC's write end
+ * is closed. Nobody waits for that exit (about a millisecond here): the holders are reaped after the run. */
+static char holder_stacks[16][8192] __attribute__((aligned(16)));
+static pid_t holders[16];
+static int nholders;
+
 static int userns_holder(void *arg) {
   int *sync = arg;
   char b;
@@ -291,11 +296,14 @@ static int userns_holder(void *arg) {
 }
 
 static int make_idmap_userns(uid_t owner, gid_t group, long to) {
-  static char stack[16384] __attribute__((aligned(16)));
-  int sync[2];
+  static int syncs[16][2];
+  if (nholders >= 16) die("launch: too many owners to map");
+  int *sync = syncs[nholders];
   if (pipe2(sync, O_CLOEXEC) < 0) die("launch: pipe: %s", strerror(errno));
-  pid_t c = clone(userns_holder, stack + sizeof stack, CLONE_VM | CLONE_NEWUSER | SIGCHLD, sync);
+  char *stack = holder_stacks[nholders];
+  pid_t c = clone(userns_holder, stack + sizeof holder_stacks[0], CLONE_VM | CLONE_NEWUSER | SIGCHLD, sync);
   if (c < 0) die("launch: cannot create a user namespace for an idmapped mount: %s", strerror(errno));
+  holders[nholders++] = c;
   char path[64], map[64];
   const char *files[3] = {"setgroups", "uid_map", "gid_map"};
   for (int i = 0; i < 3; i++) {
@@ -310,10 +318,14 @@ static int make_idmap_userns(uid_t owner, gid_t group, long to) {
   int ns = open(path, O_RDONLY | O_CLOEXEC);
   if (ns < 0) die("launch: open %s: %s", path, strerror(errno));
   close(sync[1]); /* the holder's read ends: it exits */
-  while (waitpid(c, NULL, 0) < 0 && errno == EINTR) {
-  }
   close(sync[0]);
   return ns;
+}
+
+static void reap_holders(void) {
+  for (int i = 0; i < nholders; i++)
+    while (waitpid(holders[i], NULL, 0) < 0 && errno == EINTR) {
+    }
 }
 
 static void clone_node(const char *name, const char *mode, long uid) {
@@ -497,6 +509,7 @@ int launch_main(int argc, char **argv) {
   int status = 0;
   while (waitpid(c, &status, 0) < 0 && errno == EINTR) {
   }
+  reap_holders();
   if (reap) reap_descendants();
   if (nsweeps > 0) {
     /* Stubs of every run using these roots are mount points elsewhere: the sweep leaves them alone. */
