@@ -110,6 +110,22 @@ export function runAsync(
 }
 
 /**
+ * Runs `e2e/linux/harness.mjs` with `plan` as this user, HOME set to `home`, and gives its step results
+ * by id; throws with its stderr when it fails.
+ */
+export async function harnessResults<R extends { id: string }>(
+  plan: unknown,
+  home: string,
+): Promise<Map<string, R>> {
+  const r = await runAsync(process.execPath, [path.join(repoRoot, 'e2e/linux/harness.mjs')], {
+    input: JSON.stringify(plan),
+    env: { ...process.env, HOME: home },
+  });
+  if (r.status !== 0) throw new Error(`harness failed (${r.status}): ${r.stderr}`);
+  return new Map((JSON.parse(r.stdout) as { results: R[] }).results.map((x) => [x.id, x]));
+}
+
+/**
  * Starts `argv` (a CLI run with `--json`) with an empty stdin; `done` has its output and stdout parsed as
  * JSON (`undefined` when it is not).
  */

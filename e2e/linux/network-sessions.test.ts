@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sessionKeyToFilename } from '@aleph/sandbox-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { linuxStack, REQUIRED, repoRoot, runAsync } from '../support.js';
+import { harnessResults, linuxStack, REQUIRED } from '../support.js';
 
 /**
  * The network namespaces of a root host's runs (native/linux/netpool.c): the fork server keeps a
@@ -25,6 +25,11 @@ const py = (code: string, extra: Record<string, unknown> = {}) => ({
   args: ['-c', code],
   capabilities: spawnOk,
   ...extra,
+});
+const sh = (script: string, capabilities: Record<string, unknown> = spawnOk) => ({
+  program: 'sh',
+  args: ['-c', script],
+  capabilities,
 });
 const NETNS = 'import os; print("netns", os.readlink("/proc/self/ns/net"))';
 
@@ -73,14 +78,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
     let base = '';
     let serial = new Map<string, StepResult>();
     let parallel = new Map<string, StepResult>();
-    const harness = async (plan: unknown) => {
-      const r = await runAsync(process.execPath, [path.join(repoRoot, 'e2e/linux/harness.mjs')], {
-        input: JSON.stringify(plan),
-        env: { ...process.env, HOME: base },
-      });
-      if (r.status !== 0) throw new Error(`harness failed (${r.status}): ${r.stderr}`);
-      return new Map<string, StepResult>(JSON.parse(r.stdout).results.map((x: StepResult) => [x.id, x]));
-    };
+    const harness = (plan: unknown) => harnessResults<StepResult>(plan, base);
     const out = (results: Map<string, StepResult>, id: string) => {
       const r = results.get(id);
       expect(r?.error, JSON.stringify(r)).toBeUndefined();
@@ -100,27 +98,17 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           {
             id: 'a-leave-listener',
             session: 'a',
-            command: {
-              program: 'sh',
-              args: [
-                '-c',
-                'setsid python3 -c \'import socket,time; s=socket.socket(); s.bind(("127.0.0.1",48124)); s.listen(); time.sleep(30)\' </dev/null >/dev/null 2>&1 & sleep 0.5; echo left',
-              ],
-              capabilities: spawnOk,
-            },
+            command: sh(
+              'setsid python3 -c \'import socket,time; s=socket.socket(); s.bind(("127.0.0.1",48124)); s.listen(); time.sleep(30)\' </dev/null >/dev/null 2>&1 & sleep 0.5; echo left',
+            ),
           },
           { id: 'a-after-listener', session: 'a', command: py(connectTo('48124')) },
           {
             id: 'a-change-settings',
             session: 'a',
-            command: {
-              program: 'sh',
-              args: [
-                '-c',
-                'echo 100000 > /proc/sys/net/ipv4/tcp_max_tw_buckets && echo sysctl-written; python3 -c \'import socket,fcntl,struct; s=socket.socket(); fcntl.ioctl(s, 0x8914, struct.pack("16sH", b"lo", 0)); print("lo-down")\' 2>/dev/null || echo lo-kept',
-              ],
-              capabilities: spawnOk,
-            },
+            command: sh(
+              'echo 100000 > /proc/sys/net/ipv4/tcp_max_tw_buckets && echo sysctl-written; python3 -c \'import socket,fcntl,struct; s=socket.socket(); fcntl.ioctl(s, 0x8914, struct.pack("16sH", b"lo", 0)); print("lo-down")\' 2>/dev/null || echo lo-kept',
+            ),
           },
           {
             id: 'a-after-settings',
@@ -134,11 +122,9 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           {
             id: 'c-proxied',
             session: 'c',
-            command: {
-              program: 'sh',
-              args: ['-c', 'echo "$HTTPS_PROXY" > proxy.txt; echo "$HTTPS_PROXY"'],
-              capabilities: { network: { kind: 'allowHosts', hosts: ['pypi.org'] } },
-            },
+            command: sh('echo "$HTTPS_PROXY" > proxy.txt; echo "$HTTPS_PROXY"', {
+              network: { kind: 'allowHosts', hosts: ['pypi.org'] },
+            }),
           },
           {
             id: 'c-none-after',

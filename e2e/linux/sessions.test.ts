@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sessionKeyToFilename } from '@aleph/sandbox-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { linuxStack, REQUIRED, repoRoot, runAsync } from '../support.js';
+import { harnessResults, linuxStack, REQUIRED } from '../support.js';
 
 /**
  * Sessions cannot starve each other (issue: limits that hold). On a root host each running command has a
@@ -80,18 +80,14 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
     let parallel = new Map<string, StepResult>();
     let serial = new Map<string, StepResult>();
 
-    const harness = (plan: unknown) =>
-      runAsync(process.execPath, [path.join(repoRoot, 'e2e/linux/harness.mjs')], {
-        input: JSON.stringify(plan),
-        env: { ...process.env, HOME: base },
-      });
+    const harness = (plan: unknown) => harnessResults<StepResult>(plan, base);
 
     beforeAll(async () => {
       base = mkdtempSync(path.join(os.tmpdir(), 'aleph-e2e-sessions-'));
       const workspaceRoot = path.join(base, 'workspaces');
       const hogWs = path.join(workspaceRoot, sessionKeyToFilename('hog'));
       const driver = { maxPids: MAX_PIDS, sandboxUidRange: RANGE };
-      const r = await harness({
+      parallel = await harness({
         workspaceRoot,
         driver,
         parallel: true,
@@ -109,10 +105,8 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           },
         ],
       });
-      if (r.status !== 0) throw new Error(`harness failed (${r.status}): ${r.stderr}`);
-      parallel = new Map(JSON.parse(r.stdout).results.map((x: StepResult) => [x.id, x]));
       // One after the other, with three uids: each command gets one, and gives it back.
-      const s = await harness({
+      serial = await harness({
         workspaceRoot,
         driver,
         steps: Array.from({ length: 6 }, (_, k) => ({
@@ -121,8 +115,6 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           command: { program: 'sh', args: ['-c', 'id -u; id -g'], capabilities: spawnOk },
         })),
       });
-      if (s.status !== 0) throw new Error(`harness failed (${s.status}): ${s.stderr}`);
-      serial = new Map(JSON.parse(s.stdout).results.map((x: StepResult) => [x.id, x]));
     }, 120_000);
 
     afterAll(() => {
@@ -167,7 +159,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
     it('a command that finds every uid of the range in use is refused, naming the range and the fix', async () => {
       const workspaceRoot = path.join(base, 'workspaces-one');
       const holder = path.join(workspaceRoot, sessionKeyToFilename('holder'));
-      const r = await harness({
+      const results = await harness({
         workspaceRoot,
         driver: { maxPids: MAX_PIDS, sandboxUidRange: [RANGE[0], RANGE[0]] },
         parallel: true,
@@ -192,9 +184,6 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           },
         ],
       });
-      const results = new Map<string, StepResult>(
-        JSON.parse(r.stdout).results.map((x: StepResult) => [x.id, x]),
-      );
       expect(results.get('holder')?.exitCode).toBe(0);
       const second = results.get('second');
       expect(second?.error?.code).toBe('ALEPH_DRIVER_FAILED');
