@@ -339,6 +339,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
               ],
             },
           },
+          { id: 'caps', command: { program: 'grep', args: ['^Cap', '/proc/self/status'] } },
           {
             // The sandbox's own /dev (made by the helper on a root host, by bwrap elsewhere).
             id: 'dev',
@@ -644,6 +645,12 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         expect(get('tools').stdout).toBe(`shell-ok\n42\n42\n${gaps.has('root-listing') ? '' : 'ls-ok\n'}`);
         expect(get('compiler').stdout).toBe('compiled-ok\n');
         expect(get('pipes-devnull').stdout).toBe('ABC\ndevnull-ok\n');
+      });
+
+      it('the command holds no capability in any set (bounding, inheritable and ambient included)', () => {
+        const sets = get('caps').stdout.trim().split('\n');
+        expect(sets.map((l) => l.split(':')[0])).toEqual(['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']);
+        for (const line of sets) expect(line).toMatch(/:\s+0{16}$/);
       });
 
       unless('dev-shm')(

@@ -30,6 +30,8 @@
  */
 #include "common.h"
 
+#include <linux/capability.h>
+
 void die(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -118,20 +120,23 @@ static void parse_args(int argc, char **argv, struct options *o) {
 
 static void drop_identity(const struct options *o) {
   if (o->uid < 0) return;
-  /* Empty the bounding set (needs CAP_SETPCAP, kept by bwrap for this) and the ambient set. Each drop
-   * commits new credentials, so only what is still there (bwrap kept six) is dropped; the read fails with
-   * EINVAL past the kernel's last capability. */
+  /* Empty the bounding set (needs CAP_SETPCAP, kept by bwrap for this) and the ambient set. bwrap as root
+   * leaves the bounding set full, so every capability is dropped, up to the kernel's last one (EINVAL). */
   for (int cap = 0; cap <= 63; cap++) {
-    int held = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
-    if (held < 0 && errno == EINVAL) break;
-    if (held == 0) continue;
-    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL && errno != EPERM) die("PR_CAPBSET_DROP: %s", strerror(errno));
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) continue;
+    if (errno == EINVAL) break;
+    if (errno != EPERM) die("PR_CAPBSET_DROP: %s", strerror(errno));
   }
   prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
   if (setgroups(0, NULL) < 0) die("setgroups: %s", strerror(errno));
   if (setresgid((gid_t)o->gid, (gid_t)o->gid, (gid_t)o->gid) < 0) die("setresgid(%ld): %s", o->gid, strerror(errno));
   if (setresuid((uid_t)o->uid, (uid_t)o->uid, (uid_t)o->uid) < 0) die("setresuid(%ld): %s", o->uid, strerror(errno));
-  /* A uid change from 0 clears the permitted and effective sets; make sure nothing came back. */
+  /* A uid change from 0 clears the permitted and effective sets, not the inheritable one bwrap filled
+   * with what it kept: empty it too, and make sure nothing came back. */
+  struct __user_cap_header_struct head = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+  struct __user_cap_data_struct none[2];
+  memset(none, 0, sizeof none);
+  if (syscall(SYS_capset, &head, none) < 0) die("capset: %s", strerror(errno));
   if (setresuid(0, 0, 0) == 0) die("could still regain uid 0 after dropping identity");
 }
 
