@@ -105,6 +105,11 @@ void start_bridge(const struct options *o, int lfd);
 /* launch.c: the host side (`--launch`). */
 int launch_main(int argc, char **argv);
 
+/* idmap.c: for the launcher's idmapped mounts, a user namespace mapping OWNER (GROUP) to TO, kept per
+ * owner for the run; the children holding them are reaped by idmap_reap() after the run. */
+int idmap_userns(uid_t owner, gid_t group, long to);
+void idmap_reap(void);
+
 /* The fork server put this launcher in a network namespace it made ahead (netpool.c). */
 extern int launch_joined_net;
 
