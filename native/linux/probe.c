@@ -1,19 +1,22 @@
 /*
  * `aleph-sandbox-init --probe`: what this kernel does, found by doing it, as one JSON line:
- *   {"landlock_abi":N,"landlock":"ok","seccomp":true,"seccomp_detail":"ok","userns":"ok","uid":U}
+ *   {"landlock_abi":N,"landlock":"ok","seccomp":true,"seccomp_detail":"ok","userns":"ok","mknod":"ok","uid":U}
  * Each mechanism is exercised in a child process of its own, so this one stays as it was:
  *   seccomp: a filter that makes getppid fail with ENOTRECOVERABLE is loaded, and getppid must fail so;
  *   landlock: the ABI the kernel reports (landlock_abi), and a ruleset refusing directory reads is enforced:
  *     listing / must then fail with EACCES (landlock.c);
  *   userns: a user namespace is made, this uid mapped in it, and a mount namespace made inside it — what
  *     bubblewrap does without privilege, and what AppArmor's restriction of unprivileged user namespaces
- *     (Ubuntu 24.04 and later) refuses.
+ *     (Ubuntu 24.04 and later) refuses;
+ *   mknod: /dev/null's device made in a temporary directory — what the helper does for a root host's /dev
+ *     (devfs.c), which a runtime dropping CAP_MKNOD or a device policy refuses.
  * Each says "ok" or the step that failed and its error; "seccomp" is true only when the filter acted.
  */
 #include "common.h"
 
 #include <sched.h>
 #include <stddef.h>
+#include <sys/sysmacros.h>
 
 /* Runs FN in a child and returns what it wrote ("ok" or a failure) in BUF. */
 static const char *in_child(const char *(*fn)(char *, size_t), char *buf, size_t len) {
@@ -83,13 +86,27 @@ static const char *userns_exercise(char *buf, size_t len) {
   return "ok";
 }
 
+static const char *mknod_exercise(char *buf, size_t len) {
+  char dir[] = "/tmp/aleph-probe-XXXXXX";
+  if (mkdtemp(dir) == NULL) return snprintf(buf, len, "no temporary directory to try in: %s", strerror(errno)), buf;
+  char node[64];
+  snprintf(node, sizeof node, "%s/null", dir);
+  int made = mknod(node, S_IFCHR | 0600, makedev(1, 3));
+  int e = errno;
+  if (made == 0) unlink(node);
+  rmdir(dir);
+  if (made < 0) return snprintf(buf, len, "making a device node: %s", strerror(e)), buf;
+  return "ok";
+}
+
 int probe_main(void) {
-  char ll[256], sc[256], un[256];
+  char ll[256], sc[256], un[256], mk[256];
   int abi = landlock_abi();
   in_child(landlock_exercise, ll, sizeof ll);
   in_child(seccomp_exercise, sc, sizeof sc);
   in_child(userns_exercise, un, sizeof un);
-  printf("{\"landlock_abi\":%d,\"landlock\":\"%s\",\"seccomp\":%s,\"seccomp_detail\":\"%s\",\"userns\":\"%s\",\"uid\":%d}\n", abi,
-         ll, strcmp(sc, "ok") == 0 ? "true" : "false", sc, un, (int)getuid());
+  in_child(mknod_exercise, mk, sizeof mk);
+  printf("{\"landlock_abi\":%d,\"landlock\":\"%s\",\"seccomp\":%s,\"seccomp_detail\":\"%s\",\"userns\":\"%s\",\"mknod\":\"%s\",\"uid\":%d}\n",
+         abi, ll, strcmp(sc, "ok") == 0 ? "true" : "false", sc, un, mk, (int)getuid());
   return 0;
 }

@@ -158,7 +158,12 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
   const minimumTier = options.minimumTier ?? 3;
   let selection: Promise<TierSelection> | undefined;
   let facts:
-    | Promise<{ landlockAbi: number; cgroup: CgroupInfo; manager: CgroupManager | undefined }>
+    | Promise<{
+        landlockAbi: number;
+        mknod: boolean;
+        cgroup: CgroupInfo;
+        manager: CgroupManager | undefined;
+      }>
     | undefined;
   const privateTmps = new Map<string, number>();
   let probed: Promise<LinuxProbe> | undefined;
@@ -185,9 +190,11 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
   const hostFacts = () => {
     facts ??= (async () => {
       let landlockAbi = 0;
+      let mknod = false;
       try {
         const said = JSON.parse((await execFileAsync(helperPath, ['--probe'])).stdout) as HelperProbeOutput;
         if (said.landlock === 'ok') landlockAbi = said.landlock_abi;
+        mknod = said.mknod === 'ok';
       } catch {
         // no helper: every tier fails its preflight and says why
       }
@@ -199,7 +206,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       } else if (cgroup.available) {
         cgroup = { ...cgroup, available: false, detail: `${cgroup.detail}; not used: the helper cannot run` };
       }
-      return { landlockAbi, cgroup, manager: cgroup.available ? manager : undefined };
+      return { landlockAbi, mknod, cgroup, manager: cgroup.available ? manager : undefined };
     })();
     return facts;
   };
@@ -235,6 +242,8 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       stateDir,
       sessionHome:
         homeRoot === undefined || sessionKey === undefined ? undefined : path.join(homeRoot, sessionKey),
+      // A root host's helper makes /dev where it can make device nodes, else bwrap binds the host's.
+      devInHelper: (await hostFacts()).mknod,
       networkKey: createHash('sha256')
         .update(`${workspace}\0${sessionKey ?? ''}`)
         .digest('hex')

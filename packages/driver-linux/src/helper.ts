@@ -52,6 +52,8 @@ export interface HelperProbeOutput {
   readonly seccomp_detail?: string;
   /** `ok` when a user namespace with a mount namespace inside could be made, else the step that failed. */
   readonly userns?: string;
+  /** `ok` when a device node could be made (a root host's helper makes /dev's), else why not. */
+  readonly mknod?: string;
   readonly [key: string]: unknown;
 }
 

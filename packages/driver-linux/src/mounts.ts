@@ -58,8 +58,12 @@ export interface RenderedMounts {
  *   attaches them (`--mnt`), together with every tmpfs and mask that lies inside one of them, after bwrap's
  *   own mounts.
  */
-export function renderMounts(ops: readonly MountOp[], options: { inHelper?: boolean } = {}): RenderedMounts {
+export function renderMounts(
+  ops: readonly MountOp[],
+  options: { inHelper?: boolean; devInHelper?: boolean } = {},
+): RenderedMounts {
   const inHelper = options.inHelper === true;
+  const devInHelper = inHelper && options.devInHelper !== false;
   // Later duplicates of a destination replace earlier ones (a write grant wins over a read grant).
   const byDest = new Map<string, { op: MountOp; order: number }>();
   ops.forEach((op, order) => {
@@ -144,7 +148,7 @@ export function renderMounts(ops: readonly MountOp[], options: { inHelper?: bool
       case 'dev':
         // On a root host the helper makes it (native/linux/devfs.c): bwrap's --dev re-reads the whole mount
         // table for each of its six device binds. What lies below it is then the helper's too.
-        if (inHelper) helper.push('--dev-at', op.dest);
+        if (devInHelper) helper.push('--dev-at', op.dest);
         else bwrap.push('--dev', op.dest);
         break;
       case 'proc':
@@ -154,7 +158,7 @@ export function renderMounts(ops: readonly MountOp[], options: { inHelper?: bool
     mounted.push({
       dest: op.dest,
       host: op.op === 'ro-bind' || op.op === 'bind',
-      user: user || (inHelper && op.op === 'dev'),
+      user: user || (devInHelper && op.op === 'dev'),
     });
     created.add(op.dest);
   }

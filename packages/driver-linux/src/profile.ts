@@ -39,6 +39,11 @@ export interface ProfileInputs {
    * (native/linux/netpool.c). Sessions never share one. Default: runs make their own.
    */
   readonly networkKey?: string | undefined;
+  /**
+   * Root host: the helper makes /dev (native/linux/devfs.c, with mknod). `false` where the host cannot
+   * make device nodes (no CAP_MKNOD, a device policy): bwrap's --dev binds the host's. Default true.
+   */
+  readonly devInHelper?: boolean | undefined;
   readonly maxPids: number;
   /** `RLIMIT_NOFILE` (see `LinuxDriverOptions.maxOpenFiles`). Default `DEFAULT_MAX_OPEN_FILES`. */
   readonly maxOpenFiles?: number | undefined;
@@ -270,6 +275,7 @@ export function buildLinuxProfile(
           range: null,
         }
     : { mode: 'user-namespace', uid: inputs.innerUid ?? host.uid };
+  const devInHelper = privileged && inputs.devInHelper !== false;
   const bwrap: string[] = ['--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try'];
   if (net.kind !== 'allowAll') bwrap.push('--unshare-net');
   if (privileged) {
@@ -292,10 +298,9 @@ export function buildLinuxProfile(
       'CAP_SETGID',
       '--cap-add',
       'CAP_SETPCAP',
-      // The helper makes /dev's device nodes (devfs.c).
-      '--cap-add',
-      'CAP_MKNOD',
     );
+    // The helper makes /dev's device nodes (devfs.c).
+    if (devInHelper) bwrap.push('--cap-add', 'CAP_MKNOD');
   } else {
     bwrap.push('--unshare-user');
     // Root without CAP_SYS_ADMIN (tier 2): root is shown as another uid inside, so its files are not root's.
@@ -304,7 +309,7 @@ export function buildLinuxProfile(
     bwrap.push('--disable-userns', '--cap-drop', 'ALL');
   }
   bwrap.push('--die-with-parent', '--new-session', '--hostname', 'aleph-sandbox');
-  const rendered = renderMounts(mounts, { inHelper: privileged });
+  const rendered = renderMounts(mounts, { inHelper: privileged, devInHelper });
   bwrap.push(...rendered.bwrap);
   // The helper changes into the cwd once its own mounts are made.
   bwrap.push('--chdir', '/');

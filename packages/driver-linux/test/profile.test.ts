@@ -220,6 +220,13 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
     expect(u).not.toContain('--dev-at');
     expect(u).not.toContain('CAP_MKNOD');
     expect(a).not.toContain('--dev /dev');
+    // A root host that cannot make device nodes (the helper's --probe says so): bwrap binds the host's.
+    const n = buildLinuxProfile(caps(), ws, ws, inputs({ devInHelper: false })).bwrapArgs.join(' ');
+    expect(n).toContain('--dev /dev');
+    expect(n).toContain(`--perms 1777 --size ${512 * 1024 * 1024} --tmpfs /dev/shm`);
+    expect(n).not.toContain('--dev-at');
+    expect(n).not.toContain('CAP_MKNOD');
+    expect(n).toContain('--mask-at /etc/shadow');
     expect(u).toContain('--tmpfs /etc/sudoers.d --remount-ro /etc/sudoers.d');
   });
 
