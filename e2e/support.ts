@@ -1,10 +1,10 @@
 import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:child_process';
-import { accessSync, constants, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { checkHelperSync, resolveHelperPath } from '@aleph/driver-linux';
-import { afterAll } from 'vitest';
+import { afterAll, it } from 'vitest';
 
 /**
  * Mechanisms CI requires (`ALEPH_REQUIRE=bwrap,userns,…`): a test that needs one that is missing fails
@@ -55,6 +55,18 @@ export function linuxStack(): { ok: boolean; reason: string; missing: string[] }
     reasons.push('the packages are not built (pnpm build)');
   }
   return { ok: missing.length === 0, reason: reasons.join('; '), missing };
+}
+
+/**
+ * Where the Linux stack is missing but a suite runs anyway (ALEPH_REQUIRE names it): registers a test that
+ * fails with the reason, and says so, for the suite to add nothing else.
+ */
+export function requiredButMissing(stack: { ok: boolean; reason: string }): boolean {
+  if (stack.ok) return false;
+  it('the Linux stack is required here (ALEPH_REQUIRE) but missing', () => {
+    throw new Error(`required by ALEPH_REQUIRE but unavailable: ${stack.reason}`);
+  });
+  return true;
 }
 
 /** True when this process may run commands as another uid (root with setpriv). */
@@ -109,20 +121,46 @@ export function runAsync(
   return done;
 }
 
+/** What `e2e/linux/harness.mjs` prints: the driver's probe, then one result per step. */
+export interface HarnessOutput<R> {
+  readonly uid: number;
+  readonly tier: string;
+  readonly tierId: string;
+  readonly notEnforced: readonly string[];
+  readonly available: boolean;
+  readonly problems: readonly string[];
+  readonly results: readonly R[];
+}
+
 /**
- * Runs `e2e/linux/harness.mjs` with `plan` as this user, HOME set to `home`, and gives its step results
- * by id; throws with its stderr when it fails.
+ * Runs `e2e/linux/harness.mjs` with `plan` and `env` (HOME included), as `as.uid` (default this user,
+ * through `as.mountpoint`, made here) behind `as.wrap` (see {@link nodeArgvAs}), and gives its output and
+ * its step results by id; throws with its stderr when it fails.
  */
+export async function runHarness<R extends { id: string }>(
+  plan: unknown,
+  env: NodeJS.ProcessEnv,
+  as: { uid?: number; mountpoint?: string; wrap?: readonly string[] } = {},
+): Promise<{ output: HarnessOutput<R>; results: Map<string, R> }> {
+  const uid = as.uid ?? process.getuid?.() ?? 0;
+  const mountpoint = as.mountpoint ?? '';
+  if (uid !== process.getuid?.()) mkdirSync(mountpoint, { recursive: true, mode: 0o755 });
+  const [cmd, ...args] = nodeArgvAs(uid, mountpoint, 'e2e/linux/harness.mjs', [], as.wrap) as [
+    string,
+    ...string[],
+  ];
+  const r = await runAsync(cmd, args, { input: JSON.stringify(plan), env });
+  if (r.status !== 0) throw new Error(`harness failed (${r.status}): ${r.stderr}`);
+  const output = JSON.parse(r.stdout) as HarnessOutput<R>;
+  return { output, results: new Map(output.results.map((x) => [x.id, x])) };
+}
+
+/** {@link runHarness} as this user with HOME `home`: the step results by id. */
 export async function harnessResults<R extends { id: string }>(
   plan: unknown,
   home: string,
 ): Promise<Map<string, R>> {
-  const r = await runAsync(process.execPath, [path.join(repoRoot, 'e2e/linux/harness.mjs')], {
-    input: JSON.stringify(plan),
-    env: { ...process.env, HOME: home },
-  });
-  if (r.status !== 0) throw new Error(`harness failed (${r.status}): ${r.stderr}`);
-  return new Map((JSON.parse(r.stdout) as { results: R[] }).results.map((x) => [x.id, x]));
+  return (await runHarness<R>(plan, { ...process.env, HOME: home })).results;
 }
 
 /**
@@ -159,20 +197,21 @@ export function asUid(uid: number, argv: readonly string[]): string[] {
 }
 
 /**
- * The argv that runs the built `aleph-sandbox` CLI with `args` as `uid`, the way a user does. For another
- * uid the checkout may sit under a directory that uid cannot traverse, so it is bound to `mountpoint` (an
- * empty directory the uid can reach) in a private mount namespace for this one process; exec keeps the
- * CLI the spawned pid. `wrap` (a simulated host's launcher, such as e2e/linux/no-namespaces.c, which
- * execs its arguments) goes right before the CLI, after the switch to `uid`.
+ * The argv that runs the repository's Node script `script` (a path relative to the checkout) with `args`
+ * as `uid`, the way a user does. For another uid the checkout may sit under a directory that uid cannot
+ * traverse, so it is bound to `mountpoint` (an empty directory the uid can reach) in a private mount
+ * namespace for this one process; exec keeps the script the spawned pid. `wrap` (a simulated host's
+ * launcher, such as e2e/linux/no-namespaces.c, which execs its arguments) goes right before Node, after
+ * the switch to `uid`.
  */
-export function cliArgvAs(
+export function nodeArgvAs(
   uid: number,
   mountpoint: string,
-  args: readonly string[],
+  script: string,
+  args: readonly string[] = [],
   wrap: readonly string[] = [],
 ): string[] {
-  const cliIn = (root: string) => path.join(root, 'packages/sandbox/dist/cli-bundle/aleph-sandbox.cjs');
-  if (uid === process.getuid?.()) return [...wrap, process.execPath, cliIn(repoRoot), ...args];
+  if (uid === process.getuid?.()) return [...wrap, process.execPath, path.join(repoRoot, script), ...args];
   return [
     'unshare',
     '-m',
@@ -184,6 +223,16 @@ export function cliArgvAs(
     'sh',
     repoRoot,
     mountpoint,
-    ...asUid(uid, [...wrap, process.execPath, cliIn(mountpoint), ...args]),
+    ...asUid(uid, [...wrap, process.execPath, path.join(mountpoint, script), ...args]),
   ];
+}
+
+/** {@link nodeArgvAs} for the built `aleph-sandbox` CLI. */
+export function cliArgvAs(
+  uid: number,
+  mountpoint: string,
+  args: readonly string[],
+  wrap: readonly string[] = [],
+): string[] {
+  return nodeArgvAs(uid, mountpoint, 'packages/sandbox/dist/cli-bundle/aleph-sandbox.cjs', args, wrap);
 }

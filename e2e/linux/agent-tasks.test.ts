@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { gapNames } from '@aleph/driver-linux';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { linuxStack, REQUIRED } from '../support.js';
+import { linuxStack, REQUIRED, requiredButMissing } from '../support.js';
 import {
   checkTree,
   chownR,
@@ -53,11 +53,7 @@ vi.setConfig({ maxConcurrency: 2 });
 describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
   `agent tasks on a generated repository through the CLI${stack.ok ? '' : ` [skipped: ${stack.reason}]`}`,
   () => {
-    if (!stack.ok) {
-      it('the Linux stack is required here (ALEPH_REQUIRE) but missing', () => {
-        throw new Error(`required by ALEPH_REQUIRE but unavailable: ${stack.reason}`);
-      });
-    }
+    requiredButMissing(stack);
 
     for (const identity of identities) {
       describe.skipIf(identity.skip !== undefined)(asIdentityTitle(identity), { concurrent: true }, () => {

@@ -2,7 +2,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canSwitchUid, linuxStack, REQUIRED, repoRoot, runAsync } from '../support.js';
+import {
+  canSwitchUid,
+  type HarnessOutput,
+  linuxStack,
+  REQUIRED,
+  requiredButMissing,
+  runHarness,
+} from '../support.js';
 
 /**
  * A root host's helper makes the sandbox's /dev with mknod (native/linux/devfs.c). A host whose runtime
@@ -15,20 +22,18 @@ const stack = linuxStack();
 const root = process.getuid?.() === 0 && canSwitchUid();
 const LIST = 'core fd full null ptmx pts random shm stderr stdin stdout tty urandom zero';
 
-interface Harnessed {
-  tierId: string;
-  results: { id: string; exitCode?: number | null; stdout?: string; stderr?: string }[];
+interface Step {
+  id: string;
+  exitCode?: number | null;
+  stdout?: string;
+  stderr?: string;
 }
+type Harnessed = HarnessOutput<Step>;
 
 describe.runIf(stack.ok || REQUIRED.size > 0)(
   `/dev on a root host without CAP_MKNOD${stack.ok ? '' : ` [skipped: ${stack.reason}]`}${root ? '' : ' [skipped: needs root and setpriv]'}`,
   () => {
-    if (!stack.ok) {
-      it('the Linux stack is required here (ALEPH_REQUIRE) but missing', () => {
-        throw new Error(`required by ALEPH_REQUIRE but unavailable: ${stack.reason}`);
-      });
-      return;
-    }
+    if (requiredButMissing(stack)) return;
     if (!root) return;
     let base = '';
     const seen: Record<string, Harnessed> = {};
@@ -49,17 +54,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           },
         ],
       };
-      const r = await runAsync(
-        wrap[0] ?? process.execPath,
-        [
-          ...wrap.slice(1),
-          ...(wrap.length > 0 ? [process.execPath] : []),
-          path.join(repoRoot, 'e2e/linux/harness.mjs'),
-        ],
-        { input: JSON.stringify(plan), env: { ...process.env, HOME: base } },
-      );
-      if (r.status !== 0) throw new Error(`harness failed (${r.status}): ${r.stderr}`);
-      return JSON.parse(r.stdout) as Harnessed;
+      return (await runHarness<Step>(plan, { ...process.env, HOME: base }, { wrap })).output;
     };
 
     beforeAll(async () => {

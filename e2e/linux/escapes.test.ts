@@ -19,7 +19,7 @@ import path from 'node:path';
 import { gapNames, SYSCALLS } from '@aleph/driver-linux';
 import { sessionKeyToFilename } from '@aleph/sandbox-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { linuxStack, REQUIRED, repoRoot, runAsync } from '../support.js';
+import { type HarnessOutput, linuxStack, REQUIRED, requiredButMissing, runHarness } from '../support.js';
 import { identities as allIdentities, declaredGaps } from './hosts.js';
 
 /**
@@ -131,11 +131,7 @@ const sh = (script: string, caps: Record<string, unknown> = {}, extra: Record<st
 describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
   `Linux sandbox escape attempts${stack.ok ? '' : ` [skipped: ${stack.reason}]`}`,
   () => {
-    if (!stack.ok) {
-      it('the Linux stack is required here (ALEPH_REQUIRE) but missing', () => {
-        throw new Error(`required by ALEPH_REQUIRE but unavailable: ${stack.reason}`);
-      });
-    }
+    requiredButMissing(stack);
 
     describe.each(identities)('as $name', (identity) => {
       const { uid } = identity;
@@ -147,16 +143,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
       let base = '';
       let outside = '';
       let results = new Map<string, StepResult>();
-      let meta:
-        | {
-            uid: number;
-            tier: string;
-            tierId: string;
-            notEnforced: string[];
-            available: boolean;
-            problems: string[];
-          }
-        | undefined;
+      let meta: HarnessOutput<StepResult> | undefined;
       let upstream: http.Server | undefined;
       let upstreamPort = 0;
       let upstreamHits = 0;
@@ -423,45 +410,19 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           driver: { maxPids: 40, resolve: { 'api.test': ['127.0.0.1'], 'evil.test': ['127.0.0.1'] } },
           steps,
         };
-        const harness = path.join(repoRoot, 'e2e/linux/harness.mjs');
         const env = {
           ...process.env,
           ALEPH_E2E_SECRET: 'env-secret-value-42',
           HOME: uid === process.getuid?.() ? hostHome : ownHome(base, uid),
         };
-        let r: { status: number | null; stdout: string; stderr: string };
-        if (identity.wrap.length > 0) {
-          const [cmd, ...rest] = identity.wrap as [string, ...string[]];
-          r = await runAsync(cmd, [...rest, process.execPath, harness], { input: JSON.stringify(plan), env });
-        } else if (uid === process.getuid?.()) {
-          r = await runAsync(process.execPath, [harness], { input: JSON.stringify(plan), env });
-        } else {
-          // The repository may sit under a directory the unprivileged uid cannot traverse; bind it to a
-          // readable path in a private mount namespace for this one process.
-          const mountpoint = path.join(base, 'repo');
-          mkdirSync(mountpoint, { mode: 0o755 });
-          const script = `mount --bind "$1" "$2" && exec setpriv --reuid=${uid} --regid=${uid} --clear-groups "$3" "$2/e2e/linux/harness.mjs"`;
-          r = await runAsync(
-            'unshare',
-            [
-              '-m',
-              '--propagation',
-              'private',
-              'sh',
-              '-c',
-              script,
-              'sh',
-              repoRoot,
-              mountpoint,
-              process.execPath,
-            ],
-            { input: JSON.stringify(plan), env },
-          );
-        }
-        if (r.status !== 0) throw new Error(`harness failed (${r.status}): ${r.stderr}`);
-        const parsed = JSON.parse(String(r.stdout));
-        meta = parsed;
-        results = new Map(parsed.results.map((x: StepResult) => [x.id, x]));
+        // An unprivileged uid runs it through a bind of the checkout it can traverse (nodeArgvAs).
+        const ran = await runHarness<StepResult>(plan, env, {
+          uid,
+          mountpoint: path.join(base, 'repo'),
+          wrap: identity.wrap,
+        });
+        meta = ran.output;
+        results = ran.results;
       }, 240_000);
 
       afterAll(async () => {

@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_HOME_PROTECTED_PATHS } from '@aleph/sandbox-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REQUIRED } from '../support.js';
+import { REQUIRED, requiredButMissing } from '../support.js';
 import { GIT_CASES, GIT_COMMIT, GIT_OWN, GIT_SANITY, GIT_STATUS, HOME_CASES } from './host-next/cases.js';
 import {
   CLEAN_PATH,
@@ -61,11 +61,7 @@ const homeProtected = (home: string) =>
 describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
   `what the host runs next stays the user's, through the CLI${stack.ok ? '' : ` [skipped: ${stack.reason}]`}`,
   () => {
-    if (!stack.ok) {
-      it('the Linux stack is required here (ALEPH_REQUIRE) but missing', () => {
-        throw new Error(`required by ALEPH_REQUIRE but unavailable: ${stack.reason}`);
-      });
-    }
+    requiredButMissing(stack);
 
     for (const identity of identities) {
       describe.skipIf(identity.skip !== undefined)(

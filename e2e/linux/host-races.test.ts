@@ -17,7 +17,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sessionKeyToFilename } from '@aleph/sandbox-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canSwitchUid, linuxStack, REQUIRED, repoRoot, runAsync, tempDirs } from '../support.js';
+import { canSwitchUid, linuxStack, REQUIRED, runHarness, tempDirs } from '../support.js';
 
 /**
  * Attacks on the host side of the Linux driver (the launcher, bwrap, the bridge): a command running
@@ -152,37 +152,26 @@ interface HarnessPlan {
   approve?: 'all' | 'none';
 }
 
-async function runHarness(
+async function runPlan(
   plan: HarnessPlan,
   uid: number,
   home: string,
   base: string,
   whileRunning?: (finished: () => boolean) => Promise<void>,
 ): Promise<Map<string, StepResult>> {
-  const harness = path.join(repoRoot, 'e2e/linux/harness.mjs');
-  const env = { ...process.env, HOME: home };
-  const input = JSON.stringify(plan);
-  let pending: Promise<{ status: number | null; stdout: string; stderr: string }>;
-  if (uid === self) {
-    pending = runAsync(process.execPath, [harness], { input, env });
-  } else {
-    // As in escapes.test.ts: the repository bound to a path the unprivileged uid can traverse.
-    const mountpoint = path.join(base, 'repo');
-    mkdirSync(mountpoint, { recursive: true, mode: 0o755 });
-    const script = `mount --bind "$1" "$2" && exec setpriv --reuid=${uid} --regid=${uid} --clear-groups "$3" "$2/e2e/linux/harness.mjs"`;
-    pending = runAsync(
-      'unshare',
-      ['-m', '--propagation', 'private', 'sh', '-c', script, 'sh', repoRoot, mountpoint, process.execPath],
-      { input, env },
-    );
-  }
   let finished = false;
-  const settled = pending.finally(() => {
+  const ran = runHarness<StepResult>(
+    plan,
+    { ...process.env, HOME: home },
+    {
+      uid,
+      mountpoint: path.join(base, 'repo'),
+    },
+  ).finally(() => {
     finished = true;
   });
-  const [r] = await Promise.all([settled, whileRunning?.(() => finished)]);
-  if (r.status !== 0) throw new Error(`harness failed (${r.status}): ${r.stderr}`);
-  return new Map(JSON.parse(r.stdout).results.map((x: StepResult) => [x.id, x]));
+  const [r] = await Promise.all([ran, whileRunning?.(() => finished)]);
+  return r.results;
 }
 
 /** Every round ran and either did its job or was refused by the driver; none escaped (checked apart). */
@@ -387,7 +376,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
               },
             ];
             for (const plan of plans) {
-              for (const [id, r] of await runHarness(plan, uid, home, base)) results.set(id, r);
+              for (const [id, r] of await runPlan(plan, uid, home, base)) results.set(id, r);
             }
           }, 600_000);
 
@@ -487,7 +476,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
               { id: 'refuse-library-path', env: { LD_LIBRARY_PATH: ws } },
               { id: 'refuse-audit', env: { LD_AUDIT: lib } },
             ];
-            const first = await runHarness(
+            const first = await runPlan(
               {
                 workspaceRoot: root,
                 driver: { resolve: { 'api.test': ['127.0.0.1'] } },
@@ -533,7 +522,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
                 }
               },
             );
-            const second = await runHarness(
+            const second = await runPlan(
               {
                 workspaceRoot: root,
                 driver: { allowLoaderEnv: ['LD_PRELOAD'], resolve: { 'api.test': ['127.0.0.1'] } },

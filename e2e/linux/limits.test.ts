@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { defaultMaxOpenFiles } from '@aleph/driver-linux';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canSwitchUid, linuxStack, REQUIRED, repoRoot, runAsync } from '../support.js';
+import { canSwitchUid, linuxStack, REQUIRED, repoRoot, requiredButMissing, runAsync } from '../support.js';
 
 /**
  * Resource attacks inside the real sandbox, as data: fill the private tmpfs mounts, a memfd and a file
@@ -147,11 +147,7 @@ const attacks: Attack[] = [
 describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
   `Linux sandbox resource limits${stack.ok ? '' : ` [skipped: ${stack.reason}]`}`,
   () => {
-    if (!stack.ok) {
-      it('the Linux stack is required here (ALEPH_REQUIRE) but missing', () => {
-        throw new Error(`required by ALEPH_REQUIRE but unavailable: ${stack.reason}`);
-      });
-    }
+    requiredButMissing(stack);
 
     it('doctor names what stays unbounded; run --json repeats it in details.notEnforced', async () => {
       const home = mkdtempSync(path.join(os.tmpdir(), 'aleph-e2e-limits-home-'));

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sessionKeyToFilename } from '@aleph/sandbox-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { harnessResults, linuxStack, REQUIRED } from '../support.js';
+import { harnessResults, linuxStack, REQUIRED, requiredButMissing } from '../support.js';
 
 /**
  * The network namespaces of a root host's runs (native/linux/netpool.c): the fork server keeps a
@@ -68,12 +68,7 @@ interface StepResult {
 describe.runIf(stack.ok || REQUIRED.size > 0)(
   `network namespaces kept per session${stack.ok ? '' : ` [skipped: ${stack.reason}]`}${root ? '' : ' [skipped: only a root host keeps them in its fork server; elsewhere bwrap makes one per run]'}`,
   () => {
-    if (!stack.ok) {
-      it('the Linux stack is required here (ALEPH_REQUIRE) but missing', () => {
-        throw new Error(`required by ALEPH_REQUIRE but unavailable: ${stack.reason}`);
-      });
-      return;
-    }
+    if (requiredButMissing(stack)) return;
     if (!root) return;
     let base = '';
     let serial = new Map<string, StepResult>();

@@ -2,7 +2,7 @@ import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { chmodSync, chownSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { canSwitchUid, linuxStack, REQUIRED, repoRoot, tempDirs } from '../support.js';
+import { canSwitchUid, linuxStack, REQUIRED, repoRoot, requiredButMissing, tempDirs } from '../support.js';
 
 /**
  * An output flood through the real `aleph-sandbox run` with a stalled reader: nobody reads the CLI's
@@ -141,11 +141,7 @@ function flood(
 describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
   `aleph-sandbox run under an output flood with a stalled reader${stack.ok ? '' : ` [skipped: ${stack.reason}]`}`,
   () => {
-    if (!stack.ok) {
-      it('the Linux stack is required here (ALEPH_REQUIRE) but missing', () => {
-        throw new Error(`required by ALEPH_REQUIRE but unavailable: ${stack.reason}`);
-      });
-    }
+    requiredButMissing(stack);
 
     describe.each(identities)('as $name', ({ uid }) => {
       const home = () => {

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sessionKeyToFilename } from '@aleph/sandbox-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { harnessResults, linuxStack, REQUIRED } from '../support.js';
+import { harnessResults, linuxStack, REQUIRED, requiredButMissing } from '../support.js';
 
 /**
  * Sessions cannot starve each other (issue: limits that hold). On a root host each running command has a
@@ -69,12 +69,7 @@ interface StepResult {
 describe.runIf(stack.ok || REQUIRED.size > 0)(
   `sessions do not share per-uid limits${stack.ok ? '' : ` [skipped: ${stack.reason}]`}${root ? '' : ' [skipped: only a root host gives each command a uid of its own; an unprivileged host names the shared limits in notEnforced]'}`,
   () => {
-    if (!stack.ok) {
-      it('the Linux stack is required here (ALEPH_REQUIRE) but missing', () => {
-        throw new Error(`required by ALEPH_REQUIRE but unavailable: ${stack.reason}`);
-      });
-      return;
-    }
+    if (requiredButMissing(stack)) return;
     if (!root) return;
     let base = '';
     let parallel = new Map<string, StepResult>();

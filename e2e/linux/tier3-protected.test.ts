@@ -14,7 +14,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { asUid, canSwitchUid, cliArgvAs, linuxStack, REQUIRED, startJson } from '../support.js';
+import {
+  asUid,
+  canSwitchUid,
+  cliArgvAs,
+  linuxStack,
+  REQUIRED,
+  requiredButMissing,
+  startJson,
+} from '../support.js';
 import { identities, UNPRIVILEGED } from './hosts.js';
 
 /**
@@ -170,11 +178,7 @@ function hostNext(ctx: Ctx): string {
 describe.skipIf((!stack.ok || unavailable !== undefined) && !stack.missing.some((m) => REQUIRED.has(m)))(
   `tier 3: protected paths are checked after the run${!stack.ok ? ` [skipped: ${stack.reason}]` : unavailable ? ` [skipped: ${unavailable}]` : ''}`,
   () => {
-    if (!stack.ok) {
-      it('the Linux stack is required here (ALEPH_REQUIRE) but missing', () => {
-        throw new Error(`required by ALEPH_REQUIRE but unavailable: ${stack.reason}`);
-      });
-    }
+    requiredButMissing(stack);
 
     for (const h of hosts) {
       describe.skipIf(h.skip !== undefined)(
