@@ -228,7 +228,10 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
     workspace: string,
     sessionKey: string | undefined,
   ): Promise<LinuxProfile> => {
-    const common = {
+    const notEnforced = await gapsOf(tier);
+    const facts = await hostFacts();
+    // What every plan of the tier is built from (only when one is built: a cached plan needs none of it).
+    const common = () => ({
       host,
       arch,
       helperPath,
@@ -243,7 +246,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       sessionHome:
         homeRoot === undefined || sessionKey === undefined ? undefined : path.join(homeRoot, sessionKey),
       // A root host's helper makes /dev where it can make device nodes, else bwrap binds the host's.
-      devInHelper: (await hostFacts()).mknod,
+      devInHelper: facts.mknod,
       networkKey: createHash('sha256')
         .update(`${workspace}\0${sessionKey ?? ''}`)
         .digest('hex')
@@ -254,25 +257,25 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       tmpfsSizeMb: options.tmpfsSizeMb,
       cpuQuotaPercent: options.cpuQuotaPercent,
       tier,
-      notEnforced: await gapsOf(tier),
-    };
+      notEnforced,
+    });
     if (tier === 'direct') {
       return buildDirectProfile(caps, cwd, workspace, {
-        ...common,
+        ...common(),
         proxySocket: undefined,
-        landlockAbi: (await hostFacts()).landlockAbi,
+        landlockAbi: facts.landlockAbi,
         tmpDir: path.join(stateDir, 'tmp', sessionKey ?? 'preflight'),
       });
     }
     const proxySocket = caps.network.kind === 'allowHosts' ? pool.socketPath(caps.network.hosts) : undefined;
     // A plan is a pure function of its inputs and of what it read of the filesystem: reused while the
     // filesystem still gives the same answers (re-asked each time, so a new .git or a vanished grant counts).
-    const key = JSON.stringify([tier, caps, cwd, workspace, sessionKey, proxySocket, common.notEnforced]);
+    const key = JSON.stringify([tier, caps, cwd, workspace, sessionKey, proxySocket, notEnforced]);
     const cached = plans.get(key);
     if (cached !== undefined && stillAnswers(cached.queries)) return cached.profile;
     const view = new RecordingView();
     const profile = buildLinuxProfile(caps, cwd, workspace, {
-      ...common,
+      ...common(),
       proxySocket,
       privileged: tier === 'namespaces',
       ...(tier === 'user-namespace' && host.isRoot ? { innerUid: sandboxUid ?? DEFAULT_SANDBOX_UID } : {}),
