@@ -105,6 +105,16 @@ void start_bridge(const struct options *o, int lfd);
 /* launch.c: the host side (`--launch`). */
 int launch_main(int argc, char **argv);
 
+/* nschild.c: a child in new namespaces FLAGS (sharing this process's memory, on STACK of SIZE bytes) that
+ * runs SETUP (may be NULL) there and holds them until ns_child_release(); its pid, or -1 with errno (EPROTO:
+ * SETUP failed; the child is reaped). The caller reaps it after the release. */
+struct ns_child {
+  pid_t pid;
+  int release;
+};
+pid_t ns_child_start(struct ns_child *c, int flags, int (*setup)(void), char *stack, size_t size);
+void ns_child_release(struct ns_child *c);
+
 /* idmap.c: for the launcher's idmapped mounts, a user namespace mapping OWNER (GROUP) to TO, kept per
  * owner for the run; the children holding them are reaped by idmap_reap() after the run. */
 int idmap_userns(uid_t owner, gid_t group, long to);

@@ -57,43 +57,23 @@ static int no_time_wait(void) {
 
 int netpool_wants_fill(void) { return !broken && spare < 0; }
 
-/* The child that makes the namespace (CLONE_NEWNET, sharing this process's memory) and holds it until the
- * server has opened it: the server itself never leaves its own, which it may not be allowed back into (a
- * root of a user namespace of its own cannot enter the host's). */
-static int maker(void *arg) {
-  int *pipes = arg; /* [0] release (read end), [1] its write end, [2] status (read end), [3] its write end */
-  close(pipes[1]);
-  close(pipes[2]);
-  char ok = loopback_up() == 0 && no_time_wait() == 0 ? 'y' : 'n';
-  if (write(pipes[3], &ok, 1) != 1) _exit(1);
-  char b;
-  while (read(pipes[0], &b, 1) < 0 && errno == EINTR) {
-  }
-  _exit(0);
-}
+static int set_up(void) { return loopback_up() == 0 && no_time_wait() == 0 ? 0 : -1; }
 
+/* Made and set up by a child (nschild.c) that holds it until the server has opened it: the server itself
+ * never leaves its own namespace, which it may not be allowed back into (a root of a user namespace of
+ * its own cannot enter the host's). */
 void netpool_fill(void) {
   static char stack[16384] __attribute__((aligned(16)));
   if (!netpool_wants_fill()) return;
-  int pipes[4];
-  if (pipe2(pipes, O_CLOEXEC) < 0) return;
-  if (pipe2(pipes + 2, O_CLOEXEC) < 0) {
-    close(pipes[0]);
-    close(pipes[1]);
-    return;
-  }
-  pid_t c = clone(maker, stack + sizeof stack, CLONE_VM | CLONE_NEWNET | SIGCHLD, pipes);
-  char ok = 'n';
+  struct ns_child c;
   int fresh = -1;
-  /* PIPES is the maker's too (CLONE_VM): it stays as it is until the maker is gone. */
-  close(pipes[3]);
-  if (c > 0 && read(pipes[2], &ok, 1) == 1 && ok == 'y') {
+  if (ns_child_start(&c, CLONE_NEWNET, set_up, stack, sizeof stack) > 0) {
     char path[48];
-    snprintf(path, sizeof path, "/proc/%d/ns/net", (int)c);
+    snprintf(path, sizeof path, "/proc/%d/ns/net", (int)c.pid);
     fresh = open(path, O_RDONLY | O_CLOEXEC);
-  }
-  for (int i = 0; i < 3; i++) close(pipes[i]); /* the maker's read of the release pipe ends: it exits */
-  while (c > 0 && waitpid(c, NULL, 0) < 0 && errno == EINTR) {
+    ns_child_release(&c);
+    while (waitpid(c.pid, NULL, 0) < 0 && errno == EINTR) {
+    }
   }
   if (fresh < 0) broken = 1;
   else spare = fresh;
