@@ -102,6 +102,34 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
       expect(residue(cwd).sort()).toEqual(['done', 'started']);
     });
 
+    it("runs overlapping in one repository are never refused over another run's stub (planned while it was there, parked before the launcher opened it)", async () => {
+      const root = tempDir('aleph-e2e-park-overlap-');
+      execFileSync('git', ['init', '-q', root]);
+      const sandbox = new WorkspaceSandbox({
+        driver,
+        workspaceRoot: root,
+        approvalGate,
+        workspaceFor: () => root,
+      });
+      sandboxes.push(sandbox);
+      const loop = async (k: number) => {
+        const failures: string[] = [];
+        for (let i = 0; i < 12; i++) {
+          try {
+            const out = await sandbox.execute({ sessionId: `overlap-${k}`, program: 'true' });
+            if (out.exitCode !== 0)
+              failures.push(`exit ${out.exitCode}: ${Buffer.from(out.stderr).toString()}`);
+          } catch (error) {
+            failures.push((error as Error).message);
+          }
+        }
+        return failures;
+      };
+      const failures = (await Promise.all([0, 1, 2].map(loop))).flat();
+      expect(failures).toEqual([]);
+      expect(residue(root)).toEqual([]);
+    });
+
     it('a workspace on another mount gets fresh stubs, removed after the run', async () => {
       if (process.getuid?.() !== 0) return;
       const mnt = tempDir('aleph-e2e-park-tmpfs-');

@@ -44,6 +44,17 @@ export const FILE_NAMES = new Set([
   'pip.conf',
 ]);
 
+/** What a missing protected path's stub is: an empty file for the names that are files, else a directory. */
+function stubKind(part: string, last: boolean): 'file' | 'dir' {
+  return last && FILE_NAMES.has(part) ? 'file' : 'dir';
+}
+
+/** How the launcher opens it (native/linux/launch.c --open-in): git reads commondir as a path, so its stub
+ * holds "." (the repository itself), not nothing. */
+function stubOpen(part: string, kind: 'file' | 'dir'): 'file' | 'dir' | 'dot' {
+  return part === 'commondir' ? 'dot' : kind;
+}
+
 function symlinked(p: string): InvalidInputError {
   return new InvalidInputError(
     'ALEPH_INVALID_COMMAND',
@@ -112,9 +123,8 @@ export function planProtectedPaths(
             summary.push(`${current}: no repository here; ${path.join(root, rel)} not protected`);
             break;
           }
-          const kind = last && FILE_NAMES.has(part) ? 'file' : 'dir';
-          // git reads commondir as a path: its stub holds "." (the repository itself), not nothing.
-          const fd = plan.openIn(parent, part, part === 'commondir' ? 'dot' : kind);
+          const kind = stubKind(part, last);
+          const fd = plan.openIn(parent, part, stubOpen(part, kind));
           if (!stubs.some((s) => s.path === current)) stubs.push({ path: current, kind });
           if (last) {
             mounts.push({ op: 'ro-bind', src: current, dest: current, fd, kind });
@@ -125,7 +135,9 @@ export function planProtectedPaths(
           }
           continue;
         }
-        const fd = plan.openIn(parent, part, 'need');
+        // The protected path itself may be another run's stub, parked again before this run's launcher
+        // opens it: the launcher then makes one of its own instead of failing ('need' is for the way).
+        const fd = plan.openIn(parent, part, last ? stubOpen(part, stubKind(part, last)) : 'need');
         if (last || st.type !== 'dir') {
           mounts.push({
             op: 'ro-bind',
