@@ -20,7 +20,7 @@ if (process.platform !== 'linux') process.exit(0);
 if (existsSync(path.join(pkg, '../../native/linux/aleph-sandbox-init.c'))) process.exit(0);
 
 const { checkHelper, helperPackageName, platformHelperPath, HELPER_NAME } = await import(
-  pathToFileURL(path.join(pkg, 'dist', 'helper.js')).href
+  pathToFileURL(path.join(pkg, 'dist', 'host', 'helper.js')).href
 );
 const { compileHelper, packagedSource } = await import(
   pathToFileURL(path.join(pkg, 'scripts', 'build-helper.mjs')).href

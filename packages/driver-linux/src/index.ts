@@ -1,3 +1,4 @@
+export { createLinuxDriver, LINUX_CAPABILITIES, type LinuxDriver } from './driver/create-linux-driver.js';
 export {
   type CgroupInfo,
   type CgroupLimits,
@@ -5,10 +6,7 @@ export {
   detectCgroup,
   exerciseCgroup,
   launcherRunIn,
-} from './cgroup.js';
-export { buildDirectProfile, etcRules } from './direct-profile.js';
-export { createLinuxDriver, LINUX_CAPABILITIES, type LinuxDriver } from './driver.js';
-export { type GapFixContext, linuxGapFixes } from './gap-fixes.js';
+} from './host/cgroup.js';
 export {
   checkHelper,
   checkHelperSync,
@@ -21,16 +19,11 @@ export {
   platformHelperPath,
   readElfMachine,
   resolveHelperPath,
-} from './helper.js';
-export { type HostFacts, readHostFacts } from './host.js';
-export {
-  DEFAULT_MAX_OPEN_FILES,
-  DEFAULT_TMPFS_SIZE_MB,
-  defaultMaxOpenFiles,
-  tmpfsSizeBytes,
-} from './limits.js';
-export { type MountOp, renderMounts } from './mounts.js';
-export { linuxNotEnforced, type NotEnforcedFacts } from './not-enforced.js';
+} from './host/helper.js';
+export { type HostFacts, readHostFacts } from './host/host-facts.js';
+export { type LinuxProbe, probeLinux, which } from './host/probe.js';
+export { type ProtectionPlan, planProtectedPaths, type Stub } from './mounts/protected-paths.js';
+export { type MountOp, renderMounts } from './mounts/render-mounts.js';
 export {
   BRIDGE_PORT,
   DEFAULT_ENV_ALLOWLIST,
@@ -44,10 +37,19 @@ export {
   INNER_PROXY_SOCKET,
   type LinuxDriverOptions,
 } from './options.js';
-export { type TierAttempt, type TierSelection, withTiers } from './preflight.js';
-export { type LinuxProbe, probeLinux, which } from './probe.js';
-export { buildLinuxProfile, type LandlockRule, type LinuxProfile, type ProfileInputs } from './profile.js';
-export { type ProtectionPlan, planProtectedPaths, type Stub } from './protected.js';
+export {
+  buildLinuxProfile,
+  type LandlockRule,
+  type LinuxProfile,
+  type ProfileInputs,
+} from './profile/build-profile.js';
+export { buildDirectProfile, etcRules } from './profile/direct-profile.js';
+export {
+  DEFAULT_MAX_OPEN_FILES,
+  DEFAULT_TMPFS_SIZE_MB,
+  defaultMaxOpenFiles,
+  tmpfsSizeBytes,
+} from './profile/limits.js';
 export {
   AUDIT_ARCH,
   BPF,
@@ -62,8 +64,11 @@ export {
   type SeccompNetworkMode,
   type SeccompOptions,
   type SeccompProgram,
-} from './seccomp.js';
-export { SYSCALLS } from './syscalls.js';
+} from './seccomp/seccomp-program.js';
+export { SYSCALLS } from './seccomp/syscalls.js';
+export { type GapFixContext, linuxGapFixes } from './tiers/gap-fixes.js';
+export { linuxNotEnforced, type NotEnforcedFacts } from './tiers/not-enforced.js';
+export { type TierAttempt, type TierSelection, withTiers } from './tiers/preflight.js';
 export {
   candidateTiers,
   gapNames,
@@ -74,4 +79,4 @@ export {
   linuxTier,
   type TierGapContext,
   tierGaps,
-} from './tiers.js';
+} from './tiers/tiers.js';

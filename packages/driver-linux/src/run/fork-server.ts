@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { ProcessStarter, StartedProcess, StartRequest } from '@aleph/sandbox-core';
 import { startWithNode } from '@aleph/sandbox-core';
-import { HOST_SIDE_ENV } from './options.js';
+import { HOST_SIDE_ENV } from '../options.js';
 
 /**
  * The driver's fork server: `aleph-sandbox-init --spawner` (native/linux/spawner.c), started once, forks

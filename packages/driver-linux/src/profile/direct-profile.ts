@@ -1,10 +1,10 @@
 import { lstatSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { DriverError, InvalidInputError, isPathWithin, type SandboxCapabilities } from '@aleph/sandbox-core';
-import { LaunchPlan } from './launch-plan.js';
-import type { LandlockRule, LinuxProfile, ProfileInputs } from './profile.js';
-import { homesWithin, planCheckedPaths } from './protected.js';
-import { buildSeccompProgram, type SeccompNetworkMode } from './seccomp.js';
+import { LaunchPlan } from '../mounts/launch-plan.js';
+import { homesWithin, planCheckedPaths } from '../mounts/protected-paths.js';
+import { buildSeccompProgram, type SeccompNetworkMode } from '../seccomp/seccomp-program.js';
+import type { LandlockRule, LinuxProfile, ProfileInputs } from './build-profile.js';
 
 /** Device nodes a command needs; the rest of the host's /dev (disks, terminals of others) stays out. */
 const DEVICES = ['/dev/null', '/dev/zero', '/dev/full', '/dev/random', '/dev/urandom', '/dev/tty'];

@@ -1,4 +1,4 @@
-import type { CgroupInfo } from './cgroup.js';
+import type { CgroupInfo } from '../host/cgroup.js';
 import type { TierAttempt } from './preflight.js';
 import { type LinuxTierId, linuxTier } from './tiers.js';
 

@@ -14,6 +14,7 @@ import {
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { PACKAGE_TOP_MODULE_URL } from '../package-url.js';
 
 /** The helper's file name, in a platform package's `bin/` or in `native/` after a build from source. */
 export const HELPER_NAME = 'aleph-sandbox-init';
@@ -77,7 +78,7 @@ function isDriverLinuxDir(dir: string): boolean {
  * package (the aleph-sandbox CLI): first beside this file, then by the node_modules walk Node's
  * resolution would make (a few stat calls), then by resolving it (milliseconds of a CLI start).
  */
-export function driverLinuxDir(from: string = import.meta.url): string | undefined {
+export function driverLinuxDir(from: string = PACKAGE_TOP_MODULE_URL): string | undefined {
   const beside = packageDirOf(from);
   if (isDriverLinuxDir(beside)) return realpathSync(beside);
   for (let dir = path.dirname(fileURLToPath(from)); ; dir = path.dirname(dir)) {
@@ -120,7 +121,7 @@ export function platformHelperPath(pkgDir: string, arch: string = process.arch):
  * `@aleph/driver-linux-arm64`). When neither exists, the platform package's path is unknown and the
  * source build's is returned, so that {@link checkHelper} can say what to do.
  */
-export function resolveHelperPath(from: string = import.meta.url): string {
+export function resolveHelperPath(from: string = PACKAGE_TOP_MODULE_URL): string {
   const pkgDir = driverLinuxDir(from);
   if (pkgDir === undefined) return path.join(packageDirOf(from), 'native', HELPER_NAME);
   const fromSource = path.join(pkgDir, 'native', HELPER_NAME);

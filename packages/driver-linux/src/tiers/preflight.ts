@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { ProbeMechanism } from '@aleph/sandbox-core';
+import type { LinuxProbe } from '../host/probe.js';
 import { linuxGapFixes } from './gap-fixes.js';
-import type { LinuxProbe } from './probe.js';
 import { LINUX_TIERS, type LinuxTierId, type LinuxTierNumber, linuxTier } from './tiers.js';
 
 /** One candidate tier tried by running `true` through it. */

@@ -5,15 +5,19 @@ import {
   type SandboxCapabilities,
   type SandboxProfile,
 } from '@aleph/sandbox-core';
-import { type FsView, liveFs } from './fs-view.js';
-import type { HostFacts } from './host.js';
-import { LaunchPlan } from './launch-plan.js';
+import type { HostFacts } from '../host/host-facts.js';
+import { type FsView, liveFs } from '../mounts/fs-view.js';
+import { LaunchPlan } from '../mounts/launch-plan.js';
+import { homesWithin, planProtectedPaths, type Stub } from '../mounts/protected-paths.js';
+import { type MountOp, renderMounts } from '../mounts/render-mounts.js';
+import { BRIDGE_PORT, INNER_HELPER, INNER_HOME, INNER_PROXY_SOCKET } from '../options.js';
+import {
+  buildSeccompProgram,
+  type SeccompArch,
+  type SeccompNetworkMode,
+} from '../seccomp/seccomp-program.js';
+import type { LinuxTierId } from '../tiers/tiers.js';
 import { DEFAULT_MAX_OPEN_FILES, tmpfsSizeBytes } from './limits.js';
-import { type MountOp, renderMounts } from './mounts.js';
-import { BRIDGE_PORT, INNER_HELPER, INNER_HOME, INNER_PROXY_SOCKET } from './options.js';
-import { homesWithin, planProtectedPaths, type Stub } from './protected.js';
-import { buildSeccompProgram, type SeccompArch, type SeccompNetworkMode } from './seccomp.js';
-import type { LinuxTierId } from './tiers.js';
 
 /** Everything a profile depends on besides the capabilities. */
 export interface ProfileInputs {

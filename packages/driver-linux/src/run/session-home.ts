@@ -1,7 +1,7 @@
 import { lstatSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { DriverError } from '@aleph/sandbox-core';
-import { INNER_HOME } from './options.js';
+import { INNER_HOME } from '../options.js';
 
 /** The host user's git identity, as the session home's `.gitconfig` carries it. */
 export interface GitIdentity {

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { InvalidInputError, isPathWithin } from '@aleph/sandbox-core';
 import { type FsView, liveFs } from './fs-view.js';
 import type { LaunchPlan } from './launch-plan.js';
-import type { MountOp } from './mounts.js';
+import type { MountOp } from './render-mounts.js';
 
 /** A protected path that is missing now: the launcher creates it as an empty stub for the run. */
 export interface Stub {

@@ -3,12 +3,12 @@ import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { ProbeMechanism, ProbeResult } from '@aleph/sandbox-core';
+import { hostSeccompArch } from '../seccomp/seccomp-program.js';
+import { linuxNotEnforced } from '../tiers/not-enforced.js';
+import type { LinuxTierId } from '../tiers/tiers.js';
 import { type CgroupInfo, CgroupManager, detectCgroup, exerciseCgroup, launcherRunIn } from './cgroup.js';
 import { checkHelper } from './helper.js';
-import type { HostFacts } from './host.js';
-import { linuxNotEnforced } from './not-enforced.js';
-import { hostSeccompArch } from './seccomp.js';
-import type { LinuxTierId } from './tiers.js';
+import type { HostFacts } from './host-facts.js';
 
 const run = promisify(execFile);
 

@@ -24,14 +24,17 @@ import {
   sessionKeyToFilename,
   strictCapabilities,
 } from '@aleph/sandbox-core';
-import { type CgroupInfo, CgroupManager, detectCgroup, exerciseCgroup, launcherRunIn } from './cgroup.js';
-import { buildDirectProfile, PROXY_PORT_ARG } from './direct-profile.js';
-import { encodeEnv, refuseLoaderEnv } from './env.js';
-import { RecordingView, stillAnswers } from './fs-view.js';
-import { checkHelperSync, type HelperProbeOutput, resolveHelperPath } from './helper.js';
-import { readHostFacts } from './host.js';
-import { defaultMaxOpenFiles, readFileMax, readOpenFilesHardLimit } from './limits.js';
-import { linuxNotEnforced } from './not-enforced.js';
+import {
+  type CgroupInfo,
+  CgroupManager,
+  detectCgroup,
+  exerciseCgroup,
+  launcherRunIn,
+} from '../host/cgroup.js';
+import { checkHelperSync, type HelperProbeOutput, resolveHelperPath } from '../host/helper.js';
+import { readHostFacts } from '../host/host-facts.js';
+import { type LinuxProbe, probeLinux, which } from '../host/probe.js';
+import { RecordingView, stillAnswers } from '../mounts/fs-view.js';
 import {
   BRIDGE_PORT,
   DEFAULT_MAX_PIDS,
@@ -40,15 +43,18 @@ import {
   HOST_SIDE_ENV,
   INNER_HOME,
   type LinuxDriverOptions,
-} from './options.js';
-import { selectTier, type TierSelection, withTiers } from './preflight.js';
-import { type LinuxProbe, probeLinux, which } from './probe.js';
-import { buildLinuxProfile, type LinuxProfile } from './profile.js';
-import { launchOutput } from './run-result.js';
-import { hostSeccompArch } from './seccomp.js';
-import { ensureSessionHome, type GitIdentity, readGitIdentity, sessionHomeEnv } from './session-home.js';
-import { createForkServer } from './spawner.js';
-import { candidateTiers, type LinuxTierId, linuxTier, tierGaps } from './tiers.js';
+} from '../options.js';
+import { buildLinuxProfile, type LinuxProfile } from '../profile/build-profile.js';
+import { buildDirectProfile, PROXY_PORT_ARG } from '../profile/direct-profile.js';
+import { defaultMaxOpenFiles, readFileMax, readOpenFilesHardLimit } from '../profile/limits.js';
+import { encodeEnv, refuseLoaderEnv } from '../run/command-env.js';
+import { createForkServer } from '../run/fork-server.js';
+import { launchOutput } from '../run/run-result.js';
+import { ensureSessionHome, type GitIdentity, readGitIdentity, sessionHomeEnv } from '../run/session-home.js';
+import { hostSeccompArch } from '../seccomp/seccomp-program.js';
+import { linuxNotEnforced } from '../tiers/not-enforced.js';
+import { selectTier, type TierSelection, withTiers } from '../tiers/preflight.js';
+import { candidateTiers, type LinuxTierId, linuxTier, tierGaps } from '../tiers/tiers.js';
 
 const execFileAsync = promisify(execFile);
 

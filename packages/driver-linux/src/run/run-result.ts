@@ -5,8 +5,8 @@ import {
   DriverError,
   type SandboxOutput,
 } from '@aleph/sandbox-core';
+import type { LinuxProfile } from '../profile/build-profile.js';
 import { readLaunchReport } from './launch-report.js';
-import type { LinuxProfile } from './profile.js';
 
 /**
  * What one run through the launcher came to: a set-up failure of the helper or of bubblewrap (thrown,
