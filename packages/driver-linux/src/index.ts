@@ -10,18 +10,21 @@ export {
 export {
   checkHelper,
   checkHelperSync,
-  driverLinuxDir,
   HELPER_ELF_MACHINES,
-  HELPER_NAME,
   type HelperCheck,
   type HelperProbeOutput,
+  readElfMachine,
+} from './host/helper-check.js';
+export {
+  driverLinuxDir,
+  HELPER_NAME,
   helperPackageName,
   platformHelperPath,
-  readElfMachine,
   resolveHelperPath,
-} from './host/helper.js';
+} from './host/helper-path.js';
 export { type HostFacts, readHostFacts } from './host/host-facts.js';
-export { type LinuxProbe, probeLinux, which } from './host/probe.js';
+export { type LinuxProbe, probeLinux } from './host/probe.js';
+export { which } from './host/which.js';
 export { type ProtectionPlan, planProtectedPaths, type Stub } from './mounts/protected-paths.js';
 export { type MountOp, renderMounts } from './mounts/render-mounts.js';
 export {
@@ -53,14 +56,16 @@ export {
 export {
   AUDIT_ARCH,
   BPF,
-  buildSeccompProgram,
   CLONE,
-  DENIED_SYSCALLS,
   ERRNO,
-  hostSeccompArch,
   SECCOMP_DATA,
   SECCOMP_RET,
   type SeccompArch,
+} from './seccomp/bpf.js';
+export { DENIED_SYSCALLS } from './seccomp/denied-syscalls.js';
+export {
+  buildSeccompProgram,
+  hostSeccompArch,
   type SeccompNetworkMode,
   type SeccompOptions,
   type SeccompProgram,
@@ -68,7 +73,7 @@ export {
 export { SYSCALLS } from './seccomp/syscalls.js';
 export { type GapFixContext, linuxGapFixes } from './tiers/gap-fixes.js';
 export { linuxNotEnforced, type NotEnforcedFacts } from './tiers/not-enforced.js';
-export { type TierAttempt, type TierSelection, withTiers } from './tiers/preflight.js';
+export type { TierAttempt, TierSelection } from './tiers/select-tier.js';
 export {
   candidateTiers,
   gapNames,
@@ -80,3 +85,4 @@ export {
   type TierGapContext,
   tierGaps,
 } from './tiers/tiers.js';
+export { withTiers } from './tiers/with-tiers.js';

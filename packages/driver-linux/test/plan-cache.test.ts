@@ -1,7 +1,7 @@
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { which } from '../src/host/probe.js';
+import { which } from '../src/host/which.js';
 import { checkHelperSync, createLinuxDriver, resolveHelperPath } from '../src/index.js';
 import { RecordingView, stillAnswers } from '../src/mounts/fs-view.js';
 import { tempDirs } from './temp-dirs.js';

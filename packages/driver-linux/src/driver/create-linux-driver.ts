@@ -31,9 +31,11 @@ import {
   exerciseCgroup,
   launcherRunIn,
 } from '../host/cgroup.js';
-import { checkHelperSync, type HelperProbeOutput, resolveHelperPath } from '../host/helper.js';
+import { checkHelperSync, type HelperProbeOutput } from '../host/helper-check.js';
+import { resolveHelperPath } from '../host/helper-path.js';
 import { readHostFacts } from '../host/host-facts.js';
-import { type LinuxProbe, probeLinux, which } from '../host/probe.js';
+import { type LinuxProbe, probeLinux } from '../host/probe.js';
+import { which } from '../host/which.js';
 import { RecordingView, stillAnswers } from '../mounts/fs-view.js';
 import {
   BRIDGE_PORT,
@@ -53,8 +55,9 @@ import { launchOutput } from '../run/run-result.js';
 import { ensureSessionHome, type GitIdentity, readGitIdentity, sessionHomeEnv } from '../run/session-home.js';
 import { hostSeccompArch } from '../seccomp/seccomp-program.js';
 import { linuxNotEnforced } from '../tiers/not-enforced.js';
-import { selectTier, type TierSelection, withTiers } from '../tiers/preflight.js';
+import { selectTier, type TierSelection } from '../tiers/select-tier.js';
 import { candidateTiers, type LinuxTierId, linuxTier, tierGaps } from '../tiers/tiers.js';
+import { withTiers } from '../tiers/with-tiers.js';
 
 const execFileAsync = promisify(execFile);
 

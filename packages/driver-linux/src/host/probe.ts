@@ -1,16 +1,22 @@
-import { execFile } from 'node:child_process';
-import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
-import path from 'node:path';
-import { promisify } from 'node:util';
+/**
+ * The probe: every mechanism the driver relies on, found by using it (`probe-mechanisms.ts`), what this
+ * host leaves unbounded, and — once the driver folds the preflight in (`tiers/with-tiers.ts`) — the tier.
+ */
 import type { ProbeMechanism, ProbeResult } from '@aleph/sandbox-core';
-import { hostSeccompArch } from '../seccomp/seccomp-program.js';
 import { linuxNotEnforced } from '../tiers/not-enforced.js';
 import type { LinuxTierId } from '../tiers/tiers.js';
-import { type CgroupInfo, CgroupManager, detectCgroup, exerciseCgroup, launcherRunIn } from './cgroup.js';
-import { checkHelper } from './helper.js';
+import type { CgroupInfo } from './cgroup.js';
+import { checkHelper } from './helper-check.js';
 import type { HostFacts } from './host-facts.js';
-
-const run = promisify(execFile);
+import {
+  architectureMechanism,
+  cgroupMechanism,
+  checkedCgroup,
+  findBubblewrap,
+  identityMechanism,
+  kernelByHelper,
+  userNamespacesMechanism,
+} from './probe-mechanisms.js';
 
 /** What `probe()` found, with the details the driver needs at run time. */
 export interface LinuxProbe extends ProbeResult {
@@ -27,48 +33,6 @@ export interface LinuxProbe extends ProbeResult {
   readonly notEnforced: readonly string[];
   /** The tier the preflight chose (`null`: none ran), once the driver folded it in. */
   readonly tierId?: LinuxTierId | null;
-}
-
-/** Finds an executable on PATH. */
-export function which(name: string): string | null {
-  if (name.includes('/')) return existsSync(name) ? name : null;
-  for (const dir of (process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin').split(':')) {
-    const candidate = path.join(dir || '.', name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // keep looking
-    }
-  }
-  return null;
-}
-
-function readSysctl(p: string): string | undefined {
-  try {
-    return readFileSync(p, 'utf8').trim();
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * What makes user namespaces work here: from `exercised` (the helper's attempt: the step that failed and
- * its error) where it says, else from the kernel's settings.
- */
-export function usernsFix(exercised?: string): string {
-  const restricted = readSysctl('/proc/sys/kernel/apparmor_restrict_unprivileged_userns');
-  if (restricted !== undefined && restricted !== '0')
-    return 'AppArmor restricts them (Ubuntu 24.04 and later): `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, or an AppArmor profile for bwrap with `userns,` (see /etc/apparmor.d/bwrap-userns-restrict)';
-  if (readSysctl('/proc/sys/kernel/unprivileged_userns_clone') === '0')
-    return '`sudo sysctl -w kernel.unprivileged_userns_clone=1`';
-  if (readSysctl('/proc/sys/user/max_user_namespaces') === '0' || /No space left/.test(exercised ?? ''))
-    return '`sudo sysctl -w user.max_user_namespaces=15000` (in a container: on the host, or the namespace it runs in)';
-  if (/creating a user namespace: Operation not permitted/.test(exercised ?? ''))
-    return "a seccomp filter refuses unshare/clone with CLONE_NEWUSER (a container runtime's default profile): allow them (Docker: `--security-opt seccomp=unconfined`, or a profile permitting them)";
-  if (/mount namespace inside/.test(exercised ?? ''))
-    return 'the user namespace gets no capabilities (an LSM such as AppArmor or SELinux confines this program): allow bwrap user namespaces in its policy';
-  return 'enable unprivileged user namespaces (kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0) and allow unshare with CLONE_NEWUSER';
 }
 
 /**
@@ -100,161 +64,26 @@ export async function probeLinux(options: {
     if (!m.available && fatal) problems.push(`${name}: ${m.detail}${m.fix ? ` — fix: ${m.fix}` : ''}`);
   };
 
-  const arch = hostSeccompArch();
-  note(
-    'architecture',
-    arch === undefined
-      ? {
-          available: false,
-          detail: `${process.arch} has no seccomp tables here`,
-          fix: 'run on x86_64 or aarch64',
-        }
-      : { available: true, detail: arch },
-    true,
-  );
-
-  const bwrapPath = which(options.bwrap);
-  let bwrapVersion = '';
-  if (bwrapPath !== null) {
-    try {
-      bwrapVersion = (await run(bwrapPath, ['--version'])).stdout.trim();
-    } catch {
-      bwrapVersion = 'unknown version';
-    }
-  }
-  note(
-    'bubblewrap',
-    bwrapPath === null
-      ? {
-          available: false,
-          detail: 'bwrap not found on PATH',
-          fix: 'apt-get install -y bubblewrap (Debian/Ubuntu) or dnf install bubblewrap',
-        }
-      : { available: true, detail: `${bwrapPath} (${bwrapVersion})` },
-    true,
-  );
-
-  // The kernel's answers come from the helper, so a helper that cannot run says nothing about the
-  // kernel: its own problem is reported, and seccomp/Landlock are "unknown", never blamed on the kernel.
-  let reportedAbi = 0;
-  let seccomp = false;
-  let seccompDetail = '';
-  let landlockDetail = '';
+  note('architecture', architectureMechanism(), true);
+  const bwrap = await findBubblewrap(options.bwrap);
+  note('bubblewrap', bwrap.mechanism, true);
   const helper = await checkHelper(options.helperPath, { probe: true });
-  if (helper.ok && helper.probe !== undefined) {
-    reportedAbi = helper.probe.landlock_abi;
-    seccomp = helper.probe.seccomp;
-    seccompDetail = helper.probe.seccomp_detail ?? 'the helper did not say';
-    landlockDetail = helper.probe.landlock ?? 'the helper did not exercise it';
-  }
-  // Only a ruleset that was enforced counts: the ABI the kernel reports is not proof.
-  const landlockAbi = landlockDetail === 'ok' ? reportedAbi : 0;
-  note(
-    'helper',
-    helper.ok
-      ? { available: true, detail: `${options.helperPath} (${process.arch}, --probe ok)` }
-      : { available: false, detail: helper.problem, fix: helper.fix },
-    true,
-  );
-  const unknown = (what: string): ProbeMechanism => ({
-    available: false,
-    detail: `unknown: ${what} is checked by the helper, which could not run (see helper)`,
-    fix: 'fix the helper first',
-  });
-  if (!helper.ok) {
-    // Not a problem of its own: the helper's problem already stops the driver.
-    note('seccomp', unknown('seccomp-BPF support'), false);
-    note('landlock', unknown('the Landlock ABI'), false);
-  } else {
-    note(
-      'seccomp',
-      seccomp
-        ? {
-            available: true,
-            detail:
-              'a seccomp-BPF filter was loaded and refused the syscall it names (in a child of the helper)',
-          }
-        : {
-            available: false,
-            detail: `a seccomp-BPF filter does not work here: ${seccompDetail}`,
-            fix: /EINVAL|Invalid argument/.test(seccompDetail)
-              ? 'use a kernel built with CONFIG_SECCOMP_FILTER'
-              : "allow nested seccomp filters: the host's own filter or an LSM refuses seccomp(2) and prctl(PR_SET_SECCOMP) (Docker: a seccomp profile that allows them)",
-          },
-      true,
-    );
-    note(
-      'landlock',
-      landlockAbi > 0
-        ? {
-            available: true,
-            detail: `ABI ${landlockAbi} (${options.landlock}): a ruleset was enforced and refused a listing of / (in a child of the helper)`,
-          }
-        : {
-            available: false,
-            detail:
-              reportedAbi > 0
-                ? `the kernel reports Landlock ABI ${reportedAbi}, but enforcing a ruleset failed: ${landlockDetail}`
-                : `Landlock does not work here: ${landlockDetail}`,
-            fix:
-              reportedAbi > 0
-                ? "allow landlock_create_ruleset, landlock_add_rule and landlock_restrict_self: the host's seccomp profile or an LSM refuses them (Docker: a seccomp profile that allows them)"
-                : 'boot a kernel >= 5.13 with Landlock enabled (`lsm=landlock,…` on the kernel command line)',
-          },
-      options.landlock === 'required',
-    );
-  }
-
-  // User namespaces: what a non-root host runs in, and tier 2 of a root host (tried on both).
-  if (bwrapPath !== null) {
-    let ok = false;
-    let error = '';
-    try {
-      await run(bwrapPath, ['--unshare-user', '--ro-bind', '/', '/', 'true']);
-      ok = true;
-    } catch (e) {
-      error = String((e as { stderr?: string }).stderr ?? e).trim();
-    }
-    const fix = usernsFix(helper.ok ? helper.probe?.userns : undefined);
+  const kernel = kernelByHelper(helper, options.helperPath, options.landlock);
+  note('helper', kernel.helper, true);
+  // Without the helper these are unknown, not a problem of their own: the helper's stops the driver.
+  note('seccomp', kernel.seccomp, helper.ok);
+  note('landlock', kernel.landlock, helper.ok && options.landlock === 'required');
+  if (bwrap.path !== null)
     note(
       'user-namespaces',
-      ok
-        ? {
-            available: true,
-            detail: `bwrap made a user namespace and ran \`true\` in it (as uid ${options.host.uid})`,
-          }
-        : { available: false, detail: `bwrap cannot create a user namespace: ${error}`, fix },
+      await userNamespacesMechanism(bwrap.path, helper, options.host),
       !options.host.isRoot,
     );
-  }
+  const cgroup = await checkedCgroup(options.cgroup, options.cgroupRoot, helper.ok, options.helperPath);
+  note('cgroup-v2', cgroupMechanism(cgroup), false);
+  note('identity', identityMechanism(options.host), false);
 
-  let cgroup = options.cgroup ?? detectCgroup(options.cgroupRoot);
-  if (options.cgroup === undefined && cgroup.available)
-    cgroup = helper.ok
-      ? await exerciseCgroup(new CgroupManager(cgroup), launcherRunIn(options.helperPath))
-      : {
-          ...cgroup,
-          available: false,
-          detail: `${cgroup.detail}; not used: the helper cannot run (see helper)`,
-        };
-  note(
-    'cgroup-v2',
-    cgroup.available
-      ? { available: true, detail: cgroup.detail }
-      : { available: false, detail: cgroup.detail, ...(cgroup.fix ? { fix: cgroup.fix } : {}) },
-    false,
-  );
-  note(
-    'identity',
-    {
-      available: true,
-      detail: options.host.isRoot
-        ? 'host is root: commands run as a dedicated unprivileged uid'
-        : `commands run as uid ${options.host.uid} in a user namespace`,
-    },
-    false,
-  );
-
+  const { landlockAbi } = kernel;
   const available = problems.length === 0;
   const parts = [
     'bubblewrap namespaces',
@@ -269,7 +98,7 @@ export async function probeLinux(options: {
     tier: available ? parts.join(' + ') : 'unavailable',
     mechanisms,
     problems,
-    bwrapPath,
+    bwrapPath: bwrap.path,
     helperPath: options.helperPath,
     landlockAbi,
     cgroup,

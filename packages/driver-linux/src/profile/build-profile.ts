@@ -11,11 +11,8 @@ import { LaunchPlan } from '../mounts/launch-plan.js';
 import { homesWithin, planProtectedPaths, type Stub } from '../mounts/protected-paths.js';
 import { type MountOp, renderMounts } from '../mounts/render-mounts.js';
 import { BRIDGE_PORT, INNER_HELPER, INNER_HOME, INNER_PROXY_SOCKET } from '../options.js';
-import {
-  buildSeccompProgram,
-  type SeccompArch,
-  type SeccompNetworkMode,
-} from '../seccomp/seccomp-program.js';
+import type { SeccompArch } from '../seccomp/bpf.js';
+import { buildSeccompProgram, type SeccompNetworkMode } from '../seccomp/seccomp-program.js';
 import type { LinuxTierId } from '../tiers/tiers.js';
 import { DEFAULT_MAX_OPEN_FILES, tmpfsSizeBytes } from './limits.js';
 

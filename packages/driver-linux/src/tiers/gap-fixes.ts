@@ -1,5 +1,5 @@
 import type { CgroupInfo } from '../host/cgroup.js';
-import type { TierAttempt } from './preflight.js';
+import type { TierAttempt } from './select-tier.js';
 import { type LinuxTierId, linuxTier } from './tiers.js';
 
 /** What decides how a gap can be closed. */
