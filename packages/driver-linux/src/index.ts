@@ -40,12 +40,7 @@ export {
   INNER_PROXY_SOCKET,
   type LinuxDriverOptions,
 } from './options.js';
-export {
-  buildLinuxProfile,
-  type LandlockRule,
-  type LinuxProfile,
-  type ProfileInputs,
-} from './profile/build-profile.js';
+export { buildLinuxProfile } from './profile/build-profile.js';
 export { buildDirectProfile, etcRules } from './profile/direct-profile.js';
 export {
   DEFAULT_MAX_OPEN_FILES,
@@ -53,6 +48,7 @@ export {
   defaultMaxOpenFiles,
   tmpfsSizeBytes,
 } from './profile/limits.js';
+export type { LandlockRule, LinuxProfile, ProfileInputs } from './profile/profile-types.js';
 export {
   AUDIT_ARCH,
   BPF,

@@ -46,9 +46,10 @@ import {
   INNER_HOME,
   type LinuxDriverOptions,
 } from '../options.js';
-import { buildLinuxProfile, type LinuxProfile } from '../profile/build-profile.js';
+import { buildLinuxProfile } from '../profile/build-profile.js';
 import { buildDirectProfile, PROXY_PORT_ARG } from '../profile/direct-profile.js';
 import { defaultMaxOpenFiles, readFileMax, readOpenFilesHardLimit } from '../profile/limits.js';
+import type { LinuxProfile } from '../profile/profile-types.js';
 import { encodeEnv, refuseLoaderEnv } from '../run/command-env.js';
 import { createForkServer } from '../run/fork-server.js';
 import { launchOutput } from '../run/run-result.js';

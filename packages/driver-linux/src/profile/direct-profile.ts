@@ -4,7 +4,7 @@ import { DriverError, InvalidInputError, isPathWithin, type SandboxCapabilities 
 import { LaunchPlan } from '../mounts/launch-plan.js';
 import { homesWithin, planCheckedPaths } from '../mounts/protected-paths.js';
 import { buildSeccompProgram, type SeccompNetworkMode } from '../seccomp/seccomp-program.js';
-import type { LandlockRule, LinuxProfile, ProfileInputs } from './build-profile.js';
+import type { LandlockRule, LinuxProfile, ProfileInputs } from './profile-types.js';
 
 /** Device nodes a command needs; the rest of the host's /dev (disks, terminals of others) stays out. */
 const DEVICES = ['/dev/null', '/dev/zero', '/dev/full', '/dev/random', '/dev/urandom', '/dev/tty'];

@@ -5,7 +5,7 @@ import {
   DriverError,
   type SandboxOutput,
 } from '@aleph/sandbox-core';
-import type { LinuxProfile } from '../profile/build-profile.js';
+import type { LinuxProfile } from '../profile/profile-types.js';
 import { readLaunchReport } from './launch-report.js';
 
 /**
