@@ -41,7 +41,8 @@ export {
   type LinuxDriverOptions,
 } from './options.js';
 export { buildLinuxProfile } from './profile/build-profile.js';
-export { buildDirectProfile, etcRules } from './profile/direct-profile.js';
+export { buildDirectProfile } from './profile/direct-profile.js';
+export { etcRules } from './profile/etc-rules.js';
 export {
   DEFAULT_MAX_OPEN_FILES,
   DEFAULT_TMPFS_SIZE_MB,

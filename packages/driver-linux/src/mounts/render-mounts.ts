@@ -1,3 +1,8 @@
+/**
+ * The mounts folder: the filesystem a command sees. Mount operations in bwrap's vocabulary and how they
+ * are rendered (this file), the protected paths (`protected-paths.ts`), the launcher's descriptors every
+ * user path is mounted from (`launch-plan.ts`), and the filesystem view plans read (`fs-view.ts`).
+ */
 import path from 'node:path';
 
 /** One mount operation, in bwrap's vocabulary. */
@@ -63,106 +68,153 @@ export function renderMounts(
   options: { inHelper?: boolean; devInHelper?: boolean } = {},
 ): RenderedMounts {
   const inHelper = options.inHelper === true;
-  const devInHelper = inHelper && options.devInHelper !== false;
-  // Later duplicates of a destination replace earlier ones (a write grant wins over a read grant).
+  const renderer = new MountRenderer(orderMounts(ops), inHelper, inHelper && options.devInHelper !== false);
+  return renderer.render();
+}
+
+/**
+ * One op per destination (later duplicates replace earlier ones by `rank`: a write grant wins over a read
+ * grant), parents first, then in the order given.
+ */
+function orderMounts(ops: readonly MountOp[]): MountOp[] {
   const byDest = new Map<string, { op: MountOp; order: number }>();
   ops.forEach((op, order) => {
     const prev = byDest.get(op.dest);
     if (prev === undefined || rank(op) >= rank(prev.op))
       byDest.set(op.dest, { op, order: prev?.order ?? order });
   });
-  const sorted = [...byDest.values()]
+  return [...byDest.values()]
     .sort((a, b) => depth(a.op.dest) - depth(b.op.dest) || a.order - b.order)
     .map((e) => e.op);
+}
 
-  const bwrap: string[] = [];
-  const helper: string[] = [];
-  const clones: RenderedMounts['clones'] = [];
-  const mounted: { dest: string; host: boolean; user: boolean }[] = [];
-  const created = new Set<string>(['/']);
-  const containerOf = (p: string) =>
-    mounted.filter((m) => isWithin(p, m.dest)).sort((a, b) => depth(b.dest) - depth(a.dest))[0];
-  // bwrap makes its mounts before the helper makes its own, so a user path that has one of bwrap's
-  // (a system directory, /dev, /proc, the helper) below it stays bwrap's, bound from its descriptor.
-  const bwrapOnly = sorted.filter(
-    (op) => op.op === 'dev' || op.op === 'proc' || op.op === 'symlink' || (isBind(op) && op.fd === undefined),
-  );
-  const attachable = (op: MountOp) =>
-    op.op === 'bind' &&
-    op.fd !== undefined &&
-    !bwrapOnly.some((b) => b.dest !== op.dest && isWithin(b.dest, op.dest));
-  for (const op of sorted) {
-    const container = containerOf(path.dirname(op.dest));
-    const user = inHelper && (attachable(op) || container?.user === true);
-    if (!user) {
-      const parents: string[] = [];
-      for (let p = path.dirname(op.dest); p !== '/' && !created.has(p); p = path.dirname(p))
-        parents.unshift(p);
-      for (const parent of parents) {
-        const c = containerOf(parent);
-        const isMountPoint = c !== undefined && c.dest === parent;
-        if (c?.host !== true && !isMountPoint) bwrap.push('--perms', '0755', '--dir', parent);
-        created.add(parent);
-      }
+/** Renders sorted ops one by one, keeping track of what is mounted where and which directories exist. */
+class MountRenderer {
+  readonly #bwrap: string[] = [];
+  readonly #helper: string[] = [];
+  readonly #clones: RenderedMounts['clones'] = [];
+  readonly #mounted: { dest: string; host: boolean; user: boolean }[] = [];
+  readonly #created = new Set<string>(['/']);
+  /**
+   * bwrap makes its mounts before the helper makes its own, so a user path that has one of bwrap's
+   * (a system directory, /dev, /proc, the helper) below it stays bwrap's, bound from its descriptor.
+   */
+  readonly #bwrapOnly: readonly MountOp[];
+
+  constructor(
+    readonly sorted: readonly MountOp[],
+    readonly inHelper: boolean,
+    readonly devInHelper: boolean,
+  ) {
+    this.#bwrapOnly = sorted.filter(
+      (op) =>
+        op.op === 'dev' || op.op === 'proc' || op.op === 'symlink' || (isBind(op) && op.fd === undefined),
+    );
+  }
+
+  render(): RenderedMounts {
+    for (const op of this.sorted) {
+      const container = this.#containerOf(path.dirname(op.dest));
+      const user = this.inHelper && (this.#attachable(op) || container?.user === true);
+      if (!user) this.#makeParents(op.dest);
+      this.#emit(op, user, container?.host === true);
+      this.#mounted.push({
+        dest: op.dest,
+        host: op.op === 'ro-bind' || op.op === 'bind',
+        user: user || (this.devInHelper && op.op === 'dev'),
+      });
+      this.#created.add(op.dest);
     }
-    const onHost = container?.host === true;
+    return { bwrap: this.#bwrap, helper: this.#helper, clones: this.#clones };
+  }
+
+  /** The deepest mount holding `p`. */
+  #containerOf(p: string) {
+    return this.#mounted.filter((m) => isWithin(p, m.dest)).sort((a, b) => depth(b.dest) - depth(a.dest))[0];
+  }
+
+  /** A user path the helper can attach: nothing of bwrap's lies below it. */
+  #attachable(op: MountOp): boolean {
+    return (
+      op.op === 'bind' &&
+      op.fd !== undefined &&
+      !this.#bwrapOnly.some((b) => b.dest !== op.dest && isWithin(b.dest, op.dest))
+    );
+  }
+
+  /** bwrap's `--perms 0755 --dir` for each missing parent of `dest` that lies on a tmpfs. */
+  #makeParents(dest: string): void {
+    const parents: string[] = [];
+    for (let p = path.dirname(dest); p !== '/' && !this.#created.has(p); p = path.dirname(p))
+      parents.unshift(p);
+    for (const parent of parents) {
+      const c = this.#containerOf(parent);
+      const isMountPoint = c !== undefined && c.dest === parent;
+      if (c?.host !== true && !isMountPoint) this.#bwrap.push('--perms', '0755', '--dir', parent);
+      this.#created.add(parent);
+    }
+  }
+
+  /** The arguments of one op: bwrap's, or the helper's for what it makes (`user`, or a root host's masks). */
+  #emit(op: MountOp, user: boolean, onHost: boolean): void {
     switch (op.op) {
       case 'ro-bind':
       case 'bind':
-        if (op.fd === undefined) bwrap.push(`--${op.op}`, op.src, op.dest);
-        else if (!user) {
-          bwrap.push(`--${op.op}-fd`, `@${op.fd}`, op.dest);
-          helper.push('--verify', `@${op.fd}:v`, op.dest);
-        } else {
-          clones.push({ name: op.fd, mode: op.op === 'bind' ? 'rw' : 'ro' });
-          helper.push('--mnt', `@${op.fd}`, op.dest, onHost ? 's' : op.kind === 'file' ? 'f' : 'c');
-        }
+        this.#bind(op, user, onHost);
         break;
       // On a root host the helper masks with the new mount API; bwrap's --ro-bind re-reads the whole mount
       // table for every read-only mount it makes.
       case 'mask-file':
-        if (user || inHelper) helper.push('--mask-at', op.dest);
-        else bwrap.push('--ro-bind', '/dev/null', op.dest);
+        if (user || this.inHelper) this.#helper.push('--mask-at', op.dest);
+        else this.#bwrap.push('--ro-bind', '/dev/null', op.dest);
         break;
       case 'tmpfs':
-        if (user || (inHelper && op.readOnly === true && op.sizeBytes === undefined)) {
-          if (op.sizeBytes !== undefined) helper.push('--tmpfs-size', String(op.sizeBytes));
-          // Programs may run from a writable one, as from bwrap's; a mask's stays noexec.
-          const exec = op.readOnly !== true && op.hide !== true;
-          helper.push(
-            '--tmpfs-at',
-            op.dest,
-            op.mode,
-            `${op.readOnly ? 'r' : ''}${onHost ? '' : 'c'}${exec ? 'x' : ''}` || '-',
-          );
-        } else {
-          bwrap.push('--perms', op.mode);
-          if (op.sizeBytes !== undefined) bwrap.push('--size', String(op.sizeBytes));
-          bwrap.push('--tmpfs', op.dest);
-          if (op.readOnly) bwrap.push('--remount-ro', op.dest);
-        }
+        this.#tmpfs(op, user, onHost);
         break;
       case 'symlink':
-        bwrap.push('--symlink', op.target, op.dest);
+        this.#bwrap.push('--symlink', op.target, op.dest);
         break;
       case 'dev':
         // On a root host the helper makes it (native/linux/devfs.c): bwrap's --dev re-reads the whole mount
         // table for each of its six device binds. What lies below it is then the helper's too.
-        if (devInHelper) helper.push('--dev-at', op.dest);
-        else bwrap.push('--dev', op.dest);
+        if (this.devInHelper) this.#helper.push('--dev-at', op.dest);
+        else this.#bwrap.push('--dev', op.dest);
         break;
       case 'proc':
-        bwrap.push('--proc', op.dest);
+        this.#bwrap.push('--proc', op.dest);
         break;
     }
-    mounted.push({
-      dest: op.dest,
-      host: op.op === 'ro-bind' || op.op === 'bind',
-      user: user || (devInHelper && op.op === 'dev'),
-    });
-    created.add(op.dest);
   }
-  return { bwrap, helper, clones };
+
+  #bind(op: Extract<MountOp, { op: 'bind' | 'ro-bind' }>, user: boolean, onHost: boolean): void {
+    if (op.fd === undefined) this.#bwrap.push(`--${op.op}`, op.src, op.dest);
+    else if (!user) {
+      this.#bwrap.push(`--${op.op}-fd`, `@${op.fd}`, op.dest);
+      this.#helper.push('--verify', `@${op.fd}:v`, op.dest);
+    } else {
+      this.#clones.push({ name: op.fd, mode: op.op === 'bind' ? 'rw' : 'ro' });
+      this.#helper.push('--mnt', `@${op.fd}`, op.dest, onHost ? 's' : op.kind === 'file' ? 'f' : 'c');
+    }
+  }
+
+  #tmpfs(op: Extract<MountOp, { op: 'tmpfs' }>, user: boolean, onHost: boolean): void {
+    if (user || (this.inHelper && op.readOnly === true && op.sizeBytes === undefined)) {
+      if (op.sizeBytes !== undefined) this.#helper.push('--tmpfs-size', String(op.sizeBytes));
+      // Programs may run from a writable one, as from bwrap's; a mask's stays noexec.
+      const exec = op.readOnly !== true && op.hide !== true;
+      this.#helper.push(
+        '--tmpfs-at',
+        op.dest,
+        op.mode,
+        `${op.readOnly ? 'r' : ''}${onHost ? '' : 'c'}${exec ? 'x' : ''}` || '-',
+      );
+    } else {
+      this.#bwrap.push('--perms', op.mode);
+      if (op.sizeBytes !== undefined) this.#bwrap.push('--size', String(op.sizeBytes));
+      this.#bwrap.push('--tmpfs', op.dest);
+      if (op.readOnly) this.#bwrap.push('--remount-ro', op.dest);
+    }
+  }
 }
 
 function isBind(op: MountOp): op is Extract<MountOp, { op: 'bind' | 'ro-bind' }> {

@@ -64,6 +64,13 @@ export interface ProfileInputs {
   readonly fs?: FsView;
 }
 
+/** Tier 3 inputs beyond the usual ones. */
+export interface DirectInputs extends ProfileInputs {
+  readonly landlockAbi: number;
+  /** The session's private TMPDIR on the host. */
+  readonly tmpDir: string;
+}
+
 /** One Landlock rule as the helper applies it. */
 export interface LandlockRule {
   readonly path: string;
