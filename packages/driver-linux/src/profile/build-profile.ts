@@ -9,17 +9,17 @@ import type { SandboxCapabilities } from '@aleph/sandbox-core';
 import { liveFs } from '../mounts/fs-view.js';
 import { renderMounts } from '../mounts/render-mounts.js';
 import { BRIDGE_PORT, INNER_HELPER, INNER_HOME, INNER_PROXY_SOCKET } from '../options.js';
-import { buildSeccompProgram, type SeccompNetworkMode } from '../seccomp/seccomp-program.js';
+import { buildSeccompProgram } from '../seccomp/seccomp-program.js';
 import { addGrants } from './grant-mounts.js';
 import { namespaceHelperArgs, profileRlimits } from './helper-args.js';
 import { hidePaths } from './hidden-paths.js';
 import { namespaceLauncherArgs } from './launcher-args.js';
-import { namespaceArgs, profileIdentity } from './namespaces.js';
+import { bwrapArgs, profileIdentity } from './namespaces.js';
 import { newDraft, type PlanDraft } from './plan-draft.js';
 import { limitsSection, seccompSection } from './profile-sections.js';
 import { describeMounts, namespaceSummary } from './profile-summary.js';
 import type { LinuxProfile, ProfileInputs } from './profile-types.js';
-import { protectWritableRoots } from './protected-mounts.js';
+import { protectWritableRoots, type WritableRootsProtection } from './protected-mounts.js';
 import { addSystemMounts } from './system-mounts.js';
 
 /**
@@ -37,72 +37,49 @@ export function buildLinuxProfile(
 ): LinuxProfile {
   const privileged = inputs.privileged ?? inputs.host.isRoot;
   const draft = newDraft(inputs.fs ?? liveFs);
-  addSystemMounts(draft, inputs.host, caps.maxMemoryMb, inputs);
-  addGrants(draft, caps, workspace, inputs.sessionHome);
-  const vaultHidden = hidePaths(draft, caps, workspace, inputs, privileged);
-  const { writableRoots, protection, homeProtection } = protectWritableRoots(draft, caps, workspace, inputs);
+  const fsPlan = planFilesystem(draft, caps, workspace, inputs, privileged);
   const net = caps.network;
-  const seccompNetwork = addNetwork(draft, net, inputs.proxySocket);
-
   const identity = profileIdentity(inputs, privileged);
   const devInHelper = privileged && inputs.devInHelper !== false;
   const rendered = renderMounts(draft.mounts, { inHelper: privileged, devInHelper });
-  const bwrap = [
-    ...namespaceArgs({
-      sharedNetwork: net.kind === 'allowAll',
-      privileged,
-      devInHelper,
-      innerUid: inputs.innerUid,
-    }),
-    ...rendered.bwrap,
-    // The helper changes into the cwd once its own mounts are made.
-    '--chdir',
-    '/',
-  ];
+  const sharedNetwork = net.kind === 'allowAll';
+  const bwrap = bwrapArgs(
+    { sharedNetwork, privileged, devInHelper, innerUid: inputs.innerUid },
+    rendered.bwrap,
+  );
+  const seccompNetwork =
+    net.kind === 'none' ? 'loopback' : net.kind === 'allowHosts' ? 'proxy-routed' : 'unrestricted';
   const seccomp = buildSeccompProgram({
     arch: inputs.arch,
     network: seccompNetwork,
     denySpawn: !caps.spawnSubprocess,
   });
   const rlimits = profileRlimits(caps, inputs);
+  const rules = draft.landlock;
   const helper = namespaceHelperArgs({
     mountArgs: rendered.helper,
     identity,
     rlimits,
     landlock: inputs.landlock,
-    rules: draft.landlock,
+    rules,
     bridge: net.kind === 'allowHosts',
     cwd,
   });
   const launch = namespaceLauncherArgs({
     stateDir: inputs.stateDir,
     identity,
-    networkKey: privileged && net.kind !== 'allowAll' ? inputs.networkKey : undefined,
+    networkKey: privileged && !sharedNetwork ? inputs.networkKey : undefined,
     plan: draft.plan,
-    writableRoots,
+    writableRoots: fsPlan.writableRoots,
     clones: rendered.clones,
   });
-
   const tier = inputs.tier ?? (privileged ? 'namespaces' : 'user-namespace');
   const notEnforced = inputs.notEnforced ?? [];
   const mountSummary = describeMounts(draft.mounts);
-  const summary = namespaceSummary(net, inputs, {
-    tier,
-    notEnforced,
-    identity,
-    privileged,
-    mountSummary,
-    writableRoots,
-    protection,
-    homeProtection,
-    vaultHidden,
-    rules: draft.landlock,
-    seccomp,
-    rlimits,
-  });
+  const facts = { ...fsPlan, tier, notEnforced, identity, privileged, mountSummary, rules, seccomp, rlimits };
   return {
     driver: 'linux',
-    summary,
+    summary: namespaceSummary(net, inputs, facts),
     tier,
     notEnforced,
     identity,
@@ -111,32 +88,41 @@ export function buildLinuxProfile(
     bwrapArgs: [...bwrap, INNER_HELPER, ...helper, '--'],
     helperArgs: helper,
     // No TCP rules: see `namespaceHelperArgs`.
-    landlock: { mode: inputs.landlock, rules: draft.landlock, tcp: null, scoped: true },
+    landlock: { mode: inputs.landlock, rules, tcp: null, scoped: true },
     seccomp: seccompSection(seccomp, seccompNetwork, caps),
     limits: limitsSection(rlimits, caps, inputs),
     network: networkSection(net, inputs.proxySocket),
     mounts: mountSummary,
-    stubs: [...protection.stubs, ...homeProtection.stubs],
+    stubs: [...fsPlan.protection.stubs, ...fsPlan.homeProtection.stubs],
     cwd,
     workspace,
   };
 }
 
 /**
- * With none and allowHosts the sandbox has its own network namespace with only a loopback interface
- * (and, for allowHosts, the bridge on it, whose proxy socket is mounted here): inet sockets reach nothing
- * but that loopback. Returns the seccomp socket gate.
+ * The filesystem steps, in order: system mounts, grants, hidden paths, protected paths, and the managed
+ * proxy's socket for allowHosts. With none and allowHosts the sandbox has its own network namespace with
+ * only a loopback interface (and, for allowHosts, the bridge on it): inet sockets reach nothing but that
+ * loopback.
+ *
+ * @throws {InvalidInputError} for a granted path that does not exist, or a symlinked protected path.
  */
-function addNetwork(
+function planFilesystem(
   draft: PlanDraft,
-  net: SandboxCapabilities['network'],
-  proxySocket: string | undefined,
-): SeccompNetworkMode {
-  if (net.kind === 'allowHosts') {
-    if (proxySocket === undefined) throw new Error('allowHosts needs a proxy socket');
-    draft.mounts.push({ op: 'bind', src: proxySocket, dest: INNER_PROXY_SOCKET });
+  caps: SandboxCapabilities,
+  workspace: string,
+  inputs: ProfileInputs,
+  privileged: boolean,
+): WritableRootsProtection & { readonly vaultHidden: readonly string[] } {
+  addSystemMounts(draft, inputs.host, caps.maxMemoryMb, inputs);
+  addGrants(draft, caps, workspace, inputs.sessionHome);
+  const vaultHidden = hidePaths(draft, caps, workspace, inputs, privileged);
+  const protection = protectWritableRoots(draft, caps, workspace, inputs);
+  if (caps.network.kind === 'allowHosts') {
+    if (inputs.proxySocket === undefined) throw new Error('allowHosts needs a proxy socket');
+    draft.mounts.push({ op: 'bind', src: inputs.proxySocket, dest: INNER_PROXY_SOCKET });
   }
-  return net.kind === 'none' ? 'loopback' : net.kind === 'allowHosts' ? 'proxy-routed' : 'unrestricted';
+  return { ...protection, vaultHidden };
 }
 
 function networkSection(

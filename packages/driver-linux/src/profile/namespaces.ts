@@ -17,13 +17,19 @@ export function profileIdentity(inputs: ProfileInputs, privileged: boolean): Lin
       };
 }
 
-/** bwrap's arguments before its mounts: namespaces, capabilities, identity, session and hostname. */
-export function namespaceArgs(options: {
-  readonly sharedNetwork: boolean;
-  readonly privileged: boolean;
-  readonly devInHelper: boolean;
-  readonly innerUid: number | undefined;
-}): string[] {
+/**
+ * bwrap's arguments up to the helper: namespaces, capabilities, identity, session and hostname, then its
+ * mounts (`mountArgs`); the helper changes into the cwd once its own mounts are made.
+ */
+export function bwrapArgs(
+  options: {
+    readonly sharedNetwork: boolean;
+    readonly privileged: boolean;
+    readonly devInHelper: boolean;
+    readonly innerUid: number | undefined;
+  },
+  mountArgs: readonly string[],
+): string[] {
   const bwrap: string[] = ['--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try'];
   if (!options.sharedNetwork) bwrap.push('--unshare-net');
   if (options.privileged) {
@@ -57,5 +63,6 @@ export function namespaceArgs(options: {
     bwrap.push('--disable-userns', '--cap-drop', 'ALL');
   }
   bwrap.push('--die-with-parent', '--new-session', '--hostname', 'aleph-sandbox');
+  bwrap.push(...mountArgs, '--chdir', '/');
   return bwrap;
 }
