@@ -1,3 +1,9 @@
+/**
+ * @aleph/driver-linux's public entry: explicit re-exports only. The source is in folders by concept:
+ * driver/ (createLinuxDriver), host/ (what this host offers), tiers/ (which tier runs, what it leaves
+ * open), profile/ (the plan of one execution), mounts/ (the filesystem inside), seccomp/ (the BPF
+ * filter), run/ (running one command); options.ts holds the options and constants.
+ */
 export { createLinuxDriver, LINUX_CAPABILITIES, type LinuxDriver } from './driver/create-linux-driver.js';
 export {
   type CgroupInfo,

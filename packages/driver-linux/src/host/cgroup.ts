@@ -1,3 +1,8 @@
+/**
+ * cgroup v2 on this host: whether a delegated subtree is there (`detectCgroup`), whether it works when
+ * used as a run uses it (`exerciseCgroup`, with the fix of each failed step), and the per-run leaves with
+ * their limits (`CgroupManager`).
+ */
 import { execFile } from 'node:child_process';
 import { constants, existsSync, readFileSync } from 'node:fs';
 import { access, mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';

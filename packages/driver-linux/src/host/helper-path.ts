@@ -33,7 +33,8 @@ function isDriverLinuxDir(dir: string): boolean {
 
 /**
  * The directory of the `@aleph/driver-linux` package, also when this code was bundled into another
- * package (the aleph-sandbox CLI): first the directory above `src/` (`dist/`) of `from`, then by the node_modules walk Node's
+ * package (the aleph-sandbox CLI): first the parent of `from`'s directory (the package itself for the
+ * default `from`, a module at the top of `src/` or `dist/`), then by the node_modules walk Node's
  * resolution would make (a few stat calls), then by resolving it (milliseconds of a CLI start).
  */
 export function driverLinuxDir(from: string = PACKAGE_TOP_MODULE_URL): string | undefined {

@@ -1,3 +1,4 @@
+/** The host facts every profile uses, read once per driver: who we are, system directories, /etc's secrets. */
 import { lstatSync, readdirSync, readlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

@@ -1,6 +1,9 @@
 /**
- * The probe: every mechanism the driver relies on, found by using it (`probe-mechanisms.ts`), what this
- * host leaves unbounded, and — once the driver folds the preflight in (`tiers/with-tiers.ts`) — the tier.
+ * The host folder: what this host offers, found by using it. Its facts (`host-facts.ts`), the helper's
+ * location and checks (`helper-path.ts`, `helper-check.ts`), cgroup v2 (`cgroup.ts`), bubblewrap on PATH
+ * (`which.ts`), kernel settings (`sysctl.ts`, `userns-fix.ts`). This file: the probe, every mechanism the
+ * driver relies on (`probe-mechanisms.ts`), what this host leaves unbounded, and — once the driver folds
+ * the preflight in (`tiers/with-tiers.ts`) — the tier.
  */
 import type { ProbeMechanism, ProbeResult } from '@aleph/sandbox-core';
 import { linuxNotEnforced } from '../tiers/not-enforced.js';

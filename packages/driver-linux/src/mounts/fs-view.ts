@@ -1,3 +1,4 @@
+/** The filesystem as plans read it, and a recording of what a plan read, to check a cached plan by. */
 import { lstatSync, readdirSync, realpathSync } from 'node:fs';
 
 /** What a profile needs to know of a path: its type, permission bits and owner (lstat, no symlink followed). */

@@ -1,3 +1,4 @@
+/** The user paths the launcher opens on the host, by the names the mounts refer to them by. */
 /**
  * The launcher's part of a profile: the user paths it opens without following symlinks, by name. Mount
  * operations refer to a path by that name (`MountOp.fd`), so what is mounted is the descriptor the

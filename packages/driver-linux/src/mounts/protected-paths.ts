@@ -1,3 +1,8 @@
+/**
+ * Protected paths (`.git/hooks`, `.aleph`, shell startup files in a home, …) inside writable roots: kept
+ * read-only with mounts and stubs (tiers 1–2, `planProtectedPaths`), or checked by the launcher after the
+ * run (tier 3, `planCheckedPaths`); and the home directories a writable root holds.
+ */
 import path from 'node:path';
 import { InvalidInputError, isPathWithin } from '@aleph/sandbox-core';
 import { type FsView, liveFs } from './fs-view.js';

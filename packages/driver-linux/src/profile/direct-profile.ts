@@ -127,7 +127,7 @@ function directNetwork(
   return kind === 'none' ? 'pairs-only' : kind === 'allowHosts' ? 'inet-stream' : 'host-inet';
 }
 
-/** The `--direct` helper's arguments: identity, rlimits, Landlock (with its TCP rules), cwd and descriptors. */
+/** The `--direct` helper's arguments: identity, rlimits, Landlock (with TCP rules), cwd and descriptors. */
 function directHelperArgs(options: {
   readonly uid: number | undefined;
   readonly gid: number | undefined;

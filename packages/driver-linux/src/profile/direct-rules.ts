@@ -30,7 +30,8 @@ export function systemRules(host: HostFacts): LandlockRule[] {
  * Adds the grants, the workspace, the session HOME and the private TMPDIR to `rules`.
  *
  * @throws {InvalidInputError} for a granted path that does not exist.
- * @throws {DriverError} `ALEPH_CAPABILITY_UNSUPPORTED` for a grant or workspace covering a hidden path or inside the state directory.
+ * @throws {DriverError} `ALEPH_CAPABILITY_UNSUPPORTED` for a grant or workspace covering a hidden path or
+ *   inside the state directory.
  */
 export function addGrantRules(
   rules: LandlockRule[],

@@ -1,3 +1,4 @@
+/** The limit defaults of a plan (open files, the private tmpfs size) and the host values they depend on. */
 import { readFileSync } from 'node:fs';
 
 /** `RLIMIT_NOFILE` when nothing else bounds it first: what most distributions give a login shell. */

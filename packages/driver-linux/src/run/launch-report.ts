@@ -1,3 +1,4 @@
+/** The launcher's report of a run: what its git sweep and tier 3's guard set aside, put back or left. */
 import { existsSync, readFileSync } from 'node:fs';
 
 /** What the launcher did after the run, each a list of report lines (see {@link readLaunchReport}). */

@@ -1,3 +1,7 @@
+/**
+ * A finished launcher run as the driver's output: a set-up failure thrown with its fix, or the command's
+ * result and details.
+ */
 import { constants as osConstants } from 'node:os';
 import {
   type BoundedRunResult,

@@ -1,3 +1,4 @@
+/** Each session's HOME on the host: made once, with only the user's git identity, its XDG directories and git excludes. */
 import { lstatSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { DriverError } from '@aleph/sandbox-core';

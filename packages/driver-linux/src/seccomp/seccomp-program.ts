@@ -1,8 +1,9 @@
 /**
- * The seccomp-BPF program of one execution, built in TypeScript and loaded by the helper from a
- * descriptor: the architecture check, the denylist, the namespace and terminal gates, the process-creation
- * gate and the socket gate (`socket-gate.ts`). The BPF vocabulary is in `bpf.ts`, the tables in
- * `syscalls.ts` and `denied-syscalls.ts`.
+ * The seccomp folder: the BPF filter every command runs under. This file: the seccomp-BPF program of one
+ * execution, built in TypeScript and loaded by the helper from a descriptor: the architecture check, the
+ * denylist, the namespace and terminal gates, the process-creation gate and the socket gate
+ * (`socket-gate.ts`). The BPF vocabulary is in `bpf.ts`, the tables in `syscalls.ts` and
+ * `denied-syscalls.ts`.
  */
 import {
   ALL_NAMESPACES,
@@ -133,7 +134,10 @@ function denylist(a: Assembler, nr: SyscallNumber, extraDenied: readonly (keyof 
   if (extra.length > 0) a.rules.push(`also denied with EPERM: ${extra.join(', ')}`);
 }
 
-/** clone3: ENOSYS; clone and unshare with a namespace flag: EPERM (and clone without CLONE_THREAD when spawning is denied). */
+/**
+ * clone3: ENOSYS; clone and unshare with a namespace flag: EPERM (and clone without CLONE_THREAD when
+ * spawning is denied).
+ */
 function namespaceGate(a: Assembler, nr: SyscallNumber, denySpawn: boolean): void {
   a.block(nr('clone3'), (b) => b.ret(errno(ERRNO.ENOSYS)));
   a.rules.push('clone3: ENOSYS, so libc falls back to clone, whose flags are checked');

@@ -1,3 +1,4 @@
+/** What closes each gap a tier or the limits leave open: a stronger tier, a delegated cgroup, a setting. */
 import type { CgroupInfo } from '../host/cgroup.js';
 import type { TierAttempt } from './select-tier.js';
 import { type LinuxTierId, linuxTier } from './tiers.js';

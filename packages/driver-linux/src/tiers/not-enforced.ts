@@ -1,3 +1,4 @@
+/** What the limits leave unbounded on this host, one sentence each (`details.notEnforced`, doctor). */
 /** What decides which limits the Linux driver cannot hold. */
 export interface NotEnforcedFacts {
   /** Memory and process limits go through a delegated cgroup v2 leaf (else rlimits). */

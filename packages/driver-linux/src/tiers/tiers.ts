@@ -1,6 +1,9 @@
 /**
- * The Linux enforcement tiers, strongest first. The preflight (`preflight.ts`) runs a real `true` through
- * each candidate and the strongest that works is used; each tier says what it does not enforce.
+ * The tiers folder: which way commands run on this host and what that leaves open. This file: the Linux
+ * enforcement tiers, strongest first, and what each does not enforce (`tierGaps`). The preflight
+ * (`select-tier.ts`) runs a real `true` through each candidate and the strongest that works is used;
+ * `tier-fixes.ts` says what makes a failed one work, `with-tiers.ts` folds the verdict into the probe,
+ * `not-enforced.ts` names what the limits leave unbounded and `gap-fixes.ts` what closes each gap.
  */
 
 /** Which way a command runs. */
