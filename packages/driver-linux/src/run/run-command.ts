@@ -7,6 +7,7 @@
  */
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
+import type { ProxyLease } from '@aleph/proxy/pool';
 import {
   type BoundedRunOptions,
   DriverError,
@@ -92,15 +93,7 @@ export class CommandRunner {
     let leaf: string | undefined;
     let reportFile: string | undefined;
     try {
-      // The command's environment goes to the helper on a pipe and is set only at its final execve.
-      const env = commandEnv(profile, request, this.settings.envAllowlist, tmpDir);
-      if (tmpDir !== undefined) this.#tmps.acquire(tmpDir);
-      const proxyPort = lease === undefined ? undefined : lease.proxy.address?.port;
-      if (lease !== undefined)
-        Object.assign(
-          env,
-          direct ? lease.proxy.env() : lease.proxy.env({ host: '127.0.0.1', port: BRIDGE_PORT }),
-        );
+      const { env, proxyPort } = this.#environment(profile, request, tmpDir, lease);
       const { host, helperPath } = this.settings;
       const argv = commandArgv(profile, request, {
         host,
@@ -108,17 +101,11 @@ export class CommandRunner {
         bwrapPath: runnable.bwrapPath,
         proxyPort,
       });
-      const launch = [...profile.launch];
       // Written only when the sweep has something to say, under a name of this run's own.
       reportFile = path.join(this.settings.stateDir, `${this.reportPrefix}-${++this.#runs}`);
-      launch.push('--report', reportFile);
-      if (this.#cgroups !== undefined) {
-        leaf = await this.#cgroups.createLeaf(leafLimits(profile, request));
-        launch.push('--enter-cgroup', leaf);
-      }
-      const result = await runBoundedProcess(
-        this.#launcherRun(request, profile, [...launch, '--', ...argv], env),
-      );
+      const launch = [...profile.launch, '--report', reportFile];
+      leaf = await this.#enterLeaf(profile, request, launch);
+      const result = await runBoundedProcess(this.#launcherRun(request, profile, launch, argv, env));
       return launchOutput(result, profile, {
         limits: runnable.limits,
         reportFile,
@@ -180,17 +167,56 @@ export class CommandRunner {
     }
   }
 
-  /** The launcher's run: `aleph-sandbox-init --launch …`, with the seccomp program and the env on fds 3 and 4. */
+  /**
+   * The command's environment (`commandEnv`), which goes to the helper on a pipe and is set only at its
+   * final execve, with the proxy variables of an allowHosts run; tier 3's private TMPDIR is made here.
+   */
+  #environment(
+    profile: LinuxProfile,
+    request: DriverRunRequest,
+    tmpDir: string | undefined,
+    lease: ProxyLease | undefined,
+  ): { env: Record<string, string>; proxyPort: number | undefined } {
+    const env = commandEnv(profile, request, this.settings.envAllowlist, tmpDir);
+    if (tmpDir !== undefined) this.#tmps.acquire(tmpDir);
+    const proxyPort = lease === undefined ? undefined : lease.proxy.address?.port;
+    if (lease !== undefined)
+      Object.assign(
+        env,
+        profile.tier === 'direct'
+          ? lease.proxy.env()
+          : lease.proxy.env({ host: '127.0.0.1', port: BRIDGE_PORT }),
+      );
+    return { env, proxyPort };
+  }
+
+  /** With a delegated cgroup: the run's leaf, which the launcher enters (`--enter-cgroup`). */
+  async #enterLeaf(
+    profile: LinuxProfile,
+    request: DriverRunRequest,
+    launch: string[],
+  ): Promise<string | undefined> {
+    if (this.#cgroups === undefined) return undefined;
+    const leaf = await this.#cgroups.createLeaf(leafLimits(profile, request));
+    launch.push('--enter-cgroup', leaf);
+    return leaf;
+  }
+
+  /**
+   * The launcher's run: `aleph-sandbox-init --launch LAUNCH -- ARGV`, with the seccomp program and the
+   * command's environment on descriptors 3 and 4.
+   */
   #launcherRun(
     request: DriverRunRequest,
     profile: LinuxProfile,
-    args: readonly string[],
+    launch: readonly string[],
+    argv: readonly string[],
     env: Readonly<Record<string, string>>,
   ): BoundedRunOptions {
     const { forkServer, seccompBytes } = this.parts;
     return {
       file: this.settings.helperPath,
-      args: ['--launch', ...args],
+      args: ['--launch', ...launch, '--', ...argv],
       env: HOST_SIDE_ENV,
       cwd: '/',
       gracefulStop: { signal: 'SIGTERM', graceMs: 2000 },
