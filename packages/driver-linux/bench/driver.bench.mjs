@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { ApprovalGate, runBoundedProcess, WorkspaceSandbox } from '@aleph/sandbox-core';
 import { execa } from 'execa';
 import { createLinuxDriver, resolveHelperPath } from '../dist/index.js';
-import { createForkServer } from '../dist/spawner.js';
+import { createForkServer } from '../dist/run/fork-server.js';
 import { checkPeer, ensurePeer, PEER_DIR, PEER_PACKAGE, PEER_VERSION, startPeer } from './peer.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);

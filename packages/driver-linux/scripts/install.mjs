@@ -19,8 +19,10 @@ const say = (s) => console.error(`aleph driver-linux: ${s}`);
 if (process.platform !== 'linux') process.exit(0);
 if (existsSync(path.join(pkg, '../../native/linux/aleph-sandbox-init.c'))) process.exit(0);
 
-const { checkHelper, helperPackageName, platformHelperPath, HELPER_NAME } = await import(
-  pathToFileURL(path.join(pkg, 'dist', 'helper.js')).href
+// Only node: imports behind these two (the peer @aleph/sandbox-core may not be installed yet).
+const { checkHelper } = await import(pathToFileURL(path.join(pkg, 'dist', 'host', 'helper-check.js')).href);
+const { helperPackageName, platformHelperPath, HELPER_NAME } = await import(
+  pathToFileURL(path.join(pkg, 'dist', 'host', 'helper-path.js')).href
 );
 const { compileHelper, packagedSource } = await import(
   pathToFileURL(path.join(pkg, 'scripts', 'build-helper.mjs')).href

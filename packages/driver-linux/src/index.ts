@@ -1,3 +1,10 @@
+/**
+ * @aleph/driver-linux's public entry: explicit re-exports only. The source is in folders by concept:
+ * driver/ (createLinuxDriver), host/ (what this host offers), tiers/ (which tier runs, what it leaves
+ * open), profile/ (the plan of one execution), mounts/ (the filesystem inside), seccomp/ (the BPF
+ * filter), run/ (running one command); options.ts holds the options and constants.
+ */
+export { createLinuxDriver, LINUX_CAPABILITIES, type LinuxDriver } from './driver/create-linux-driver.js';
 export {
   type CgroupInfo,
   type CgroupLimits,
@@ -5,32 +12,27 @@ export {
   detectCgroup,
   exerciseCgroup,
   launcherRunIn,
-} from './cgroup.js';
-export { buildDirectProfile, etcRules } from './direct-profile.js';
-export { createLinuxDriver, LINUX_CAPABILITIES, type LinuxDriver } from './driver.js';
-export { type GapFixContext, linuxGapFixes } from './gap-fixes.js';
+} from './host/cgroup.js';
 export {
   checkHelper,
   checkHelperSync,
-  driverLinuxDir,
   HELPER_ELF_MACHINES,
-  HELPER_NAME,
   type HelperCheck,
   type HelperProbeOutput,
+  readElfMachine,
+} from './host/helper-check.js';
+export {
+  driverLinuxDir,
+  HELPER_NAME,
   helperPackageName,
   platformHelperPath,
-  readElfMachine,
   resolveHelperPath,
-} from './helper.js';
-export { type HostFacts, readHostFacts } from './host.js';
-export {
-  DEFAULT_MAX_OPEN_FILES,
-  DEFAULT_TMPFS_SIZE_MB,
-  defaultMaxOpenFiles,
-  tmpfsSizeBytes,
-} from './limits.js';
-export { type MountOp, renderMounts } from './mounts.js';
-export { linuxNotEnforced, type NotEnforcedFacts } from './not-enforced.js';
+} from './host/helper-path.js';
+export { type HostFacts, readHostFacts } from './host/host-facts.js';
+export { type LinuxProbe, probeLinux } from './host/probe.js';
+export { which } from './host/which.js';
+export { type ProtectionPlan, planProtectedPaths, type Stub } from './mounts/protected-paths.js';
+export { type MountOp, renderMounts } from './mounts/render-mounts.js';
 export {
   BRIDGE_PORT,
   DEFAULT_ENV_ALLOWLIST,
@@ -44,26 +46,37 @@ export {
   INNER_PROXY_SOCKET,
   type LinuxDriverOptions,
 } from './options.js';
-export { type TierAttempt, type TierSelection, withTiers } from './preflight.js';
-export { type LinuxProbe, probeLinux, which } from './probe.js';
-export { buildLinuxProfile, type LandlockRule, type LinuxProfile, type ProfileInputs } from './profile.js';
-export { type ProtectionPlan, planProtectedPaths, type Stub } from './protected.js';
+export { buildLinuxProfile } from './profile/build-profile.js';
+export { buildDirectProfile } from './profile/direct-profile.js';
+export { etcRules } from './profile/etc-rules.js';
+export {
+  DEFAULT_MAX_OPEN_FILES,
+  DEFAULT_TMPFS_SIZE_MB,
+  defaultMaxOpenFiles,
+  tmpfsSizeBytes,
+} from './profile/limits.js';
+export type { LandlockRule, LinuxProfile, ProfileInputs } from './profile/profile-types.js';
 export {
   AUDIT_ARCH,
   BPF,
-  buildSeccompProgram,
   CLONE,
-  DENIED_SYSCALLS,
   ERRNO,
-  hostSeccompArch,
   SECCOMP_DATA,
   SECCOMP_RET,
   type SeccompArch,
+} from './seccomp/bpf.js';
+export { DENIED_SYSCALLS } from './seccomp/denied-syscalls.js';
+export {
+  buildSeccompProgram,
+  hostSeccompArch,
   type SeccompNetworkMode,
   type SeccompOptions,
   type SeccompProgram,
-} from './seccomp.js';
-export { SYSCALLS } from './syscalls.js';
+} from './seccomp/seccomp-program.js';
+export { SYSCALLS } from './seccomp/syscalls.js';
+export { type GapFixContext, linuxGapFixes } from './tiers/gap-fixes.js';
+export { linuxNotEnforced, type NotEnforcedFacts } from './tiers/not-enforced.js';
+export type { TierAttempt, TierSelection } from './tiers/select-tier.js';
 export {
   candidateTiers,
   gapNames,
@@ -74,4 +87,5 @@ export {
   linuxTier,
   type TierGapContext,
   tierGaps,
-} from './tiers.js';
+} from './tiers/tiers.js';
+export { withTiers } from './tiers/with-tiers.js';

@@ -1,3 +1,4 @@
+/** The options of `createLinuxDriver`, the fixed host-side environment, and the driver's constants. */
 import type { ParentProxy, Resolver } from '@aleph/proxy';
 
 export {

@@ -11,7 +11,7 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type CgroupStep, cgroupFix, exerciseCgroup, launcherRunIn } from '../src/cgroup.js';
+import { type CgroupStep, cgroupFix, exerciseCgroup, launcherRunIn } from '../src/host/cgroup.js';
 import { CgroupManager, checkHelperSync, detectCgroup, resolveHelperPath } from '../src/index.js';
 
 const dirs: string[] = [];

@@ -1,9 +1,9 @@
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { RecordingView, stillAnswers } from '../src/fs-view.js';
+import { which } from '../src/host/which.js';
 import { checkHelperSync, createLinuxDriver, resolveHelperPath } from '../src/index.js';
-import { which } from '../src/probe.js';
+import { RecordingView, stillAnswers } from '../src/mounts/fs-view.js';
 import { tempDirs } from './temp-dirs.js';
 
 const tempDir = tempDirs('aleph-plan-cache-');

@@ -3,10 +3,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { linuxGapFixes } from '../src/gap-fixes.js';
+import { usernsFix } from '../src/host/userns-fix.js';
 import { type LinuxProbe, probeLinux, readHostFacts, withTiers } from '../src/index.js';
-import { apparmorUserns, type TierSelection } from '../src/preflight.js';
-import { usernsFix } from '../src/probe.js';
+import { linuxGapFixes } from '../src/tiers/gap-fixes.js';
+import type { TierSelection } from '../src/tiers/select-tier.js';
+import { apparmorUserns } from '../src/tiers/tier-fixes.js';
 
 /**
  * probe() reports each mechanism as it behaved when the helper used it (`--probe`: a seccomp filter, a

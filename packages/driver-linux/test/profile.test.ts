@@ -10,7 +10,7 @@ import {
   planProtectedPaths,
   renderMounts,
 } from '../src/index.js';
-import { LaunchPlan } from '../src/launch-plan.js';
+import { LaunchPlan } from '../src/mounts/launch-plan.js';
 
 /** planProtectedPaths with a fresh launch plan; the plan's arguments come back too. */
 function protect(roots: string[], rel: string[]) {

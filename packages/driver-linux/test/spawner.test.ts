@@ -7,10 +7,10 @@ import { fileURLToPath } from 'node:url';
 import { runBoundedProcess } from '@aleph/sandbox-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { checkHelperSync, resolveHelperPath } from '../src/index.js';
-import { createForkServer } from '../src/spawner.js';
+import { createForkServer } from '../src/run/fork-server.js';
 import { tempDirs } from './temp-dirs.js';
 
-// The fork server (native/linux/spawner.c + src/spawner.ts) against the real helper binary.
+// The fork server (native/linux/spawner.c + src/run/fork-server*.ts) against the real helper binary.
 const helper = resolveHelperPath();
 const usable = process.platform === 'linux' && checkHelperSync(helper).ok;
 const tempDir = tempDirs('aleph-spawner-test-');
@@ -125,7 +125,7 @@ describe.skipIf(!usable)(
   () => {
     const script = (state: string, body: string) => {
       const file = path.join(tempDir(), 'script.mjs');
-      const spawnerJs = fileURLToPath(new URL('../dist/spawner.js', import.meta.url));
+      const spawnerJs = fileURLToPath(new URL('../dist/run/fork-server.js', import.meta.url));
       const core = fileURLToPath(new URL('../../sandbox-core/dist/index.js', import.meta.url));
       writeFileSync(
         file,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { etcRules } from '../src/direct-profile.js';
-import { candidateTiers, gapNames, tierGaps } from '../src/tiers.js';
+import { etcRules } from '../src/profile/etc-rules.js';
+import { candidateTiers, gapNames, tierGaps } from '../src/tiers/tiers.js';
 
 const ctx = { isRoot: true, cgroup: false, landlockAbi: 7, directUid: undefined };
 

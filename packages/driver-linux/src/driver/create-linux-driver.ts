@@ -1,0 +1,119 @@
+/**
+ * The driver folder: `createLinuxDriver`, which puts the rest together. Its steps, in the order a driver
+ * uses them: the settings (`driver-settings.ts`), what the host's mechanisms showed
+ * (`mechanism-facts.ts`), the plans and their cache (`plan-builder.ts`), the tier choice
+ * (`tier-choice.ts`), the runs (`../run/run-command.ts`), and dispose.
+ */
+import { randomBytes } from 'node:crypto';
+import {
+  type DriverCapabilityId,
+  defineDriver,
+  type OsSandboxDriver,
+  type ProfileContext,
+  type SandboxCapabilities,
+} from '@aleph/sandbox-core';
+import { type LinuxProbe, probeLinux } from '../host/probe.js';
+import type { LinuxDriverOptions } from '../options.js';
+import type { LinuxProfile } from '../profile/profile-types.js';
+import { createForkServer } from '../run/fork-server.js';
+import { ProxyPools } from '../run/proxy-pools.js';
+import { CommandRunner } from '../run/run-command.js';
+import { withTiers } from '../tiers/with-tiers.js';
+import { type DriverSettings, resolveSettings } from './driver-settings.js';
+import { gapsOf, type MechanismFacts, mechanismFacts } from './mechanism-facts.js';
+import { PlanBuilder } from './plan-builder.js';
+import { TierChoice } from './tier-choice.js';
+
+/** Everything the Linux driver can enforce. */
+export const LINUX_CAPABILITIES: readonly DriverCapabilityId[] = [
+  'exec',
+  'fs.confine',
+  'fs.read',
+  'fs.write',
+  'fs.protected-paths',
+  'net.none',
+  'net.allowlist',
+  'net.all',
+  'proc.deny-spawn',
+  'limit.memory',
+  'limit.file-size',
+  'limit.pids',
+];
+
+/** The Linux driver: `OsSandboxDriver` plus its probe details. */
+export interface LinuxDriver extends OsSandboxDriver {
+  readonly name: 'linux';
+  probe(): Promise<LinuxProbe>;
+  profileFor(caps: SandboxCapabilities, cwd: string, context: ProfileContext): Promise<LinuxProfile>;
+}
+
+/**
+ * Creates the Linux driver: bubblewrap namespaces → the native helper (rlimits, identity drop when the
+ * host is root, Landlock, the network bridge, seccomp) → the program. See `LinuxDriverOptions`.
+ *
+ * @example
+ * ```ts
+ * const sandbox = new WorkspaceSandbox({ driver: createLinuxDriver(), workspaceRoot })
+ * await sandbox.execute({ sessionId: 's', program: 'ls' })
+ * ```
+ */
+export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver {
+  const settings = resolveSettings(options);
+  const forkServer = settings.forkServer
+    ? createForkServer(settings.helperPath, settings.stateDir)
+    : undefined;
+  const pools = new ProxyPools(settings.poolOptions, settings.host.isRoot);
+  const facts = mechanismFacts(settings);
+  const plans = new PlanBuilder(settings, facts, pools);
+  // Report names no other driver instance (or an earlier process of this pid) can have used.
+  const runner = new CommandRunner(
+    settings,
+    {
+      pools,
+      forkServer,
+      cgroupManager: async () => (await facts()).manager,
+      seccompBytes: plans.seccompBytes,
+    },
+    `report-${process.pid}-${randomBytes(4).toString('hex')}`,
+  );
+  const tiers = new TierChoice(settings, plans, (request) => driver.run(request));
+  let probed: Promise<LinuxProbe> | undefined;
+
+  const driver: LinuxDriver = defineDriver({
+    name: 'linux' as const,
+    capabilities: LINUX_CAPABILITIES,
+    probe: () => {
+      probed ??= probeWithTiers(settings, facts, tiers);
+      return probed;
+    },
+    profileFor: (caps: SandboxCapabilities, cwd: string, context: ProfileContext) =>
+      tiers.profileFor(caps, cwd, context),
+    run: (request) => runner.run(request),
+    async dispose(): Promise<void> {
+      runner.dispose();
+      await Promise.all([pools.dispose(), forkServer?.dispose()]);
+    },
+  });
+  return driver;
+}
+
+/** The probe, with the preflight's verdict folded in (`withTiers`). */
+async function probeWithTiers(
+  settings: DriverSettings,
+  facts: () => Promise<MechanismFacts>,
+  tiers: TierChoice,
+): Promise<LinuxProbe> {
+  const base = await probeLinux({
+    host: settings.host,
+    bwrap: settings.bwrap,
+    helperPath: settings.helperPath,
+    landlock: settings.landlock,
+    cgroup: (await facts()).cgroup,
+    ...(settings.sandboxUid === undefined ? {} : { sandboxUid: settings.sandboxUid }),
+    maxFileMb: settings.maxFileMb,
+    cpuQuotaPercent: settings.cpuQuotaPercent,
+  });
+  const chosen = await tiers.select();
+  const gaps = chosen.tier === undefined ? [] : gapsOf(settings, await facts(), chosen.tier);
+  return withTiers(base, chosen, gaps, settings.host.isRoot);
+}

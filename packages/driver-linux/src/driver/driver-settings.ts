@@ -1,0 +1,106 @@
+/**
+ * The driver's settings: `LinuxDriverOptions` resolved once, with their defaults and this host's facts,
+ * into the values every plan and run uses.
+ */
+import path from 'node:path';
+import type { ProxyPoolOptions } from '@aleph/proxy/pool';
+import {
+  DEFAULT_ENV_ALLOWLIST,
+  DEFAULT_HOME_PROTECTED_PATHS,
+  defaultVaultPaths,
+  resolveProtectedPaths,
+} from '@aleph/sandbox-core';
+import { resolveHelperPath } from '../host/helper-path.js';
+import { type HostFacts, readHostFacts } from '../host/host-facts.js';
+import { DEFAULT_MAX_PIDS, DEFAULT_SANDBOX_UID_RANGE, type LinuxDriverOptions } from '../options.js';
+import { defaultMaxOpenFiles, readFileMax, readOpenFilesHardLimit } from '../profile/limits.js';
+import type { SeccompArch } from '../seccomp/bpf.js';
+import { hostSeccompArch } from '../seccomp/seccomp-program.js';
+import type { LinuxTierNumber } from '../tiers/tiers.js';
+
+/** Everything a driver instance was configured with, defaults applied. */
+export interface DriverSettings {
+  readonly host: HostFacts;
+  readonly arch: SeccompArch;
+  readonly helperPath: string;
+  /** bubblewrap as configured (a path, or a name looked up on PATH). */
+  readonly bwrap: string;
+  readonly landlock: 'best-effort' | 'required';
+  readonly sandboxUid: number | undefined;
+  readonly sandboxGid: number | undefined;
+  readonly uidRange: readonly [number, number];
+  /** Where sessions' HOMEs live on the host; `undefined` when HOME is the workspace. */
+  readonly homeRoot: string | undefined;
+  readonly stateDir: string;
+  readonly allowLoaderEnv: readonly string[];
+  readonly maxPids: number;
+  readonly maxOpenFiles: number;
+  readonly maxFileMb: number | undefined;
+  readonly tmpfsSizeMb: number | undefined;
+  readonly cpuQuotaPercent: number | undefined;
+  readonly protectedPaths: readonly string[];
+  readonly homeProtectedPaths: readonly string[];
+  /** Protected names at the top of a writable root, for the session's git excludes. */
+  readonly topLevelProtected: readonly string[];
+  /**
+   * Never visible, whatever is granted: the vault, the audit log, and every session's HOME (each session
+   * sees only its own, at /run/aleph/home).
+   */
+  readonly vaultPaths: readonly string[];
+  readonly envAllowlist: readonly string[];
+  /** The managed proxies' settings (their transport is the pool's own). */
+  readonly poolOptions: Omit<ProxyPoolOptions, 'transport'>;
+  readonly minimumTier: LinuxTierNumber;
+  readonly cgroupRoot: string | undefined;
+  /** Start launchers through the fork server. */
+  readonly forkServer: boolean;
+}
+
+/** Resolves `options` against their defaults and this host. */
+export function resolveSettings(options: LinuxDriverOptions): DriverSettings {
+  const host = readHostFacts();
+  const homeRoot =
+    options.homeRoot === false ? undefined : (options.homeRoot ?? path.join(host.home, '.aleph', 'homes'));
+  const maxPids = options.maxPids ?? DEFAULT_MAX_PIDS;
+  const protectedPaths = resolveProtectedPaths(options);
+  return {
+    host,
+    arch: hostSeccompArch() ?? 'x86_64',
+    helperPath: options.helperPath ?? resolveHelperPath(),
+    bwrap: options.bwrapPath ?? 'bwrap',
+    landlock: options.landlock ?? 'best-effort',
+    sandboxUid: options.sandboxUid,
+    sandboxGid: options.sandboxGid ?? options.sandboxUid,
+    uidRange: options.sandboxUidRange ?? DEFAULT_SANDBOX_UID_RANGE,
+    homeRoot,
+    stateDir: options.stateDir ?? path.join(host.home, '.aleph', 'run'),
+    allowLoaderEnv: options.allowLoaderEnv ?? [],
+    maxPids,
+    maxOpenFiles:
+      options.maxOpenFiles ??
+      defaultMaxOpenFiles({ maxPids, fileMax: readFileMax(), hardLimit: readOpenFilesHardLimit() }),
+    maxFileMb: options.maxFileMb,
+    tmpfsSizeMb: options.tmpfsSizeMb,
+    cpuQuotaPercent: options.cpuQuotaPercent,
+    protectedPaths,
+    homeProtectedPaths: options.homeProtectedPaths ?? DEFAULT_HOME_PROTECTED_PATHS,
+    topLevelProtected: [
+      ...new Set(protectedPaths.filter((p) => !p.startsWith('.git')).map((p) => p.split('/')[0] as string)),
+    ],
+    vaultPaths: [
+      ...(options.vaultPaths ?? defaultVaultPaths(host.home)),
+      ...(options.auditLogPath === undefined ? [] : [options.auditLogPath]),
+      ...(homeRoot === undefined ? [] : [homeRoot]),
+    ],
+    envAllowlist: options.envAllowlist ?? DEFAULT_ENV_ALLOWLIST,
+    poolOptions: {
+      ...(options.proxy?.deny === undefined ? {} : { deny: options.proxy.deny }),
+      ...(options.proxy?.resolver === undefined ? {} : { resolver: options.proxy.resolver }),
+      ...(options.proxy?.idleMs === undefined ? {} : { idleMs: options.proxy.idleMs }),
+      ...(options.proxy?.parent === undefined ? {} : { parent: options.proxy.parent }),
+    },
+    minimumTier: options.minimumTier ?? 3,
+    cgroupRoot: options.cgroupRoot,
+    forkServer: options.forkServer !== false,
+  };
+}

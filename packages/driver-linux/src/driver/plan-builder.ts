@@ -1,0 +1,128 @@
+/**
+ * The driver's plans: the inputs every plan of a tier is built from, and the plan cache. A plan is a pure
+ * function of its inputs and of what it read of the filesystem, so it is reused while the filesystem still
+ * gives the same answers.
+ */
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import type { SandboxCapabilities } from '@aleph/sandbox-core';
+import { RecordingView, stillAnswers } from '../mounts/fs-view.js';
+import { DEFAULT_SANDBOX_UID } from '../options.js';
+import { buildLinuxProfile } from '../profile/build-profile.js';
+import { buildDirectProfile } from '../profile/direct-profile.js';
+import type { LinuxProfile, ProfileInputs } from '../profile/profile-types.js';
+import type { ProxyPools } from '../run/proxy-pools.js';
+import type { LinuxTierId } from '../tiers/tiers.js';
+import type { DriverSettings } from './driver-settings.js';
+import { gapsOf, type MechanismFacts } from './mechanism-facts.js';
+
+type Queries = RecordingView['queries'];
+
+/** Builds (or reuses) the plan of one execution in a tier. */
+export class PlanBuilder {
+  readonly #plans = new Map<string, { profile: LinuxProfile; queries: Queries }>();
+  /** A cached plan's seccomp program, decoded once. */
+  readonly #programs = new WeakMap<LinuxProfile, Buffer>();
+
+  constructor(
+    readonly settings: DriverSettings,
+    readonly facts: () => Promise<MechanismFacts>,
+    readonly pools: ProxyPools,
+  ) {}
+
+  /** The plan of one execution in `tier`. */
+  async build(
+    tier: LinuxTierId,
+    caps: SandboxCapabilities,
+    cwd: string,
+    workspace: string,
+    sessionKey: string | undefined,
+  ): Promise<LinuxProfile> {
+    const facts = await this.facts();
+    const notEnforced = gapsOf(this.settings, facts, tier);
+    const inputs = () => this.#inputs(tier, notEnforced, facts, workspace, sessionKey);
+    if (tier === 'direct') {
+      return buildDirectProfile(caps, cwd, workspace, {
+        ...inputs(),
+        proxySocket: undefined,
+        landlockAbi: facts.landlockAbi,
+        tmpDir: path.join(this.settings.stateDir, 'tmp', sessionKey ?? 'preflight'),
+      });
+    }
+    const proxySocket =
+      caps.network.kind === 'allowHosts' ? this.pools.socketPath(caps.network.hosts) : undefined;
+    // Reused while the filesystem still gives the same answers (re-asked each time, so a new .git or a
+    // vanished grant counts).
+    const key = JSON.stringify([tier, caps, cwd, workspace, sessionKey, proxySocket, notEnforced]);
+    const cached = this.#plans.get(key);
+    if (cached !== undefined && stillAnswers(cached.queries)) return cached.profile;
+    const view = new RecordingView();
+    const profile = buildLinuxProfile(caps, cwd, workspace, {
+      ...inputs(),
+      proxySocket,
+      privileged: tier === 'namespaces',
+      ...(tier === 'user-namespace' && this.settings.host.isRoot
+        ? { innerUid: this.settings.sandboxUid ?? DEFAULT_SANDBOX_UID }
+        : {}),
+      fs: view,
+    });
+    this.#remember(key, profile, view.queries);
+    return profile;
+  }
+
+  /** A plan's seccomp program as bytes (decoded once per plan). */
+  readonly seccompBytes = (profile: LinuxProfile): Buffer => {
+    let bytes = this.#programs.get(profile);
+    if (bytes === undefined) {
+      bytes = Buffer.from(profile.seccomp.program, 'base64');
+      this.#programs.set(profile, bytes);
+    }
+    return bytes;
+  };
+
+  /** The 64 most recently built plans. */
+  #remember(key: string, profile: LinuxProfile, queries: Queries): void {
+    this.#plans.delete(key);
+    this.#plans.set(key, { profile, queries });
+    if (this.#plans.size > 64) this.#plans.delete(this.#plans.keys().next().value as string);
+  }
+
+  /** What every plan of the tier is built from (only when one is built: a cached plan needs none of it). */
+  #inputs(
+    tier: LinuxTierId,
+    notEnforced: readonly string[],
+    facts: MechanismFacts,
+    workspace: string,
+    sessionKey: string | undefined,
+  ): Omit<ProfileInputs, 'proxySocket'> {
+    const s = this.settings;
+    return {
+      host: s.host,
+      arch: s.arch,
+      helperPath: s.helperPath,
+      landlock: s.landlock,
+      protectedPaths: s.protectedPaths,
+      homeProtectedPaths: s.homeProtectedPaths,
+      vaultPaths: s.vaultPaths,
+      sandboxUid: s.sandboxUid,
+      sandboxGid: s.sandboxGid,
+      uidRange: s.uidRange,
+      stateDir: s.stateDir,
+      sessionHome:
+        s.homeRoot === undefined || sessionKey === undefined ? undefined : path.join(s.homeRoot, sessionKey),
+      // A root host's helper makes /dev where it can make device nodes, else bwrap binds the host's.
+      devInHelper: facts.mknod,
+      networkKey: createHash('sha256')
+        .update(`${workspace}\0${sessionKey ?? ''}`)
+        .digest('hex')
+        .slice(0, 32),
+      maxPids: s.maxPids,
+      maxOpenFiles: s.maxOpenFiles,
+      maxFileMb: s.maxFileMb,
+      tmpfsSizeMb: s.tmpfsSizeMb,
+      cpuQuotaPercent: s.cpuQuotaPercent,
+      tier,
+      notEnforced,
+    };
+  }
+}

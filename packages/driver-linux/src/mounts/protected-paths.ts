@@ -1,0 +1,213 @@
+/**
+ * Protected paths (`.git/hooks`, `.aleph`, shell startup files in a home, …) inside writable roots: kept
+ * read-only with mounts and stubs (tiers 1–2, `planProtectedPaths`), or checked by the launcher after the
+ * run (tier 3, `planCheckedPaths`); and the home directories a writable root holds.
+ */
+import path from 'node:path';
+import { InvalidInputError, isPathWithin } from '@aleph/sandbox-core';
+import { type FsView, liveFs } from './fs-view.js';
+import type { LaunchPlan } from './launch-plan.js';
+import type { MountOp } from './render-mounts.js';
+
+/** A protected path that is missing now: the launcher creates it as an empty stub for the run. */
+export interface Stub {
+  readonly path: string;
+  readonly kind: 'dir' | 'file';
+}
+
+/** What protecting sub-paths of the writable roots takes. */
+export interface ProtectionPlan {
+  readonly mounts: MountOp[];
+  readonly stubs: Stub[];
+  /** In words, for the profile. */
+  readonly summary: string[];
+}
+
+/** Protected names that are files when they exist (a stub of them is an empty file). */
+export const FILE_NAMES = new Set([
+  'config',
+  'config.worktree',
+  'commondir',
+  '.mcp.json',
+  '.envrc',
+  '.npmrc',
+  '.yarnrc',
+  '.yarnrc.yml',
+  '.pypirc',
+  '.gitconfig',
+  '.bashrc',
+  '.bash_profile',
+  '.bash_login',
+  '.bash_logout',
+  '.profile',
+  '.zshrc',
+  '.zshenv',
+  '.zprofile',
+  '.zlogin',
+  '.zlogout',
+  '.inputrc',
+  'pip.conf',
+]);
+
+/** What a missing protected path's stub is: an empty file for the names that are files, else a directory. */
+function stubKind(part: string, last: boolean): 'file' | 'dir' {
+  return last && FILE_NAMES.has(part) ? 'file' : 'dir';
+}
+
+/** How the launcher opens it (native/linux/launch.c --open-in): git reads commondir as a path, so its stub
+ * holds "." (the repository itself), not nothing. */
+function stubOpen(part: string, kind: 'file' | 'dir'): 'file' | 'dir' | 'dot' {
+  return part === 'commondir' ? 'dot' : kind;
+}
+
+function symlinked(p: string): InvalidInputError {
+  return new InvalidInputError(
+    'ALEPH_INVALID_COMMAND',
+    'protected path',
+    p,
+    'is a symlink, so the sandbox cannot keep it read-only',
+    'replace the symlink with a real directory or file, or remove it from the protected paths',
+  );
+}
+
+/** The home directories (real paths) that lie inside one of `roots`: `home`, `/root`, `/home/*`. */
+export function homesWithin(roots: readonly string[], home: string, fs: FsView = liveFs): string[] {
+  const candidates = new Set<string>();
+  const add = (p: string) => {
+    const r = fs.realpath(p);
+    if (r !== undefined && roots.some((root) => isPathWithin(r, root)) && fs.lstat(r)?.type === 'dir')
+      candidates.add(r);
+  };
+  add(home);
+  if (roots.some((root) => isPathWithin('/root', root))) add('/root');
+  if (roots.some((root) => isPathWithin('/home', root))) {
+    for (const name of fs.readdir('/home') ?? []) add(path.join('/home', name));
+  }
+  return [...candidates];
+}
+
+/**
+ * Plans the read-only protection of `relative` paths (`.git/hooks`, `.aleph`, …) inside each writable root:
+ * - an existing protected path is mounted read-only onto itself, and every directory between the root
+ *   and it is mounted onto itself, so none of them can be renamed or removed (a mount point cannot be),
+ *   which would otherwise let a command swap `.git` for its own copy;
+ * - a missing one gets an empty stub for the run, mounted read-only, so it cannot be created; the
+ *   launcher removes the stub when the last run using the root ends (or, after a killed run, when the
+ *   next one starts). Under a missing `.git` nothing is stubbed: a repository the command creates is its own;
+ * - when `.git` is a file (worktrees, submodules) that file is protected instead;
+ * - a protected path or one of its parents that is a symlink is refused: it could be swapped.
+ * Every path is opened by the launcher beneath its root without following symlinks.
+ *
+ * @throws {InvalidInputError} `ALEPH_INVALID_COMMAND` for a symlinked protected path.
+ */
+export function planProtectedPaths(
+  plan: LaunchPlan,
+  roots: readonly string[],
+  relative: readonly string[],
+  fs: FsView = liveFs,
+): ProtectionPlan {
+  const mounts: MountOp[] = [];
+  const stubs: Stub[] = [];
+  const summary: string[] = [];
+  const selfBound = new Set<string>();
+  for (const root of roots) {
+    if (fs.lstat(root)?.type !== 'dir') continue;
+    plan.open(root);
+    for (const rel of relative) {
+      const parts = rel.split('/').filter(Boolean);
+      let current = root;
+      for (let i = 0; i < parts.length; i++) {
+        const parent = current;
+        const part = parts[i] as string;
+        current = path.join(current, part);
+        const last = i === parts.length - 1;
+        const st = fs.lstat(current);
+        if (st?.type === 'symlink') throw symlinked(current);
+        if (st === undefined) {
+          if (!last && parts[0] === '.git' && i === 0) {
+            summary.push(`${current}: no repository here; ${path.join(root, rel)} not protected`);
+            break;
+          }
+          const kind = stubKind(part, last);
+          const fd = plan.openIn(parent, part, stubOpen(part, kind));
+          if (!stubs.some((s) => s.path === current)) stubs.push({ path: current, kind });
+          if (last) {
+            mounts.push({ op: 'ro-bind', src: current, dest: current, fd, kind });
+            summary.push(`${current}: missing, an empty read-only stub for the run`);
+          } else if (!selfBound.has(current)) {
+            selfBound.add(current);
+            mounts.push({ op: 'bind', src: current, dest: current, fd });
+          }
+          continue;
+        }
+        // The protected path itself may be another run's stub, parked again before this run's launcher
+        // opens it: the launcher then makes one of its own instead of failing ('need' is for the way).
+        const fd = plan.openIn(parent, part, last ? stubOpen(part, stubKind(part, last)) : 'need');
+        if (last || st.type !== 'dir') {
+          mounts.push({
+            op: 'ro-bind',
+            src: current,
+            dest: current,
+            fd,
+            kind: st.type === 'dir' ? 'dir' : 'file',
+          });
+          summary.push(`${current}: read-only`);
+          break;
+        }
+        if (!selfBound.has(current)) {
+          selfBound.add(current);
+          mounts.push({ op: 'bind', src: current, dest: current, fd });
+        }
+      }
+    }
+  }
+  return { mounts, stubs, summary };
+}
+
+/** Tier 3's plan for protected paths: the launcher's arguments, and in words. */
+export interface CheckPlan {
+  /** `--guard NAME REL` for each protected path of each root (NAME: the root opened in the plan). */
+  readonly args: string[];
+  readonly summary: string[];
+}
+
+/**
+ * Plans tier 3's check of `relative` paths inside each root (no mount namespace, so nothing can be
+ * read-only): the launcher snapshots them before the run and, after it, renames aside what the command
+ * created or changed there and puts the originals back (native/linux/guard.c). When `.git` is a file
+ * (worktrees, submodules) that file is checked instead of what it names, as `planProtectedPaths` protects
+ * it; a protected path or a directory on the way that is a symlink is refused, as there.
+ *
+ * @throws {InvalidInputError} `ALEPH_INVALID_COMMAND` for a symlinked protected path.
+ */
+export function planCheckedPaths(
+  plan: LaunchPlan,
+  roots: readonly string[],
+  relative: readonly string[],
+  fs: FsView = liveFs,
+): CheckPlan {
+  const args: string[] = [];
+  const summary: string[] = [];
+  for (const root of roots) {
+    if (fs.lstat(root)?.type !== 'dir') continue;
+    const name = plan.open(root);
+    const gitFile = fs.lstat(path.join(root, '.git'))?.type === 'file';
+    const checked = new Set<string>();
+    for (const rel of relative) {
+      const use = gitFile && (rel === '.git' || rel.startsWith('.git/')) ? '.git' : rel;
+      let current = root;
+      for (const part of use.split('/').filter(Boolean)) {
+        current = path.join(current, part);
+        const st = fs.lstat(current);
+        if (st?.type === 'symlink') throw symlinked(current);
+        if (st?.type !== 'dir') break;
+      }
+      checked.add(use);
+    }
+    for (const rel of checked) args.push('--guard', name, rel);
+    summary.push(
+      `${root}: ${[...checked].join(', ')} are checked after the run: what the command created or changed there is renamed aside (NAME.aleph-quarantined) and the original put back from a snapshot taken before it`,
+    );
+  }
+  return { args, summary };
+}

@@ -1,0 +1,139 @@
+/**
+ * The profile folder: the plan of one execution, a pure function of the capabilities, the paths and the
+ * host's facts — what `aleph-sandbox profile` prints and what a run executes. This file builds the plan
+ * of tiers 1 and 2 (bubblewrap namespaces) from its steps: system mounts, grants, hidden paths, protected
+ * paths, network, identity and namespaces, the helper's and the launcher's arguments, and the summary.
+ * Tier 3's plan is `direct-profile.ts`; the shapes are in `profile-types.ts`.
+ */
+import type { SandboxCapabilities } from '@aleph/sandbox-core';
+import { liveFs } from '../mounts/fs-view.js';
+import { renderMounts } from '../mounts/render-mounts.js';
+import { BRIDGE_PORT, INNER_HELPER, INNER_HOME, INNER_PROXY_SOCKET } from '../options.js';
+import { buildSeccompProgram } from '../seccomp/seccomp-program.js';
+import { addGrants } from './grant-mounts.js';
+import { namespaceHelperArgs, profileRlimits } from './helper-args.js';
+import { hidePaths } from './hidden-paths.js';
+import { namespaceLauncherArgs } from './launcher-args.js';
+import { bwrapArgs, profileIdentity } from './namespaces.js';
+import { newDraft, type PlanDraft } from './plan-draft.js';
+import { limitsSection, seccompSection } from './profile-sections.js';
+import { describeMounts, namespaceSummary } from './profile-summary.js';
+import type { LinuxProfile, ProfileInputs } from './profile-types.js';
+import { protectWritableRoots, type WritableRootsProtection } from './protected-mounts.js';
+import { addSystemMounts } from './system-mounts.js';
+
+/**
+ * Builds the whole plan for one execution: mounts (system directories read-only, grants, the workspace
+ * read-write, protected sub-paths read-only, vault paths and other sessions hidden, sensitive /etc files
+ * masked), namespaces and identity, the Landlock rules, the seccomp program, limits and the network plan.
+ *
+ * @throws {InvalidInputError} for a granted path that does not exist, or a symlinked protected path.
+ */
+export function buildLinuxProfile(
+  caps: SandboxCapabilities,
+  cwd: string,
+  workspace: string,
+  inputs: ProfileInputs,
+): LinuxProfile {
+  const privileged = inputs.privileged ?? inputs.host.isRoot;
+  const draft = newDraft(inputs.fs ?? liveFs);
+  const fsPlan = planFilesystem(draft, caps, workspace, inputs, privileged);
+  const net = caps.network;
+  const identity = profileIdentity(inputs, privileged);
+  const devInHelper = privileged && inputs.devInHelper !== false;
+  const rendered = renderMounts(draft.mounts, { inHelper: privileged, devInHelper });
+  const sharedNetwork = net.kind === 'allowAll';
+  const bwrap = bwrapArgs(
+    { sharedNetwork, privileged, devInHelper, innerUid: inputs.innerUid },
+    rendered.bwrap,
+  );
+  const seccompNetwork =
+    net.kind === 'none' ? 'loopback' : net.kind === 'allowHosts' ? 'proxy-routed' : 'unrestricted';
+  const seccomp = buildSeccompProgram({
+    arch: inputs.arch,
+    network: seccompNetwork,
+    denySpawn: !caps.spawnSubprocess,
+  });
+  const rlimits = profileRlimits(caps, inputs);
+  const rules = draft.landlock;
+  const helper = namespaceHelperArgs({
+    mountArgs: rendered.helper,
+    identity,
+    rlimits,
+    landlock: inputs.landlock,
+    rules,
+    bridge: net.kind === 'allowHosts',
+    cwd,
+  });
+  const launch = namespaceLauncherArgs({
+    stateDir: inputs.stateDir,
+    identity,
+    networkKey: privileged && !sharedNetwork ? inputs.networkKey : undefined,
+    plan: draft.plan,
+    writableRoots: fsPlan.writableRoots,
+    clones: rendered.clones,
+  });
+  const tier = inputs.tier ?? (privileged ? 'namespaces' : 'user-namespace');
+  const notEnforced = inputs.notEnforced ?? [];
+  const mountSummary = describeMounts(draft.mounts);
+  const facts = { ...fsPlan, tier, notEnforced, identity, privileged, mountSummary, rules, seccomp, rlimits };
+  return {
+    driver: 'linux',
+    summary: namespaceSummary(net, inputs, facts),
+    tier,
+    notEnforced,
+    identity,
+    launch,
+    home: inputs.sessionHome === undefined ? null : { inner: INNER_HOME, host: inputs.sessionHome },
+    bwrapArgs: [...bwrap, INNER_HELPER, ...helper, '--'],
+    helperArgs: helper,
+    // No TCP rules: see `namespaceHelperArgs`.
+    landlock: { mode: inputs.landlock, rules, tcp: null, scoped: true },
+    seccomp: seccompSection(seccomp, seccompNetwork, caps),
+    limits: limitsSection(rlimits, caps, inputs),
+    network: networkSection(net, inputs.proxySocket),
+    mounts: mountSummary,
+    stubs: [...fsPlan.protection.stubs, ...fsPlan.homeProtection.stubs],
+    cwd,
+    workspace,
+  };
+}
+
+/**
+ * The filesystem steps, in order: system mounts, grants, hidden paths, protected paths, and the managed
+ * proxy's socket for allowHosts. With none and allowHosts the sandbox has its own network namespace with
+ * only a loopback interface (and, for allowHosts, the bridge on it): inet sockets reach nothing but that
+ * loopback.
+ *
+ * @throws {InvalidInputError} for a granted path that does not exist, or a symlinked protected path.
+ */
+function planFilesystem(
+  draft: PlanDraft,
+  caps: SandboxCapabilities,
+  workspace: string,
+  inputs: ProfileInputs,
+  privileged: boolean,
+): WritableRootsProtection & { readonly vaultHidden: readonly string[] } {
+  addSystemMounts(draft, inputs.host, caps.maxMemoryMb, inputs);
+  addGrants(draft, caps, workspace, inputs.sessionHome);
+  const vaultHidden = hidePaths(draft, caps, workspace, inputs, privileged);
+  const protection = protectWritableRoots(draft, caps, workspace, inputs);
+  if (caps.network.kind === 'allowHosts') {
+    if (inputs.proxySocket === undefined) throw new Error('allowHosts needs a proxy socket');
+    draft.mounts.push({ op: 'bind', src: inputs.proxySocket, dest: INNER_PROXY_SOCKET });
+  }
+  return { ...protection, vaultHidden };
+}
+
+function networkSection(
+  net: SandboxCapabilities['network'],
+  proxySocket: string | undefined,
+): LinuxProfile['network'] {
+  return {
+    policy: net.kind,
+    namespace: net.kind === 'allowAll' ? 'shared' : 'own',
+    proxySocket: net.kind === 'allowHosts' ? (proxySocket ?? null) : null,
+    bridge: net.kind === 'allowHosts' ? `127.0.0.1:${BRIDGE_PORT} -> ${INNER_PROXY_SOCKET}` : null,
+    hosts: net.kind === 'allowHosts' ? net.hosts : [],
+  };
+}

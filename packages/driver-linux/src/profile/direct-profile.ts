@@ -1,0 +1,188 @@
+/**
+ * Tier 3's plan: no namespaces and no mounts; the helper (`--direct`) confines the command with Landlock
+ * (`direct-rules.ts`), seccomp and limits, and the launcher checks the protected paths after the run.
+ */
+import { DriverError, type SandboxCapabilities } from '@aleph/sandbox-core';
+import { LaunchPlan } from '../mounts/launch-plan.js';
+import { homesWithin, planCheckedPaths } from '../mounts/protected-paths.js';
+import { buildSeccompProgram, type SeccompNetworkMode } from '../seccomp/seccomp-program.js';
+import { addGrantRules, systemRules } from './direct-rules.js';
+import { directSummary } from './direct-summary.js';
+import { pathKind } from './etc-rules.js';
+import { landlockArgs, rlimitArgs } from './helper-args.js';
+import { limitsSection, seccompSection } from './profile-sections.js';
+import type { DirectInputs, LandlockRule, LinuxProfile } from './profile-types.js';
+
+/** System V IPC: no IPC namespace keeps the host's segments, semaphores and queues apart. */
+const SYSV_IPC = [
+  'shmget',
+  'shmat',
+  'shmctl',
+  'shmdt',
+  'semget',
+  'semop',
+  'semctl',
+  'semtimedop',
+  'msgget',
+  'msgsnd',
+  'msgrcv',
+  'msgctl',
+] as const;
+
+/** In the helper arguments: the driver puts the loopback proxy's port there at run time. */
+export const PROXY_PORT_ARG = '@PROXY_PORT';
+
+/**
+ * The tier 3 plan: no namespaces and no mounts. The helper (`--direct`) confines the command with Landlock
+ * alone: the system directories read-only, /etc entry by entry without its secrets, a few devices, /proc,
+ * the grants, the workspace, the session HOME and a private TMPDIR; seccomp keeps its denylist and gets a
+ * socket gate for a host network (see `SeccompNetworkMode`). Grants (and a workspace) that would show what
+ * the other tiers hide (vault paths, other sessions, /etc's secrets) are refused: Landlock cannot hide a
+ * sub-path of a grant; so is one inside the state directory, which holds the launcher's snapshots. The
+ * protected paths cannot be read-only: the launcher checks them after the run (`planCheckedPaths`), and
+ * sweeps the writable roots for repositories the command created or changed, as in the other tiers.
+ *
+ * @throws {InvalidInputError} for a granted path that does not exist, or a symlinked protected path.
+ * @throws {DriverError} `ALEPH_CAPABILITY_UNSUPPORTED` for a grant or workspace covering a hidden path or inside the state directory, or allowHosts without Landlock ABI 4.
+ */
+export function buildDirectProfile(
+  caps: SandboxCapabilities,
+  cwd: string,
+  workspace: string,
+  inputs: DirectInputs,
+): LinuxProfile {
+  const rules = systemRules(inputs.host);
+  addGrantRules(rules, caps, workspace, inputs);
+  const net = caps.network;
+  const network = directNetwork(net.kind, inputs.landlockAbi);
+  const seccomp = buildSeccompProgram({
+    arch: inputs.arch,
+    network,
+    denySpawn: !caps.spawnSubprocess,
+    extraDenied: SYSV_IPC,
+  });
+  const uid = inputs.host.isRoot ? inputs.sandboxUid : undefined;
+  const identity: LinuxProfile['identity'] =
+    uid === undefined
+      ? { mode: 'keep-uid', uid: inputs.host.uid, capabilities: 'none' }
+      : { mode: 'drop-to-uid', uid, gid: inputs.sandboxGid ?? uid, range: null };
+  const rlimits: Record<string, number> = { CORE: 0 };
+  if (caps.maxMemoryMb !== undefined) rlimits.AS = caps.maxMemoryMb * 1024 * 1024;
+  // No TCP bind at all; connects only to the proxy's port (allowHosts) or nowhere (none).
+  const tcp = net.kind === 'allowAll' ? null : { connectPorts: net.kind === 'allowHosts' ? [0] : [] };
+  const helper = directHelperArgs({ uid, gid: inputs.sandboxGid ?? uid, rlimits, rules, tcp, net, cwd });
+  const guard = guardPlan(caps, workspace, inputs);
+  const notEnforced = inputs.notEnforced ?? [];
+  return {
+    driver: 'linux',
+    summary: directSummary(net, inputs, {
+      notEnforced,
+      identity,
+      uid,
+      rules,
+      tcp,
+      seccomp,
+      rlimits,
+      ...guard,
+    }),
+    tier: 'direct',
+    notEnforced,
+    identity,
+    launch: guard.launch,
+    home: inputs.sessionHome === undefined ? null : { inner: inputs.sessionHome, host: inputs.sessionHome },
+    bwrapArgs: [],
+    helperArgs: helper,
+    landlock: { mode: 'required', rules, tcp, scoped: true },
+    seccomp: seccompSection(seccomp, network, caps),
+    limits: limitsSection(rlimits, caps, inputs),
+    network: {
+      policy: net.kind,
+      namespace: 'shared',
+      proxySocket: null,
+      bridge: null,
+      hosts: net.kind === 'allowHosts' ? net.hosts : [],
+    },
+    mounts: [],
+    stubs: [],
+    cwd,
+    workspace,
+    tmpDir: inputs.tmpDir,
+  };
+}
+
+/**
+ * The socket gate for a host network: none, inet stream sockets whose connects Landlock limits to the
+ * proxy's port (which needs Landlock ABI 4), or the host's inet sockets.
+ */
+function directNetwork(
+  kind: SandboxCapabilities['network']['kind'],
+  landlockAbi: number,
+): SeccompNetworkMode {
+  if (kind === 'allowHosts' && landlockAbi < 4)
+    throw new DriverError(
+      'ALEPH_CAPABILITY_UNSUPPORTED',
+      'linux',
+      `allowHosts in tier 3 (no network namespace) needs Landlock ABI 4 to limit TCP connects to the proxy; this kernel has ABI ${landlockAbi}`,
+    );
+  return kind === 'none' ? 'pairs-only' : kind === 'allowHosts' ? 'inet-stream' : 'host-inet';
+}
+
+/** The `--direct` helper's arguments: identity, rlimits, Landlock (with TCP rules), cwd and descriptors. */
+function directHelperArgs(options: {
+  readonly uid: number | undefined;
+  readonly gid: number | undefined;
+  readonly rlimits: Readonly<Record<string, number>>;
+  readonly rules: readonly LandlockRule[];
+  readonly tcp: { readonly connectPorts: readonly number[] } | null;
+  readonly net: SandboxCapabilities['network'];
+  readonly cwd: string;
+}): string[] {
+  const helper: string[] = [];
+  if (options.uid !== undefined) helper.push('--uid', String(options.uid), '--gid', String(options.gid));
+  helper.push(...rlimitArgs(options.rlimits));
+  helper.push('--landlock', 'required');
+  helper.push(...landlockArgs(options.rules));
+  if (options.tcp !== null) {
+    helper.push('--ll-net', 'on');
+    if (options.net.kind === 'allowHosts') helper.push('--ll-connect', PROXY_PORT_ARG);
+  }
+  helper.push('--ll-scope', 'on', '--chdir', options.cwd, '--seccomp-fd', '3', '--env-fd', '4');
+  return helper;
+}
+
+/** The launcher's part: what it checks after the run, and its arguments. */
+interface GuardPlan {
+  readonly launch: string[];
+  readonly writableRoots: readonly string[];
+  readonly checked: { readonly summary: readonly string[] };
+  readonly homeChecked: { readonly summary: readonly string[] };
+}
+
+/**
+ * Protected paths cannot be read-only without mounts: the launcher checks them after the run, in the
+ * writable roots and the home directories they hold, and sweeps the roots for repositories; it reaps
+ * whatever the command leaves.
+ *
+ * @throws {InvalidInputError} for a symlinked protected path.
+ */
+function guardPlan(caps: SandboxCapabilities, workspace: string, inputs: DirectInputs): GuardPlan {
+  const plan = new LaunchPlan();
+  const writableRoots = [workspace, ...caps.fsWrite.filter((p) => pathKind(p) === 'dir')];
+  const checked = planCheckedPaths(plan, writableRoots, inputs.protectedPaths);
+  const homeChecked = planCheckedPaths(
+    plan,
+    homesWithin(writableRoots, inputs.host.home),
+    inputs.homeProtectedPaths,
+  );
+  const sweeps = writableRoots.flatMap((root) => ['--git-sweep', plan.open(root)]);
+  const launch = [
+    '--state',
+    inputs.stateDir,
+    '--reap',
+    ...plan.args,
+    ...sweeps,
+    ...checked.args,
+    ...homeChecked.args,
+  ];
+  return { launch, writableRoots, checked, homeChecked };
+}

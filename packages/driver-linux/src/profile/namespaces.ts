@@ -1,0 +1,68 @@
+/**
+ * Who a tier 1–2 command runs as and in which namespaces: the identity (root host: a uid of its own, or a
+ * fixed one; otherwise a user namespace) and bubblewrap's arguments for namespaces and capabilities.
+ */
+import type { LinuxProfile, ProfileInputs } from './profile-types.js';
+
+/** The identity: tier 1 drops to a uid of the command's own (or the fixed `sandboxUid`), tier 2 maps one. */
+export function profileIdentity(inputs: ProfileInputs, privileged: boolean): LinuxProfile['identity'] {
+  if (!privileged) return { mode: 'user-namespace', uid: inputs.innerUid ?? inputs.host.uid };
+  return inputs.sandboxUid === undefined
+    ? { mode: 'drop-to-uid', uid: 'per-run', gid: 'per-run', range: inputs.uidRange }
+    : {
+        mode: 'drop-to-uid',
+        uid: inputs.sandboxUid,
+        gid: inputs.sandboxGid ?? inputs.sandboxUid,
+        range: null,
+      };
+}
+
+/**
+ * bwrap's arguments up to the helper: namespaces, capabilities, identity, session and hostname, then its
+ * mounts (`mountArgs`); the helper changes into the cwd once its own mounts are made.
+ */
+export function bwrapArgs(
+  options: {
+    readonly sharedNetwork: boolean;
+    readonly privileged: boolean;
+    readonly devInHelper: boolean;
+    readonly innerUid: number | undefined;
+  },
+  mountArgs: readonly string[],
+): string[] {
+  const bwrap: string[] = ['--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try'];
+  if (!options.sharedNetwork) bwrap.push('--unshare-net');
+  if (options.privileged) {
+    // bwrap runs as root without a user namespace (a root-mapped one would keep root's file identity);
+    // the helper attaches the idmapped user-path mounts (CAP_SYS_ADMIN, and the two DAC capabilities to
+    // resolve mount points in directories the idmap shows as the sandbox uid's), then empties the
+    // bounding set and switches to the sandbox uid (the other three), before anything of the command runs.
+    bwrap.push(
+      '--cap-drop',
+      'ALL',
+      '--cap-add',
+      'CAP_SYS_ADMIN',
+      '--cap-add',
+      'CAP_DAC_OVERRIDE',
+      '--cap-add',
+      'CAP_DAC_READ_SEARCH',
+      '--cap-add',
+      'CAP_SETUID',
+      '--cap-add',
+      'CAP_SETGID',
+      '--cap-add',
+      'CAP_SETPCAP',
+    );
+    // The helper makes /dev's device nodes (devfs.c).
+    if (options.devInHelper) bwrap.push('--cap-add', 'CAP_MKNOD');
+  } else {
+    bwrap.push('--unshare-user');
+    // Root without CAP_SYS_ADMIN (tier 2): root is shown as another uid inside, so its files are not root's.
+    if (options.innerUid !== undefined)
+      bwrap.push('--uid', String(options.innerUid), '--gid', String(options.innerUid));
+    bwrap.push('--disable-userns', '--cap-drop', 'ALL');
+  }
+  bwrap.push('--die-with-parent', '--new-session', '--hostname', 'aleph-sandbox');
+  bwrap.push(...mountArgs, '--chdir', '/');
+  return bwrap;
+}

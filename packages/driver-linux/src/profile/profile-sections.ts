@@ -1,0 +1,34 @@
+/** The `seccomp` and `limits` sections of a profile, the same for every tier. */
+import type { SandboxCapabilities } from '@aleph/sandbox-core';
+import type { SeccompNetworkMode, SeccompProgram } from '../seccomp/seccomp-program.js';
+import type { LinuxProfile } from './profile-types.js';
+
+/** The seccomp program with its settings, the program as base64. */
+export function seccompSection(
+  seccomp: SeccompProgram,
+  network: SeccompNetworkMode,
+  caps: SandboxCapabilities,
+): LinuxProfile['seccomp'] {
+  return {
+    arch: seccomp.arch,
+    network,
+    denySpawn: !caps.spawnSubprocess,
+    instructions: seccomp.instructions,
+    rules: seccomp.rules,
+    program: Buffer.from(seccomp.bytes).toString('base64'),
+  };
+}
+
+/** The rlimits and the limits a cgroup would apply. */
+export function limitsSection(
+  rlimits: Readonly<Record<string, number>>,
+  caps: SandboxCapabilities,
+  inputs: { readonly maxPids: number; readonly cpuQuotaPercent: number | undefined },
+): LinuxProfile['limits'] {
+  return {
+    rlimits,
+    maxPids: inputs.maxPids,
+    maxMemoryMb: caps.maxMemoryMb ?? null,
+    cpuQuotaPercent: inputs.cpuQuotaPercent ?? null,
+  };
+}

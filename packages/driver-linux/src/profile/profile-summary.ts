@@ -1,0 +1,102 @@
+/**
+ * A plan in words: the `summary` lines `aleph-sandbox profile` prints, one per fact (identity,
+ * namespaces, each mount, protected paths, Landlock, seccomp, limits, network). The lines both tiers'
+ * plans share are here too.
+ */
+import type { SandboxCapabilities } from '@aleph/sandbox-core';
+import type { ProtectionPlan } from '../mounts/protected-paths.js';
+import type { MountOp } from '../mounts/render-mounts.js';
+import { BRIDGE_PORT, INNER_HOME } from '../options.js';
+import type { SeccompProgram } from '../seccomp/seccomp-program.js';
+import type { LandlockRule, LinuxProfile, ProfileInputs } from './profile-types.js';
+
+/** Each mount in words. */
+export function describeMounts(ops: readonly MountOp[]): string[] {
+  return ops.map((op) => {
+    switch (op.op) {
+      case 'ro-bind':
+        return `mount: ${op.dest} read-only${op.src === op.dest ? '' : ` (from ${op.src})`}`;
+      case 'bind':
+        return `mount: ${op.dest} read-write${op.src === op.dest ? '' : ` (from ${op.src})`}`;
+      case 'mask-file':
+        return `mount: ${op.dest} hidden (empty)`;
+      case 'tmpfs':
+        return `mount: ${op.dest} ${op.hide ? 'hidden (empty)' : `private tmpfs${op.sizeBytes === undefined ? '' : ` of ${op.sizeBytes / 1048576} MiB`}`}`;
+      case 'symlink':
+        return `mount: ${op.dest} -> ${op.target}`;
+      default:
+        return `mount: ${op.dest} fresh ${op.op}`;
+    }
+  });
+}
+
+/** `access path; access path; …`. */
+export function rulesInWords(rules: readonly LandlockRule[]): string {
+  return rules.map((r) => `${r.access} ${r.path}`).join('; ');
+}
+
+/** `RLIMIT_NAME=VALUE, …`. */
+export function rlimitsInWords(rlimits: Readonly<Record<string, number>>): string {
+  return Object.entries(rlimits)
+    .map(([k, v]) => `RLIMIT_${k}=${v}`)
+    .join(', ');
+}
+
+/** The git sweep after the run, in words. */
+export function gitSweepInWords(writableRoots: readonly string[]): string {
+  return `git: after the run, control files (config, hooks, commondir, info, modules, worktrees, a .git file or symlink) of repositories created or changed below ${writableRoots.join(', ')} are renamed aside (NAME.aleph-quarantined) and reported`;
+}
+
+/** Everything a tier 1–2 summary says. */
+export interface NamespaceSummaryFacts {
+  readonly tier: string;
+  readonly notEnforced: readonly string[];
+  readonly identity: LinuxProfile['identity'];
+  readonly privileged: boolean;
+  readonly mountSummary: readonly string[];
+  readonly writableRoots: readonly string[];
+  readonly protection: ProtectionPlan;
+  readonly homeProtection: ProtectionPlan;
+  readonly vaultHidden: readonly string[];
+  readonly rules: readonly LandlockRule[];
+  readonly seccomp: SeccompProgram;
+  readonly rlimits: Readonly<Record<string, number>>;
+}
+
+/** The summary of a tier 1–2 plan, the tier and its gaps first. */
+export function namespaceSummary(
+  net: SandboxCapabilities['network'],
+  inputs: ProfileInputs,
+  facts: NamespaceSummaryFacts,
+): string[] {
+  return [
+    `tier: ${facts.tier}`,
+    ...facts.notEnforced.map((g) => `not enforced: ${g}`),
+    `identity: ${identityInWords(facts.identity, inputs)}`,
+    `namespaces: mount, pid, ipc, uts, cgroup${net.kind === 'allowAll' ? '' : ', net'}${facts.privileged ? '' : ', user'}; dies with its parent; new session`,
+    ...facts.mountSummary,
+    ...(inputs.sessionHome === undefined ? [] : [`home: HOME=${INNER_HOME} (from ${inputs.sessionHome})`]),
+    ...facts.protection.summary.map((s) => `protected: ${s}`),
+    gitSweepInWords(facts.writableRoots),
+    ...facts.homeProtection.summary.map((s) => `protected (home): ${s}`),
+    ...facts.vaultHidden.map((v) => `vault hidden: ${v}`),
+    `landlock (${inputs.landlock}): ${rulesInWords(facts.rules)}; abstract unix sockets and signals scoped`,
+    ...facts.seccomp.rules.map((r) => `seccomp: ${r}`),
+    `limits: ${rlimitsInWords(facts.rlimits)}; processes ≤ ${inputs.maxPids}${inputs.cpuQuotaPercent ? `; CPU ≤ ${inputs.cpuQuotaPercent}% (cgroup)` : ''}`,
+    networkInWords(net),
+  ];
+}
+
+function identityInWords(identity: LinuxProfile['identity'], inputs: ProfileInputs): string {
+  if (identity.mode === 'drop-to-uid')
+    return `host is root; the program runs as ${identity.uid === 'per-run' ? `a uid of its own (${identity.range?.[0]}–${identity.range?.[1]}, one per running command)` : `uid ${identity.uid}/gid ${identity.gid}`} with no capabilities; the workspace and write grants are idmapped so their owner appears as that uid`;
+  return `user namespace as uid ${identity.uid}${inputs.innerUid !== undefined && inputs.host.isRoot ? ' (uid 0 outside: root-owned files it sees are its own)' : ''}, no capabilities, nested user namespaces disabled`;
+}
+
+function networkInWords(net: SandboxCapabilities['network']): string {
+  return net.kind === 'none'
+    ? 'network: own namespace with loopback only (bind, listen and connect on it work; nothing else is reachable)'
+    : net.kind === 'allowHosts'
+      ? `network: own namespace with loopback only; 127.0.0.1:${BRIDGE_PORT} bridged to the managed proxy allowing ${net.hosts.join(', ')}`
+      : 'network: the host network, unfiltered';
+}

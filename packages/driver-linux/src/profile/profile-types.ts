@@ -1,0 +1,141 @@
+/**
+ * What a profile is made of: the inputs a plan is built from besides the capabilities, and the plan
+ * itself (`LinuxProfile`), the JSON `aleph-sandbox profile` prints. Built by `build-profile.ts` (tiers 1
+ * and 2) and `direct-profile.ts` (tier 3).
+ */
+import type { SandboxCapabilities, SandboxProfile } from '@aleph/sandbox-core';
+import type { HostFacts } from '../host/host-facts.js';
+import type { FsView } from '../mounts/fs-view.js';
+import type { Stub } from '../mounts/protected-paths.js';
+import type { SeccompArch } from '../seccomp/bpf.js';
+import type { SeccompNetworkMode } from '../seccomp/seccomp-program.js';
+import type { LinuxTierId } from '../tiers/tiers.js';
+
+/** Everything a profile depends on besides the capabilities. */
+export interface ProfileInputs {
+  readonly host: HostFacts;
+  readonly arch: SeccompArch;
+  readonly helperPath: string;
+  readonly landlock: 'best-effort' | 'required';
+  readonly protectedPaths: readonly string[];
+  /** Kept read-only in every home directory a writable root holds (`DEFAULT_HOME_PROTECTED_PATHS`). */
+  readonly homeProtectedPaths: readonly string[];
+  readonly vaultPaths: readonly string[];
+  /** Root host: a fixed sandbox uid/gid, or `undefined` for one of `uidRange` per run. */
+  readonly sandboxUid: number | undefined;
+  readonly sandboxGid: number | undefined;
+  /** Root host: each run gets its own uid (and the same gid) from this inclusive range. */
+  readonly uidRange: readonly [number, number];
+  /** The host user's state directory (`~/.aleph/run`): stub records and uid locks. */
+  readonly stateDir: string;
+  /** The session's HOME on the host (mounted at `INNER_HOME`), or `undefined` for none. */
+  readonly sessionHome: string | undefined;
+  /**
+   * Root host: names the session to the fork server, which keeps its network namespace between its runs
+   * (native/linux/netpool.c). Sessions never share one. Default: runs make their own.
+   */
+  readonly networkKey?: string | undefined;
+  /**
+   * Root host: the helper makes /dev (native/linux/devfs.c, with mknod). `false` where the host cannot
+   * make device nodes (no CAP_MKNOD, a device policy): bwrap's --dev binds the host's. Default true.
+   */
+  readonly devInHelper?: boolean | undefined;
+  readonly maxPids: number;
+  /** `RLIMIT_NOFILE` (see `LinuxDriverOptions.maxOpenFiles`). Default `DEFAULT_MAX_OPEN_FILES`. */
+  readonly maxOpenFiles?: number | undefined;
+  /** The driver's `RLIMIT_FSIZE` in MiB; a command's `maxFileMb` may only lower it. Default: none. */
+  readonly maxFileMb?: number | undefined;
+  /** Size of each private tmpfs in MiB (see `tmpfsSizeBytes`). */
+  readonly tmpfsSizeMb?: number | undefined;
+  readonly cpuQuotaPercent: number | undefined;
+  /** The Unix socket of the managed proxy for `allowHosts` (computed by the driver). */
+  readonly proxySocket: string | undefined;
+  /**
+   * bwrap runs with root's privileges and the helper drops to the sandbox uid (tier 1). Default: the host
+   * is root. `false` on a root host is tier 2: bwrap makes a user namespace.
+   */
+  readonly privileged?: boolean;
+  /** Tier 2 on a root host: the uid (and gid) root is shown as inside the user namespace. */
+  readonly innerUid?: number;
+  /** The tier this profile is for, and what it does not enforce (see `tiers/tiers.ts`). */
+  readonly tier?: LinuxTierId;
+  readonly notEnforced?: readonly string[];
+  /** Where the plan reads the filesystem. Default the real one; the driver records it to cache plans. */
+  readonly fs?: FsView;
+}
+
+/** Tier 3 inputs beyond the usual ones. */
+export interface DirectInputs extends ProfileInputs {
+  readonly landlockAbi: number;
+  /** The session's private TMPDIR on the host. */
+  readonly tmpDir: string;
+}
+
+/** One Landlock rule as the helper applies it. */
+export interface LandlockRule {
+  readonly path: string;
+  readonly access: 'read-exec' | 'read-write-exec' | 'device' | 'list';
+}
+
+/** The Linux profile: an inspectable, JSON-serialisable plan. `aleph-sandbox profile` prints it. */
+export interface LinuxProfile extends SandboxProfile {
+  readonly driver: 'linux';
+  readonly identity:
+    | {
+        readonly mode: 'drop-to-uid';
+        /** A fixed uid, or `'per-run'`: the launcher picks a free one of `range` for each run. */
+        readonly uid: number | 'per-run';
+        readonly gid: number | 'per-run';
+        readonly range: readonly [number, number] | null;
+      }
+    | { readonly mode: 'user-namespace'; readonly uid: number }
+    /** Tier 3: the host's uid, every capability dropped (no namespace to map it in). */
+    | { readonly mode: 'keep-uid'; readonly uid: number; readonly capabilities: 'none' };
+  /** The tier that runs it (`namespaces`, `user-namespace`, `direct`). */
+  readonly tier: LinuxTierId;
+  /** What this tier does not enforce here, each `name: sentence`. */
+  readonly notEnforced: readonly string[];
+  /**
+   * Arguments of the host-side launcher (`aleph-sandbox-init --launch …`) before its `--`: the user paths
+   * it opens without following symlinks, the stubs it may create, the mounts it clones (root host), the
+   * uid range and the state directory. `@NAME`, `@UID` and `@GID` in `bwrapArgs` are its substitutions.
+   */
+  readonly launch: readonly string[];
+  /** HOME inside the sandbox and the host directory behind it. */
+  readonly home: { readonly inner: string; readonly host: string } | null;
+  /** bwrap arguments up to and including the helper invocation and its `--`. */
+  readonly bwrapArgs: readonly string[];
+  readonly helperArgs: readonly string[];
+  readonly landlock: {
+    readonly mode: 'best-effort' | 'required';
+    readonly rules: readonly LandlockRule[];
+    readonly tcp: { readonly connectPorts: readonly number[] } | null;
+    readonly scoped: boolean;
+  };
+  readonly seccomp: {
+    readonly arch: SeccompArch;
+    readonly network: SeccompNetworkMode;
+    readonly denySpawn: boolean;
+    readonly instructions: number;
+    readonly rules: readonly string[];
+    /** The BPF program, base64. */
+    readonly program: string;
+  };
+  readonly limits: {
+    readonly rlimits: Readonly<Record<string, number>>;
+    readonly maxPids: number;
+    readonly maxMemoryMb: number | null;
+    readonly cpuQuotaPercent: number | null;
+  };
+  readonly network: {
+    readonly policy: SandboxCapabilities['network']['kind'];
+    readonly namespace: 'own' | 'shared';
+    readonly proxySocket: string | null;
+    readonly bridge: string | null;
+    readonly hosts: readonly string[];
+  };
+  readonly mounts: readonly string[];
+  readonly stubs: readonly Stub[];
+  readonly cwd: string;
+  readonly workspace: string;
+}

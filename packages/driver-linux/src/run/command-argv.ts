@@ -1,0 +1,47 @@
+/**
+ * What the launcher runs after its `--`: bwrap and its arguments up to the helper (tiers 1–2) or the
+ * helper `--direct` (tier 3), the run's process limit, then the program and its arguments.
+ */
+import type { DriverRunRequest } from '@aleph/sandbox-core';
+import type { HostFacts } from '../host/host-facts.js';
+import { PROXY_PORT_ARG } from '../profile/direct-profile.js';
+import type { LinuxProfile } from '../profile/profile-types.js';
+import { processesOf } from './process-count.js';
+
+/** Where the programs are, and the loopback proxy's port of a tier 3 allowHosts run. */
+export interface ArgvContext {
+  readonly host: HostFacts;
+  readonly helperPath: string;
+  readonly bwrapPath: string;
+  readonly proxyPort: number | undefined;
+}
+
+/** The argv of one run. */
+export function commandArgv(profile: LinuxProfile, request: DriverRunRequest, ctx: ArgvContext): string[] {
+  const args =
+    profile.tier === 'direct'
+      ? [
+          ctx.helperPath,
+          '--direct',
+          ...profile.helperArgs.map((a) => (a === PROXY_PORT_ARG ? String(ctx.proxyPort) : a)),
+          '--',
+        ]
+      : [ctx.bwrapPath, ...profile.bwrapArgs];
+  // Both end in the helper's `--`: the process limit is one of its options.
+  args.splice(args.length - 1, 0, '--rlimit', `NPROC=${processLimit(profile, ctx.host)}`);
+  args.push(request.program, ...request.args);
+  return args;
+}
+
+/**
+ * RLIMIT_NPROC counts every process of the uid, so a shared uid's budget is on top of what it already
+ * runs; a uid of the command's own starts from nothing.
+ */
+function processLimit(profile: LinuxProfile, host: HostFacts): number {
+  const sharedUid = !host.isRoot
+    ? host.uid
+    : profile.identity.mode === 'drop-to-uid' && typeof profile.identity.uid === 'number'
+      ? profile.identity.uid
+      : undefined;
+  return profile.limits.maxPids + (sharedUid === undefined ? 0 : processesOf(sharedUid));
+}

@@ -1,0 +1,262 @@
+/**
+ * The run folder: running one command by its plan. This file is the driver's `run`: check once that the
+ * host can run it, prepare the host side (state directory, session HOME, proxy lease, private TMPDIR),
+ * build the environment and the launcher's argv, make the cgroup leaf, start the launcher (through the
+ * fork server), read the outcome, and clean up. The pieces: the fork server (`fork-server*.ts`), the
+ * command's environment and argv, the session HOME, the launcher's report and the run's result.
+ */
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import type { ProxyLease } from '@aleph/proxy/pool';
+import {
+  type BoundedRunOptions,
+  DriverError,
+  type DriverRunRequest,
+  InvalidInputError,
+  runBoundedProcess,
+  type SandboxOutput,
+  sessionKeyToFilename,
+} from '@aleph/sandbox-core';
+import type { CgroupLimits, CgroupManager } from '../host/cgroup.js';
+import type { HostFacts } from '../host/host-facts.js';
+import { BRIDGE_PORT, HOST_SIDE_ENV } from '../options.js';
+import type { LinuxProfile } from '../profile/profile-types.js';
+import { linuxNotEnforced } from '../tiers/not-enforced.js';
+import { commandArgv } from './command-argv.js';
+import { commandEnv, encodeEnv, refuseLoaderEnv } from './command-env.js';
+import type { ForkServer } from './fork-server.js';
+import { PrivateTmps } from './private-tmp.js';
+import type { ProxyPools } from './proxy-pools.js';
+import { launchOutput } from './run-result.js';
+import { checkRunnable, type Runnable } from './runnable.js';
+import { ensureSessionHome, type GitIdentity, readGitIdentity } from './session-home.js';
+
+/** What a run needs of the driver's settings. */
+export interface RunSettings {
+  readonly host: HostFacts;
+  readonly helperPath: string;
+  readonly bwrap: string;
+  readonly stateDir: string;
+  readonly homeRoot: string | undefined;
+  readonly allowLoaderEnv: readonly string[];
+  readonly envAllowlist: readonly string[];
+  readonly topLevelProtected: readonly string[];
+  readonly sandboxUid: number | undefined;
+}
+
+/** The driver's parts a run uses. */
+export interface RunParts {
+  readonly pools: ProxyPools;
+  readonly forkServer: ForkServer | undefined;
+  /** The checked cgroup's manager, once found (none: rlimits). */
+  readonly cgroupManager: () => Promise<CgroupManager | undefined>;
+  /** A plan's seccomp program as bytes. */
+  readonly seccompBytes: (profile: LinuxProfile) => Buffer;
+}
+
+/** Runs commands by their plans, for one driver. */
+export class CommandRunner {
+  #disposed = false;
+  #runnable: Runnable | undefined;
+  #cgroups: CgroupManager | undefined;
+  #stateReady = false;
+  #gitIdentity: GitIdentity | undefined;
+  #runs = 0;
+  readonly #tmps = new PrivateTmps();
+
+  constructor(
+    readonly settings: RunSettings,
+    readonly parts: RunParts,
+    /** Report names no other driver instance (or an earlier process of this pid) can have used. */
+    readonly reportPrefix: string,
+  ) {}
+
+  /** Runs `request` by its plan (`request.profile`). */
+  async run(request: DriverRunRequest): Promise<SandboxOutput> {
+    if (this.#disposed)
+      throw new DriverError('ALEPH_DRIVER_FAILED', 'linux', 'the Linux driver was disposed');
+    const profile = request.profile as LinuxProfile;
+    const direct = profile.tier === 'direct';
+    const runnable = await this.#checkRunnable(direct);
+    if (profile.driver !== 'linux' || !Array.isArray(profile.bwrapArgs)) {
+      throw new DriverError('ALEPH_DRIVER_FAILED', 'linux', 'the profile was not made by the Linux driver');
+    }
+    // Checked before anything is created: a refused request leaves the host as it found it.
+    refuseLoaderEnv(request.env, this.settings.allowLoaderEnv);
+    this.#prepareHost(profile, request);
+    const pool = this.parts.pools.forRun(direct);
+    const lease =
+      request.capabilities.network.kind === 'allowHosts'
+        ? await pool.acquire(request.capabilities.network.hosts)
+        : undefined;
+    const tmpDir = direct ? (profile.tmpDir as string) : undefined;
+    let leaf: string | undefined;
+    let reportFile: string | undefined;
+    try {
+      const { env, proxyPort } = this.#environment(profile, request, tmpDir, lease);
+      const { host, helperPath } = this.settings;
+      const argv = commandArgv(profile, request, {
+        host,
+        helperPath,
+        bwrapPath: runnable.bwrapPath,
+        proxyPort,
+      });
+      // Written only when the sweep has something to say, under a name of this run's own.
+      reportFile = path.join(this.settings.stateDir, `${this.reportPrefix}-${++this.#runs}`);
+      const launch = [...profile.launch, '--report', reportFile];
+      leaf = await this.#enterLeaf(profile, request, launch);
+      const result = await runBoundedProcess(this.#launcherRun(request, profile, launch, argv, env));
+      return launchOutput(result, profile, {
+        limits: runnable.limits,
+        reportFile,
+        notEnforced: this.#notEnforced(profile),
+      });
+    } catch (error) {
+      if (error instanceof DriverError || error instanceof InvalidInputError) throw error;
+      throw new DriverError(
+        'ALEPH_DRIVER_FAILED',
+        'linux',
+        `could not run ${request.program}: ${(error as Error).message}`,
+        {
+          cause: error,
+        },
+      );
+    } finally {
+      if (reportFile !== undefined && existsSync(reportFile)) rmSync(reportFile, { force: true });
+      lease?.release();
+      if (leaf !== undefined) await this.#cgroups?.destroyLeaf(leaf);
+      if (tmpDir !== undefined) this.#tmps.release(tmpDir);
+    }
+  }
+
+  /** No run starts after this. */
+  dispose(): void {
+    this.#disposed = true;
+  }
+
+  /**
+   * The run path checks only what it cannot do without (bwrap, the helper, an architecture with seccomp
+   * tables), once, and again for a tier 1–2 run after tier 3 ones; the helper itself enforces a required
+   * Landlock, and bwrap reports namespace failures. probe() does the full, slower inspection for doctor.
+   */
+  async #checkRunnable(direct: boolean): Promise<Runnable> {
+    if (this.#runnable === undefined || (this.#runnable.bwrapPath === '' && !direct)) {
+      const bwrapPath = checkRunnable(this.settings.bwrap, this.settings.helperPath, direct);
+      // The cgroup its check used, when the check worked; rlimits otherwise (probe() says why).
+      this.#cgroups = await this.parts.cgroupManager();
+      this.#runnable = { bwrapPath, limits: this.#cgroups === undefined ? 'rlimits' : 'cgroup v2' };
+    }
+    return this.#runnable;
+  }
+
+  /** The state directory (once), and the session's HOME when the plan has one. */
+  #prepareHost(profile: LinuxProfile, request: DriverRunRequest): void {
+    const { stateDir, homeRoot, host, topLevelProtected } = this.settings;
+    if (!this.#stateReady) {
+      mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+      this.#stateReady = true;
+    }
+    if (profile.home !== null && homeRoot !== undefined) {
+      this.#gitIdentity ??= readGitIdentity(host.home);
+      ensureSessionHome(
+        homeRoot,
+        sessionKeyToFilename(request.sessionId),
+        this.#gitIdentity,
+        topLevelProtected,
+      );
+    }
+  }
+
+  /**
+   * The command's environment (`commandEnv`), which goes to the helper on a pipe and is set only at its
+   * final execve, with the proxy variables of an allowHosts run; tier 3's private TMPDIR is made here.
+   */
+  #environment(
+    profile: LinuxProfile,
+    request: DriverRunRequest,
+    tmpDir: string | undefined,
+    lease: ProxyLease | undefined,
+  ): { env: Record<string, string>; proxyPort: number | undefined } {
+    const env = commandEnv(profile, request, this.settings.envAllowlist, tmpDir);
+    if (tmpDir !== undefined) this.#tmps.acquire(tmpDir);
+    const proxyPort = lease === undefined ? undefined : lease.proxy.address?.port;
+    if (lease !== undefined)
+      Object.assign(
+        env,
+        profile.tier === 'direct'
+          ? lease.proxy.env()
+          : lease.proxy.env({ host: '127.0.0.1', port: BRIDGE_PORT }),
+      );
+    return { env, proxyPort };
+  }
+
+  /** With a delegated cgroup: the run's leaf, which the launcher enters (`--enter-cgroup`). */
+  async #enterLeaf(
+    profile: LinuxProfile,
+    request: DriverRunRequest,
+    launch: string[],
+  ): Promise<string | undefined> {
+    if (this.#cgroups === undefined) return undefined;
+    const leaf = await this.#cgroups.createLeaf(leafLimits(profile, request));
+    launch.push('--enter-cgroup', leaf);
+    return leaf;
+  }
+
+  /**
+   * The launcher's run: `aleph-sandbox-init --launch LAUNCH -- ARGV`, with the seccomp program and the
+   * command's environment on descriptors 3 and 4.
+   */
+  #launcherRun(
+    request: DriverRunRequest,
+    profile: LinuxProfile,
+    launch: readonly string[],
+    argv: readonly string[],
+    env: Readonly<Record<string, string>>,
+  ): BoundedRunOptions {
+    const { forkServer, seccompBytes } = this.parts;
+    return {
+      file: this.settings.helperPath,
+      args: ['--launch', ...launch, '--', ...argv],
+      env: HOST_SIDE_ENV,
+      cwd: '/',
+      gracefulStop: { signal: 'SIGTERM', graceMs: 2000 },
+      ...(request.stdin === undefined ? {} : { stdin: request.stdin }),
+      timeoutMs: request.timeoutMs,
+      maxOutputBytes: request.maxOutputBytes,
+      extraFds: [seccompBytes(profile), encodeEnv(env)],
+      ...(forkServer === undefined ? {} : { starter: forkServer.start }),
+      ...(request.signal === undefined ? {} : { signal: request.signal }),
+      ...(request.onStdout === undefined ? {} : { onStdout: request.onStdout }),
+      ...(request.onStderr === undefined ? {} : { onStderr: request.onStderr }),
+    };
+  }
+
+  /** What the tier leaves open, then what the limits leave unbounded. */
+  #notEnforced(profile: LinuxProfile): string[] {
+    const { host, sandboxUid } = this.settings;
+    return [
+      ...profile.notEnforced,
+      ...linuxNotEnforced({
+        cgroup: this.#cgroups !== undefined,
+        isRoot: host.isRoot,
+        uid: host.isRoot ? (sandboxUid ?? 'per-run') : host.uid,
+        maxFileMb:
+          profile.limits.rlimits.FSIZE === undefined
+            ? undefined
+            : profile.limits.rlimits.FSIZE / (1024 * 1024),
+        cpuQuota: profile.limits.cpuQuotaPercent !== null,
+      }),
+    ];
+  }
+}
+
+/** The cgroup leaf's limits: the plan's process limit and CPU quota, the command's memory. */
+function leafLimits(profile: LinuxProfile, request: DriverRunRequest): CgroupLimits {
+  return {
+    pidsMax: profile.limits.maxPids,
+    ...(request.capabilities.maxMemoryMb === undefined
+      ? {}
+      : { memoryMaxBytes: request.capabilities.maxMemoryMb * 1024 * 1024 }),
+    ...(profile.limits.cpuQuotaPercent === null ? {} : { cpuQuotaPercent: profile.limits.cpuQuotaPercent }),
+  };
+}

@@ -1,0 +1,100 @@
+/**
+ * The tiers folder: which way commands run on this host and what that leaves open. This file: the Linux
+ * enforcement tiers, strongest first, and what each does not enforce (`tierGaps`). The preflight
+ * (`select-tier.ts`) runs a real `true` through each candidate and the strongest that works is used;
+ * `tier-fixes.ts` says what makes a failed one work, `with-tiers.ts` folds the verdict into the probe,
+ * `not-enforced.ts` names what the limits leave unbounded and `gap-fixes.ts` what closes each gap.
+ */
+
+/** Which way a command runs. */
+export type LinuxTierId = 'namespaces' | 'user-namespace' | 'direct';
+
+/** A tier's number (1 strongest) — `minimum_tier` compares these. */
+export type LinuxTierNumber = 1 | 2 | 3;
+
+export interface LinuxTier {
+  readonly id: LinuxTierId;
+  readonly number: LinuxTierNumber;
+  /** In words, for doctor and the profile. */
+  readonly label: string;
+}
+
+export const LINUX_TIERS: readonly LinuxTier[] = [
+  {
+    id: 'namespaces',
+    number: 1,
+    label:
+      'tier 1: bubblewrap namespaces, run as root; the helper drops to a uid of its own, with idmapped user paths',
+  },
+  {
+    id: 'user-namespace',
+    number: 2,
+    label: 'tier 2: bubblewrap inside a user namespace',
+  },
+  {
+    id: 'direct',
+    number: 3,
+    label: 'tier 3: no namespaces; the helper alone applies Landlock, seccomp and the limits',
+  },
+];
+
+export function linuxTier(id: LinuxTierId): LinuxTier {
+  return LINUX_TIERS.find((t) => t.id === id) as LinuxTier;
+}
+
+/**
+ * The tiers to try on this host, strongest first, none weaker than `minimumTier`. Tier 1 runs bwrap as
+ * root (it needs `CAP_SYS_ADMIN`); a non-root host starts at tier 2, which is what it always used.
+ */
+export function candidateTiers(isRoot: boolean, minimumTier: LinuxTierNumber): LinuxTierId[] {
+  return LINUX_TIERS.filter((t) => (isRoot || t.number > 1) && t.number <= minimumTier).map((t) => t.id);
+}
+
+/** What a tier's gaps depend on. */
+export interface TierGapContext {
+  readonly isRoot: boolean;
+  /** A delegated cgroup v2 limits the processes (else RLIMIT_NPROC, which does not bind uid 0). */
+  readonly cgroup: boolean;
+  readonly landlockAbi: number;
+  /** Tier 3 on a root host: the fixed uid the helper switches to (`sandboxUid`), if one is configured. */
+  readonly directUid: number | undefined;
+}
+
+/**
+ * What `tier` does not enforce here, each entry `name: sentence`. The name is stable: tests skip an escape
+ * test only where the tier declares its gap by that name.
+ */
+export function tierGaps(tier: LinuxTierId, ctx: TierGapContext): string[] {
+  const gaps: string[] = [];
+  const keepsRoot =
+    ctx.isRoot && (tier === 'user-namespace' || (tier === 'direct' && ctx.directUid === undefined));
+  if (tier === 'direct') {
+    gaps.push(
+      'host-processes: no PID namespace: host processes are visible in /proc' +
+        (ctx.landlockAbi >= 6
+          ? ' (signalling them is refused by Landlock scoping)'
+          : ', and without Landlock ABI 6 the command can signal processes of its uid'),
+      "host-tmp: /tmp is the host's, so it is not granted; TMPDIR is a private directory of the session",
+      'dev-shm: /dev/shm is not available (POSIX shared memory and semaphores fail); System V IPC is refused',
+      `host-network: no network namespace: with network none no socket can be made (no loopback server of the command's own); with allowHosts only TCP connects to the proxy's port${ctx.landlockAbi >= 4 ? ' (Landlock)' : ' — refused: it needs Landlock ABI 4'}; allowAll is the host's network`,
+      'protected-paths-during-run: no read-only mounts: .git/hooks, .git/config, .aleph and the other protected paths inside a writable root are writable while the command runs (Landlock cannot exempt a sub-path of a granted one); after it the launcher renames aside what the command created or changed there and puts the originals back from a snapshot taken before the run, so a host process reading them while the command runs can still see what it planted',
+      'root-listing: directories outside the grants cannot be listed, / included (`ls /` fails): a Landlock right to list / would cover every directory of the host',
+      'grants-by-path: Landlock rules are opened by path when the command starts, not from descriptors the launcher checked',
+    );
+  }
+  if (keepsRoot) {
+    gaps.push(
+      `root-file-identity: the command runs as uid 0 with no capabilities${tier === 'user-namespace' ? ' (shown as another uid in its user namespace)' : ''}: root-owned files it can see are readable and writable by their mode whatever it is, and the files it makes are root's`,
+    );
+    if (!ctx.cgroup)
+      gaps.push(
+        'process-limit: RLIMIT_NPROC does not bind uid 0, and no delegated cgroup v2 is here: the number of processes is not limited',
+      );
+  }
+  return gaps;
+}
+
+/** Only the names of the gaps (`host-tmp`, …). */
+export function gapNames(gaps: readonly string[]): string[] {
+  return gaps.map((g) => g.slice(0, g.indexOf(':')));
+}
