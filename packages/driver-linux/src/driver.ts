@@ -360,6 +360,16 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
   ): Promise<LinuxProfile> => {
     const chosen = await select();
     if (chosen.tier === undefined) {
+      // No helper fits this machine: that, not a tier, is what to fix (ALEPH_HELPER_MISSING).
+      const helper = checkHelperSync(helperPath);
+      if (!helper.ok && helper.code !== undefined) {
+        throw new DriverError(
+          helper.code,
+          'linux',
+          `the Linux sandbox cannot run here: ${helper.problem}; fix: ${helper.fix}`,
+          { details: { attempts: chosen.attempts } },
+        );
+      }
       const tried = chosen.attempts.map(
         (a) => `tier ${linuxTier(a.tier).number}: ${a.detail}${a.fix ? ` (fix: ${a.fix})` : ''}`,
       );
@@ -397,7 +407,8 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
           problems.push(`architecture: ${process.arch} has no seccomp tables here`);
         if (problems.length > 0) {
           throw new DriverError(
-            'ALEPH_DRIVER_UNAVAILABLE',
+            // No helper fits this machine: ALEPH_HELPER_MISSING, whose fix builds one.
+            !helper.ok && helper.code !== undefined ? helper.code : 'ALEPH_DRIVER_UNAVAILABLE',
             'linux',
             `the Linux sandbox cannot run here: ${problems.join('; ')}`,
             {

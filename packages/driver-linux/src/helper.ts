@@ -5,6 +5,7 @@ import {
   closeSync,
   constants,
   existsSync,
+  lstatSync,
   openSync,
   readFileSync,
   readSync,
@@ -12,6 +13,7 @@ import {
   statSync,
 } from 'node:fs';
 import { createRequire } from 'node:module';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -38,6 +40,8 @@ export type HelperCheck =
       readonly path: string;
       readonly problem: string;
       readonly fix: string;
+      /** Set when no helper fits this machine (none installed, or one for another architecture). */
+      readonly code?: 'ALEPH_HELPER_MISSING';
     };
 
 /** What `aleph-sandbox-init --probe` prints: what the kernel did when the helper used each mechanism. */
@@ -113,19 +117,61 @@ export function platformHelperPath(pkgDir: string, arch: string = process.arch):
   }
 }
 
+/** The command that builds the helper from the source driver-linux ships, where no prebuilt one fits. */
+export const BUILD_HELPER_COMMAND = 'npx aleph-sandbox build-helper';
+
+/** Where helpers built from source by {@link BUILD_HELPER_COMMAND} live: `~/.aleph/helper`. */
+export function userHelperRoot(home: string = os.homedir()): string {
+  return path.join(home, '.aleph', 'helper');
+}
+
 /**
- * The helper this host uses: one built from source into driver-linux's `native/` (only its install step
- * makes one, where no platform package fits or when asked to; the tarball ships none), else the prebuilt
- * one of the platform package for this architecture (`@aleph/driver-linux-x64`,
- * `@aleph/driver-linux-arm64`). When neither exists, the platform package's path is unknown and the
- * source build's is returned, so that {@link checkHelper} can say what to do.
+ * Where {@link BUILD_HELPER_COMMAND} puts the helper for the driver-linux package in `pkgDir`:
+ * `~/.aleph/helper/<version>-<arch>/aleph-sandbox-init` (a new version never uses an older build).
+ */
+export function userHelperPath(pkgDir: string, arch: string = process.arch, home?: string): string {
+  const { version } = JSON.parse(readFileSync(path.join(pkgDir, 'package.json'), 'utf8')) as {
+    version: string;
+  };
+  return path.join(userHelperRoot(home), `${version}-${arch}`, HELPER_NAME);
+}
+
+/**
+ * Why a helper under {@link userHelperRoot} cannot be trusted, or undefined when it can: the file and each
+ * directory from it up to `~/.aleph` must be owned by this user or root, be writable by nobody else, and
+ * not be a symlink (anyone who could replace the helper would run code outside every sandbox).
+ */
+export function userHelperDistrust(file: string, home: string = os.homedir()): string | undefined {
+  const stop = path.dirname(userHelperRoot(home));
+  const uid = process.getuid?.() ?? -1;
+  for (let at = file; ; at = path.dirname(at)) {
+    let st: ReturnType<typeof lstatSync>;
+    try {
+      st = lstatSync(at);
+    } catch (error) {
+      return `${at} cannot be read: ${(error as Error).message}`;
+    }
+    const kind = at === file ? st.isFile() : st.isDirectory();
+    if (!kind) return `${at} is not a ${at === file ? 'regular file' : 'directory'} (a symlink or other)`;
+    if (st.uid !== uid && st.uid !== 0) return `${at} belongs to uid ${st.uid}, not to this user or root`;
+    if ((st.mode & 0o022) !== 0)
+      return `${at} is writable by its group or others (mode ${(st.mode & 0o777).toString(8)})`;
+    if (at === stop || at === path.dirname(at)) return undefined;
+  }
+}
+
+/**
+ * The helper this host uses: one built from source by {@link BUILD_HELPER_COMMAND} for this version and
+ * architecture (in {@link userHelperPath}), else the prebuilt one of the platform package for this
+ * architecture (`@aleph/driver-linux-x64`, `@aleph/driver-linux-arm64`). When neither exists, the path a
+ * build would have is returned, so that {@link checkHelper} can say what to do.
  */
 export function resolveHelperPath(from: string = import.meta.url): string {
   const pkgDir = driverLinuxDir(from);
   if (pkgDir === undefined) return path.join(packageDirOf(from), 'native', HELPER_NAME);
-  const fromSource = path.join(pkgDir, 'native', HELPER_NAME);
-  if (existsSync(fromSource)) return fromSource;
-  return platformHelperPath(pkgDir) ?? fromSource;
+  const built = userHelperPath(pkgDir);
+  if (existsSync(built)) return built;
+  return platformHelperPath(pkgDir) ?? built;
 }
 
 /** Reads the ELF header: `undefined` when the file is not a 64-bit little-endian ELF file. */
@@ -147,8 +193,10 @@ function machineName(machine: number): string {
   return `ELF machine ${machine}`;
 }
 
-const REINSTALL_FIX = (arch: string) =>
-  `reinstall @aleph/driver-linux with optional dependencies (it brings ${helperPackageName(arch)}; --omit=optional and --no-optional leave it out), or install a C compiler (apt-get install -y gcc libc6-dev) and run \`npm rebuild @aleph/driver-linux\``;
+/** The fix for a helper that does not fit: one command, which builds it from the shipped source. */
+const BUILD_FIX = `build it from the shipped source: \`${BUILD_HELPER_COMMAND}\` (needs a C compiler: apt-get install -y gcc libc6-dev)`;
+/** What a helper that does not fit says first: the platform it was looked for. */
+const NONE_FITS = (arch: string) => `no sandbox helper fits this machine (linux-${arch}): `;
 
 /**
  * Whether the helper at `file` can be used: it exists, is executable (the mode is set here when a packer
@@ -184,7 +232,7 @@ export async function checkHelper(
       component: 'helper',
       path: file,
       problem: `${file} --probe failed (${error === null ? 'its output is not the probe JSON' : error.message.split('\n')[0]}): ${said}`,
-      fix: `run \`${file} --probe\` to see why; ${REINSTALL_FIX(options.arch ?? process.arch)}`,
+      fix: `run \`${file} --probe\` to see why; ${BUILD_FIX}`,
     };
   }
   return { ok: true, path: file, probe: parsed };
@@ -192,31 +240,43 @@ export async function checkHelper(
 
 /** {@link checkHelper} without the probe, for the run path (an access and a 20-byte read). */
 export function checkHelperSync(file: string, arch: string = process.arch): HelperCheck {
-  const fail = (problem: string, fix: string): HelperCheck => ({
+  const fail = (problem: string, fix: string, missing = false): HelperCheck => ({
     ok: false,
     component: 'helper',
     path: file,
-    problem,
+    problem: missing ? `${NONE_FITS(arch)}${problem}` : problem,
     fix,
+    ...(missing ? { code: 'ALEPH_HELPER_MISSING' as const } : {}),
   });
   if (!existsSync(file)) {
     return fail(
-      `${file} is not installed (no ${helperPackageName(arch)} and no build from source)`,
-      REINSTALL_FIX(arch),
+      `${file} is not installed (no ${helperPackageName(arch)}, and none built here)`,
+      BUILD_FIX,
+      true,
     );
+  }
+  if (file.startsWith(`${userHelperRoot()}${path.sep}`)) {
+    const distrust = userHelperDistrust(file);
+    if (distrust !== undefined) {
+      return fail(
+        `${file} is not trusted: ${distrust}`,
+        `remove ${path.dirname(file)} and run \`${BUILD_HELPER_COMMAND}\` again`,
+      );
+    }
   }
   const expected = HELPER_ELF_MACHINES[arch];
   let machine: number | undefined;
   try {
     machine = readElfMachine(file);
   } catch (error) {
-    return fail(`${file} cannot be read: ${(error as Error).message}`, REINSTALL_FIX(arch));
+    return fail(`${file} cannot be read: ${(error as Error).message}`, BUILD_FIX);
   }
-  if (machine === undefined) return fail(`${file} is not a 64-bit ELF executable`, REINSTALL_FIX(arch));
+  if (machine === undefined) return fail(`${file} is not a 64-bit ELF executable`, BUILD_FIX, true);
   if (expected !== undefined && machine !== expected.machine) {
     return fail(
       `${file} is built for the wrong architecture: ${machineName(machine)}, this host is ${expected.name}`,
-      REINSTALL_FIX(arch),
+      BUILD_FIX,
+      true,
     );
   }
   try {
@@ -229,7 +289,7 @@ export function checkHelperSync(file: string, arch: string = process.arch): Help
     } catch (error) {
       return fail(
         `${file} is not executable (mode ${(statSync(file).mode & 0o777).toString(8)}) and its mode cannot be changed: ${(error as Error).message}`,
-        `chmod 755 ${file} (as its owner), or ${REINSTALL_FIX(arch)}`,
+        `chmod 755 ${file} (as its owner), or ${BUILD_FIX}`,
       );
     }
   }

@@ -10,6 +10,7 @@ export { buildDirectProfile, etcRules } from './direct-profile.js';
 export { createLinuxDriver, LINUX_CAPABILITIES, type LinuxDriver } from './driver.js';
 export { type GapFixContext, linuxGapFixes } from './gap-fixes.js';
 export {
+  BUILD_HELPER_COMMAND,
   checkHelper,
   checkHelperSync,
   driverLinuxDir,
@@ -21,6 +22,9 @@ export {
   platformHelperPath,
   readElfMachine,
   resolveHelperPath,
+  userHelperDistrust,
+  userHelperPath,
+  userHelperRoot,
 } from './helper.js';
 export { type HostFacts, readHostFacts } from './host.js';
 export {

@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 /**
  * The `aleph-sandbox` command: dispatches to one module per subcommand (`cli/run.ts`, `profile.ts`,
- * `doctor.ts`, `policy.ts`, `proxy.ts`), prints help and the version, and turns what a subcommand throws
+ * `doctor.ts`, `policy.ts`, `proxy.ts`, `build-helper.ts`), prints help and the version, and turns what a subcommand throws
  * into one line on stderr and an exit code (2 for usage and config errors, 125 otherwise).
  */
 import { createRequire } from 'node:module';
 import { constants as osConstants } from 'node:os';
 import type { AlephError } from '@aleph/sandbox-core';
+import { buildHelper } from './cli/build-helper.js';
 import { doctor } from './cli/doctor.js';
 import { HELP, UsageError } from './cli/help.js';
 import { policy } from './cli/policy.js';
@@ -29,6 +30,8 @@ async function main(argv: string[]): Promise<number> {
       return policy(rest);
     case 'proxy':
       return proxy(rest);
+    case 'build-helper':
+      return buildHelper(rest);
     case undefined:
     case 'help':
     case '--help':
@@ -43,7 +46,7 @@ async function main(argv: string[]): Promise<number> {
     }
     default:
       throw new UsageError(
-        `unknown command ${JSON.stringify(command)}; use run, profile, doctor, policy or proxy (see --help)`,
+        `unknown command ${JSON.stringify(command)}; use run, profile, doctor, policy, proxy or build-helper (see --help)`,
       );
   }
 }

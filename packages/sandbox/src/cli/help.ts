@@ -9,6 +9,7 @@ Usage:
   aleph-sandbox doctor [--json] [--config FILE]          what this host can enforce, and fixes
   aleph-sandbox policy check ...                         the command filter (see aleph-policy --help)
   aleph-sandbox proxy ...                                the egress proxy (see aleph-proxy --help)
+  aleph-sandbox build-helper                             build the Linux helper from source (no prebuilt one fits)
 
 Run "aleph-sandbox <command> --help" for the flags of a command.`,
   run: `aleph-sandbox run [flags] -- PROGRAM [ARGS...]
@@ -44,6 +45,12 @@ limits, network), without running anything. --json prints the whole profile.`,
 Reports the driver for this host, each enforcement mechanism as it behaved when used (the helper, seccomp,
 Landlock, user namespaces, cgroups, each tier running a sandboxed \`true\`), the tier in use, what it does not
 enforce, and for anything missing the exact command that fixes it. "ready" only after a command ran sandboxed.`,
+  'build-helper': `aleph-sandbox build-helper
+
+Builds the Linux sandbox helper from the C source @aleph/driver-linux ships, for a machine no prebuilt
+helper fits (no @aleph/driver-linux-<arch> package for it, or optional dependencies left out), into
+~/.aleph/helper/<version>-<arch>/, where the driver finds it. Needs a C compiler (apt-get install -y gcc
+libc6-dev). Exit codes: 0 built and answering --probe; 1 could not be built (the fix is printed).`,
 };
 
 /** Bad flags or arguments: reported on one line, exit code 2. */
