@@ -42,6 +42,19 @@ describe('the regex engines', () => {
     expect(differ).toEqual([]);
   });
 
+  it('give the same decisions on every corpus case from a fresh re2js policy (its per-literal groups, before the whole set is compiled)', () => {
+    const differ: string[] = [];
+    let fresh = createCommandPolicy({}, { engine: 're2js' });
+    corpus.forEach((c, i) => {
+      // A policy compiles its whole set after 256 matches: a new one every 100 cases stays before that.
+      if (i % 100 === 0) fresh = createCommandPolicy({}, { engine: 're2js' });
+      const a = native.evaluate(c.cmd, { platform: c.platform });
+      if (JSON.stringify(fresh.evaluate(c.cmd, { platform: c.platform })) !== JSON.stringify(a))
+        differ.push(c.cmd);
+    });
+    expect(differ).toEqual([]);
+  });
+
   it('give the same rules on every example and near miss of every built-in rule', () => {
     const differ: string[] = [];
     let checked = 0;
@@ -73,9 +86,15 @@ describe('the regex engines', () => {
       '\u200b',
     );
     const text = fc.array(interesting, { maxLength: 60 }).map((a) => a.join(''));
+    let runs = 0;
+    let fresh = createCommandPolicy({}, { engine: 're2js' });
     fc.assert(
       fc.property(text, fc.constantFrom('posix' as const, 'windows' as const), (s, platform) => {
-        expect(pure.evaluate(s, { platform })).toEqual(native.evaluate(s, { platform }));
+        const expected = native.evaluate(s, { platform });
+        expect(pure.evaluate(s, { platform })).toEqual(expected);
+        // And from a policy still on its per-literal groups.
+        if (runs++ % 100 === 0) fresh = createCommandPolicy({}, { engine: 're2js' });
+        expect(fresh.evaluate(s, { platform })).toEqual(expected);
       }),
       { numRuns: 600 },
     );
