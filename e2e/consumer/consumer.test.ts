@@ -1,15 +1,14 @@
 // The packages as consumers meet them after a publish: every workspace package is packed (`pnpm pack`,
-// which runs each prepack), and the tarballs are installed into fresh projects outside the workspace,
-// once with npm and once with pnpm, with no C compiler on PATH. Then, in those projects: the README's
-// library example, `npx aleph-sandbox run`, doctor (and doctor facing a broken helper), a policy-only
-// consumer (import, require, tsc with node16 and bundler resolution), and a third-party driver package
-// running the conformance suite. Every tarball is also checked with publint and attw.
+// which runs each prepack), and the tarballs are installed into fresh projects outside the workspace with
+// each package manager's defaults — npm 11, pnpm 12 and Yarn 4 (node-modules linker) — with no approval
+// step (no allowScripts, no allowBuilds: no package has an install script to approve) and no C compiler on
+// PATH. Then, in those projects: the README's library example, `aleph-sandbox run`, doctor (and doctor
+// facing a broken or missing helper, and `aleph-sandbox build-helper`), a policy-only consumer (import,
+// require, tsc with node16 and bundler resolution), and a third-party driver package running the
+// conformance suite. Every tarball is also checked with publint and attw.
 //
 // What keeps it fast (about a minute on two cores): installs prefer the package managers' caches (pnpm's
-// store is the workspace's), all installs and the metadata checks run at the same time, and re2's addon
-// comes from the workspace's build through re2's own mirror setting (RE2_DOWNLOAD_MIRROR, a directory
-// here) instead of a 75-second compile — which also stands in for re2's prebuilt download, unreachable
-// here, that a consumer without a compiler relies on.
+// store is the workspace's), and all installs and the metadata checks run at the same time.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import {
   chmodSync,
@@ -38,11 +37,18 @@ const stack = platformOk
   ? linuxStack()
   : { ok: false, reason: `not Linux x64/arm64 (${process.platform}-${arch})` };
 const pm = (name: string) => spawnSync(name, ['--version'], { encoding: 'utf8' }).status === 0;
+/** Yarn 4, from the workspace's devDependency `@yarnpkg/cli-dist` (run with node; no corepack). */
+const yarnJs = path.join(repoRoot, 'e2e', 'node_modules', '@yarnpkg', 'cli-dist', 'bin', 'yarn.js');
 const reason = !stack.ok
   ? stack.reason
   : !pm('npm') || !pm('pnpm')
     ? 'npm and pnpm are both needed'
-    : undefined;
+    : !existsSync(yarnJs)
+      ? `Yarn 4 is not installed at ${yarnJs} (pnpm install)`
+      : undefined;
+
+const MANAGERS = ['npm', 'pnpm', 'yarn'] as const;
+type Manager = (typeof MANAGERS)[number];
 
 interface Result {
   status: number | null;
@@ -85,9 +91,10 @@ const PACKAGES = readdirSync(path.join(repoRoot, 'packages')).filter((d) =>
 let root = '';
 const tarballs: Record<string, string> = {};
 let baseEnv: NodeJS.ProcessEnv = {};
-const projects: Record<'npm' | 'pnpm', { app: string; policy: string; installs: Result[] }> = {
+const projects: Record<Manager, { app: string; policy: string; installs: Result[] }> = {
   npm: { app: '', policy: '', installs: [] },
   pnpm: { app: '', policy: '', installs: [] },
+  yarn: { app: '', policy: '', installs: [] },
 };
 let lint: { name: string; publint: string[]; attw: string[] | null }[] = [];
 const timings: string[] = [];
@@ -103,7 +110,7 @@ function compilerFreePath(dir: string): string {
   return dir;
 }
 
-function manifestFor(kind: 'app' | 'policy', manager: 'npm' | 'pnpm'): Record<string, unknown> {
+function manifestFor(kind: 'app' | 'policy', manager: Manager): Record<string, unknown> {
   const file = (name: string) => `file:${tarballs[name]}`;
   const deps =
     kind === 'app'
@@ -125,43 +132,95 @@ function manifestFor(kind: 'app' | 'policy', manager: 'npm' | 'pnpm'): Record<st
     type: 'module',
     dependencies: Object.fromEntries(deps.map((d) => [d, file(d)])),
   };
-  if (manager === 'npm') {
-    // Every @aleph dependency of a tarball resolves to its tarball, as it would to the registry.
-    manifest.overrides = Object.fromEntries(Object.keys(tarballs).map((n) => [n, file(n)]));
-    // What `npm install-scripts approve --no-allow-scripts-pin re2 @aleph/driver-linux` writes.
-    manifest.allowScripts = kind === 'app' ? { re2: true, '@aleph/driver-linux': true } : { re2: true };
-  }
+  // Every @aleph dependency of a tarball resolves to its tarball, as it would to the registry. That is all
+  // a project says: no install script is approved, no build allowed.
+  const toTarballs = Object.fromEntries(Object.keys(tarballs).map((n) => [n, file(n)]));
+  if (manager === 'npm') manifest.overrides = toTarballs;
+  if (manager === 'yarn') manifest.resolutions = toTarballs;
   return manifest;
 }
 
-function writeProject(dir: string, kind: 'app' | 'policy', manager: 'npm' | 'pnpm') {
+function writeProject(dir: string, kind: 'app' | 'policy', manager: Manager) {
   mkdirSync(dir, { recursive: true });
   writeFileSync(path.join(dir, 'package.json'), `${JSON.stringify(manifestFor(kind, manager), null, 2)}\n`);
   if (manager === 'pnpm') {
-    // What the README says to add (pnpm refuses unapproved builds: a missing entry fails the install).
     const overrides = Object.entries(tarballs)
       .map(([n, f]) => `  '${n}': 'file:${f}'`)
       .join('\n');
-    writeFileSync(
-      path.join(dir, 'pnpm-workspace.yaml'),
-      // From the registry the name alone matches; a dependency installed from a tarball is matched by
-      // pnpm 12 only as name@file:path, so that key is added too.
-      `allowBuilds:\n  re2: true\n${
-        kind === 'app'
-          ? `  '@aleph/driver-linux': true\n  '@aleph/driver-linux@file:${path.relative(dir, tarballs['@aleph/driver-linux'] as string)}': true\n`
-          : ''
-      }overrides:\n${overrides}\n`,
-    );
+    writeFileSync(path.join(dir, 'pnpm-workspace.yaml'), `overrides:\n${overrides}\n`);
   }
+  // Yarn 4 with its node-modules linker (Plug'n'Play is its default, which this does not claim).
+  if (manager === 'yarn') writeFileSync(path.join(dir, '.yarnrc.yml'), 'nodeLinker: node-modules\n');
 }
 
-function install(dir: string, manager: 'npm' | 'pnpm'): Promise<Result> {
+/** Runs `command` of the package manager (`npm …`, `pnpm …`, `node yarn.js …`). */
+function managerRun(
+  manager: Manager,
+  args: readonly string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+) {
+  return manager === 'yarn' ? run(process.execPath, [yarnJs, ...args], options) : run(manager, args, options);
+}
+
+function install(dir: string, manager: Manager): Promise<Result> {
+  // Defaults, but for the caches and the lockfile: CI=true makes pnpm and Yarn refuse to write a lockfile.
   const args =
     manager === 'npm'
-      ? ['install', '--prefer-offline', '--no-audit', '--no-fund', '--foreground-scripts', '--loglevel=error']
-      : ['install', '--prefer-offline', '--no-frozen-lockfile', '--reporter=append-only'];
-  return run(manager, args, { cwd: dir, env: baseEnv });
+      ? ['install', '--prefer-offline', '--no-audit', '--no-fund']
+      : manager === 'pnpm'
+        ? ['install', '--prefer-offline', '--no-frozen-lockfile', '--reporter=append-only']
+        : ['install', '--no-immutable'];
+  return managerRun(manager, args, { cwd: dir, env: baseEnv });
 }
+
+/** Runs a bin of the project as its package manager does (`npx`, `pnpm exec`, `yarn <bin>`). */
+function execBin(
+  manager: Manager,
+  bin: string,
+  args: readonly string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+): Promise<Result> {
+  if (manager === 'npm') return run('npx', [bin, ...args], options);
+  if (manager === 'pnpm') return run('pnpm', ['exec', bin, ...args], options);
+  return run(process.execPath, [yarnJs, bin, ...args], options);
+}
+
+/** The packages below `nodeModules` whose manifest has an install step (preinstall, install, postinstall). */
+function installScripts(nodeModules: string): string[] {
+  const found: string[] = [];
+  const visit = (dir: string, depth: number) => {
+    if (depth > 6 || !existsSync(dir)) return;
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (entry.name === '.bin' || entry.name === '.cache') continue;
+      const at = path.join(dir, entry.name);
+      if (entry.name === '.pnpm') {
+        // pnpm's virtual store: every package of the tree, each in .pnpm/<id>/node_modules.
+        for (const id of readdirSync(at)) visit(path.join(at, id, 'node_modules'), depth + 1);
+        continue;
+      }
+      if (entry.name.startsWith('@')) {
+        visit(at, depth);
+        continue;
+      }
+      if (!entry.isDirectory() && !entry.isSymbolicLink()) continue;
+      const manifest = path.join(at, 'package.json');
+      if (existsSync(manifest)) {
+        const scripts = (JSON.parse(readFileSync(manifest, 'utf8')).scripts ?? {}) as Record<string, string>;
+        for (const step of ['preinstall', 'install', 'postinstall'])
+          if (scripts[step] !== undefined) found.push(`${entry.name}: ${step}`);
+        // binding.gyp without an install script is built by npm's default `node-gyp rebuild`.
+        if (existsSync(path.join(at, 'binding.gyp'))) found.push(`${entry.name}: binding.gyp`);
+      }
+      visit(path.join(at, 'node_modules'), depth + 1);
+    }
+  };
+  visit(nodeModules, 0);
+  return found;
+}
+
+/** What a package manager says when it holds back an install script or asks for one to be approved. */
+const APPROVAL_TALK =
+  /approve|allowBuilds|allow-scripts|allowScripts|ignored build|IGNORED_BUILDS|install scripts?|lifecycle script|must be built|YN0007|node-gyp|gyp /i;
 
 describe.skipIf(reason !== undefined)(
   `the published packages, installed from their tarballs${reason === undefined ? '' : ` [skipped: ${reason}]`}`,
@@ -192,31 +251,18 @@ describe.skipIf(reason !== undefined)(
       }
       timings.push(`pack ${Date.now() - started} ms`);
 
-      // re2's addon as its install script fetches it from a mirror: the workspace's build.
-      const re2Dir = path.dirname(
-        createRequire(path.join(repoRoot, 'packages', 'command-policy', 'package.json')).resolve(
-          're2/package.json',
-        ),
-      );
-      const mirror = path.join(root, 're2-mirror');
-      mkdirSync(mirror);
-      copyFileSync(
-        path.join(re2Dir, 'build', 'Release', 're2.node'),
-        path.join(mirror, `linux-${arch}-${process.versions.modules}`),
-      );
-
       const env: NodeJS.ProcessEnv = {};
       for (const [k, v] of Object.entries(process.env)) {
         // Nothing of the workspace's own pnpm/npm run leaks into the consumer's installs.
-        if (!/^(npm_|pnpm_|PNPM_|VITEST|NODE_OPTIONS|INIT_CWD)/i.test(k)) env[k] = v;
+        // NODE_PATH too: pnpm's bin shims (vitest's among them) point it into the workspace's store, where
+        // a consumer would find packages it never installed (re2, the other platform package).
+        if (!/^(npm_|pnpm_|PNPM_|VITEST|NODE_OPTIONS|NODE_PATH|INIT_CWD)/i.test(k)) env[k] = v;
       }
       baseEnv = {
         ...env,
         PATH: compilerFreePath(path.join(root, 'bin')),
-        RE2_DOWNLOAD_MIRROR: mirror,
-        RE2_DOWNLOAD_SKIP_PATH: '1',
-        RE2_DOWNLOAD_SKIP_VER: '1',
         npm_config_update_notifier: 'false',
+        YARN_ENABLE_TELEMETRY: '0',
       };
 
       const lintStarted = Date.now();
@@ -227,7 +273,7 @@ describe.skipIf(reason !== undefined)(
       const installsStarted = Date.now();
       // Settled, not raced: a failure is thrown only once every install has stopped writing to the tree.
       const settled = await Promise.allSettled(
-        (['npm', 'pnpm'] as const).flatMap((manager) =>
+        MANAGERS.flatMap((manager) =>
           (['app', 'policy'] as const).map(async (kind) => {
             const dir = path.join(root, `${manager}-${kind}`);
             projects[manager][kind] = dir;
@@ -249,6 +295,17 @@ describe.skipIf(reason !== undefined)(
 
     afterAll(() => {
       console.log(`consumer test timings: ${timings.join('; ')}`);
+      // What each package manager said while installing, warnings included (read by people, not asserted).
+      for (const manager of MANAGERS) {
+        projects[manager].installs.forEach((r, i) => {
+          const said = `${r.stdout}\n${r.stderr}`
+            .split('\n')
+            .filter((l) => /warn|YN0(?!000)[0-9]{3}/i.test(l));
+          console.log(
+            `${manager} install #${i + 1} (exit ${r.status}): ${said.length === 0 ? 'no warnings' : said.join(' | ')}`,
+          );
+        });
+      }
     });
 
     it('the install PATH has no C compiler (the helper must come prebuilt)', () => {
@@ -324,8 +381,8 @@ describe.skipIf(reason !== undefined)(
       );
     });
 
-    for (const manager of ['npm', 'pnpm'] as const) {
-      describe(`installed with ${manager}`, () => {
+    for (const manager of MANAGERS) {
+      describe(`installed with ${manager}, its defaults`, () => {
         const app = () => projects[manager].app;
         // Only the installs go without a compiler; the programs run with the host's PATH (sandboxed commands
         // find \`true\` and \`echo\` through it) and a home of their own.
@@ -347,14 +404,24 @@ describe.skipIf(reason !== undefined)(
             'aleph-sandbox-init',
           );
 
+        it('installed with no approval step: nothing held back, nothing built, no word about install scripts', () => {
+          for (const r of projects[manager].installs) {
+            expect(r.status, show(r)).toBe(0);
+            expect(r.stdout + r.stderr, show(r)).not.toMatch(APPROVAL_TALK);
+          }
+          // No package of the tree has an install step of its own (re2 is an optional peer, not installed).
+          const scripted = installScripts(path.join(app(), 'node_modules'));
+          expect(scripted).toEqual([]);
+          expect(existsSync(path.join(app(), 'node_modules', 're2'))).toBe(false);
+        });
+
         it(`the platform package for ${arch} was installed and its helper used: nothing was compiled`, () => {
           const helper = helperOf(app());
           expect(statSync(helper).mode & 0o111).not.toBe(0);
           const driverDir = driverDirOf(app());
           expect(existsSync(path.join(driverDir, 'native', 'aleph-sandbox-init'))).toBe(false);
-          if (manager === 'npm') {
-            const out = projects.npm.installs.map((r) => r.stdout + r.stderr).join('\n');
-            expect(out).toMatch(/aleph driver-linux: using the prebuilt helper of @aleph\/driver-linux-/);
+          expect(existsSync(path.join(driverDir, 'scripts', 'install.mjs'))).toBe(false);
+          if (manager !== 'pnpm') {
             // The other architecture's package is not installed (its cpu field does not match).
             expect(existsSync(path.join(app(), 'node_modules', '@aleph', `driver-linux-${otherArch}`))).toBe(
               false,
@@ -402,8 +469,8 @@ describe.skipIf(reason !== undefined)(
           expect(others.stdout, show(others)).toBe('string function function\n');
         });
 
-        it('npx aleph-sandbox run -- echo hi', async () => {
-          const r = await run('npx', ['aleph-sandbox', 'run', '--', 'echo', 'hi'], {
+        it('aleph-sandbox run -- echo hi', async () => {
+          const r = await execBin(manager, 'aleph-sandbox', ['run', '--', 'echo', 'hi'], {
             cwd: app(),
             env: runEnv(),
           });
@@ -424,7 +491,7 @@ describe.skipIf(reason !== undefined)(
         });
 
         it('doctor says ready after a real sandboxed run', async () => {
-          const r = await run('npx', ['aleph-sandbox', 'doctor'], { cwd: app(), env: runEnv() });
+          const r = await execBin(manager, 'aleph-sandbox', ['doctor'], { cwd: app(), env: runEnv() });
           expect(r.status, show(r)).toBe(0);
           expect(r.stdout).toMatch(
             new RegExp(
@@ -458,12 +525,23 @@ describe.skipIf(reason !== undefined)(
             },
           );
           expect(cjs.stdout, show(cjs)).toBe('block\n');
-          const cli = await run('npx', ['aleph-policy', 'check', '--', 'rm', '-rf', '/'], {
+          const cli = await execBin(manager, 'aleph-policy', ['check', '--', 'rm', '-rf', '/'], {
             cwd: dir,
             env: baseEnv,
           });
           expect(cli.status, show(cli)).toBe(1);
           expect(readdirSync(path.join(dir, 'node_modules', '@aleph'))).toEqual(['command-policy']);
+          // The pure-JavaScript engine: nothing native was installed or built.
+          const engine = await run(
+            'node',
+            [
+              '--input-type=module',
+              '-e',
+              "import { createCommandPolicy } from '@aleph/command-policy'; console.log(createCommandPolicy().engine)",
+            ],
+            { cwd: dir, env: baseEnv },
+          );
+          expect(engine.stdout, show(engine)).toBe('re2js\n');
         });
 
         for (const resolution of ['node16', 'bundler'] as const) {
@@ -575,53 +653,81 @@ process.exitCode = failed > 0 ? 1 : 0;
           for (const s of skips) expect(s).toMatch(/: driver plain does not declare .*net\.none/);
         });
 
-        // npm only (npm rebuild): the build from source, as on a platform no platform package fits.
+        // npm only: npm copies the platform package into node_modules, so moving it aside changes nothing
+        // pnpm's store or Yarn's cache holds. As on a machine no platform package fits.
         if (manager === 'npm')
-          it('npm rebuild really rebuilds: from source with progress, and a missing compiler fails with the fix', async () => {
-            const env = { ...runEnv(), ALEPH_SANDBOX_BUILD_HELPER: 'source' };
-            const built = path.join(driverDirOf(app()), 'native', 'aleph-sandbox-init');
+          it('with no helper that fits: ALEPH_HELPER_MISSING naming the platform and `npx aleph-sandbox build-helper`, which builds one (a compiler needed) that the driver then uses', async () => {
+            const platformDir = path.dirname(path.dirname(helperOf(app())));
+            const aside = `${platformDir}.aside`;
+            const home = runEnv().HOME as string;
+            renameSync(platformDir, aside);
             try {
-              const noCompiler = await run(
-                'npm',
-                ['rebuild', '@aleph/driver-linux', '--foreground-scripts'],
-                {
-                  cwd: app(),
-                  env: { ...env, PATH: baseEnv.PATH },
-                },
+              const runR = await execBin(manager, 'aleph-sandbox', ['run', '--json', '--', 'true'], {
+                cwd: app(),
+                env: runEnv(),
+              });
+              expect(runR.status, show(runR)).toBe(125);
+              const said = JSON.parse(runR.stdout) as { error: { code: string; message: string } };
+              expect(said.error.code).toBe('ALEPH_HELPER_MISSING');
+              expect(said.error.message).toMatch(
+                new RegExp(`no sandbox helper fits this machine \\(linux-${arch}\\)`),
               );
-              expect(noCompiler.status, show(noCompiler)).not.toBe(0);
-              expect(noCompiler.stdout + noCompiler.stderr).toMatch(
-                /could not build the sandbox helper: no C compiler/,
+              expect(said.error.message).toContain('`npx aleph-sandbox build-helper`');
+              const doctor = await execBin(manager, 'aleph-sandbox', ['doctor'], {
+                cwd: app(),
+                env: runEnv(),
+              });
+              expect(doctor.status, show(doctor)).toBe(1);
+              expect(doctor.stdout).toMatch(/MISSING helper: no sandbox helper fits this machine/);
+              expect(doctor.stdout).toMatch(
+                /fix: build it from the shipped source: `npx aleph-sandbox build-helper`/,
               );
-              expect(noCompiler.stdout + noCompiler.stderr).toMatch(/Fix: install a C compiler/);
+
+              // Without a compiler: the fix, and nothing left behind.
+              const noCompiler = await execBin(manager, 'aleph-sandbox', ['build-helper'], {
+                cwd: app(),
+                env: { ...runEnv(), PATH: baseEnv.PATH },
+              });
+              expect(noCompiler.status, show(noCompiler)).toBe(1);
+              expect(noCompiler.stderr).toMatch(/could not build the sandbox helper: no C compiler/);
+              expect(noCompiler.stderr).toMatch(/Fix: install a C compiler/);
+              const built = path.join(home, '.aleph', 'helper', `0.1.0-${arch}`, 'aleph-sandbox-init');
               expect(existsSync(built)).toBe(false);
 
-              const rebuild = await run('npm', ['rebuild', '@aleph/driver-linux', '--foreground-scripts'], {
+              const build = await execBin(manager, 'aleph-sandbox', ['build-helper'], {
                 cwd: app(),
-                env,
+                env: runEnv(),
               });
-              expect(rebuild.status, show(rebuild)).toBe(0);
-              const said = rebuild.stdout + rebuild.stderr;
-              expect(said).toMatch(/compiling aleph-sandbox-init\.c for .* -static …/);
-              expect(said).toMatch(/helper ready: .*native\/aleph-sandbox-init \(--probe ok\)/);
-              const first = statSync(built).mtimeMs;
-              // Again: a helper that exists is built again, not kept.
-              const again = await run('npm', ['rebuild', '@aleph/driver-linux', '--foreground-scripts'], {
+              expect(build.status, show(build)).toBe(0);
+              expect(build.stderr).toMatch(/compiling aleph-sandbox-init\.c for .* -static …/);
+              expect(build.stdout).toBe(`helper ready: ${built} (--probe ok)\n`);
+              expect(statSync(path.dirname(built)).mode & 0o022).toBe(0);
+              const again = await execBin(manager, 'aleph-sandbox', ['doctor'], {
                 cwd: app(),
-                env,
+                env: runEnv(),
               });
-              expect(again.status, show(again)).toBe(0);
-              expect(statSync(built).mtimeMs).toBeGreaterThan(first);
-              // The driver now uses the helper built here.
-              const doctor = await run('npx', ['aleph-sandbox', 'doctor'], { cwd: app(), env: runEnv() });
-              expect(doctor.stdout, show(doctor)).toMatch(
-                /ok {3}helper: .*driver-linux\/native\/aleph-sandbox-init/,
+              expect(again.stdout, show(again)).toContain(`ok   helper: ${built} (${arch}, --probe ok)`);
+              expect(again.status).toBe(0);
+              const ran = await execBin(manager, 'aleph-sandbox', ['run', '--', 'echo', 'built here'], {
+                cwd: app(),
+                env: runEnv(),
+              });
+              expect(ran.stdout, show(ran)).toBe('built here\n');
+              // A helper anyone else could have replaced is not used.
+              chmodSync(path.dirname(built), 0o777);
+              const distrusted = await execBin(manager, 'aleph-sandbox', ['doctor'], {
+                cwd: app(),
+                env: runEnv(),
+              });
+              expect(distrusted.status, show(distrusted)).toBe(1);
+              expect(distrusted.stdout).toMatch(
+                /MISSING helper: .* is not trusted: .* writable by its group or others/,
               );
-              expect(doctor.status).toBe(0);
             } finally {
-              rmSync(built, { force: true });
+              renameSync(aside, platformDir);
+              rmSync(path.join(home, '.aleph', 'helper'), { recursive: true, force: true });
             }
-          });
+          }, 240_000);
 
         // npm only: npm copies files into node_modules, pnpm hard-links them from its store, which this
         // test must not change.
@@ -643,7 +749,9 @@ process.exitCode = failed > 0 ? 1 : 0;
               const doctor = await run('npx', ['aleph-sandbox', 'doctor'], { cwd: app(), env: runEnv() });
               expect(doctor.status, show(doctor)).toBe(1);
               expect(doctor.stdout).toMatch(/MISSING helper: .*wrong architecture/);
-              expect(doctor.stdout).toMatch(/fix: reinstall @aleph\/driver-linux/);
+              expect(doctor.stdout).toMatch(
+                /fix: build it from the shipped source: `npx aleph-sandbox build-helper`/,
+              );
               expect(doctor.stdout).not.toMatch(/CONFIG_SECCOMP_FILTER|Landlock is not enabled/);
               expect(doctor.stdout).toMatch(/^NOT ready/m);
               const runR = await run('npx', ['aleph-sandbox', 'run', '--', 'true'], {
@@ -651,7 +759,7 @@ process.exitCode = failed > 0 ? 1 : 0;
                 env: runEnv(),
               });
               expect(runR.status, show(runR)).toBe(125);
-              expect(runR.stderr).toMatch(/helper: .*wrong architecture/);
+              expect(runR.stderr).toMatch(/no sandbox helper fits this machine \(linux-.*wrong architecture/);
             } finally {
               renameSync(aside, helper);
             }

@@ -8,11 +8,13 @@ export {
   PolicyConfigError,
   parsePolicyConfig,
 } from './config.js';
+export type { PolicyEngine, PolicyEngineChoice } from './engine.js';
 export { createCommandPolicyHook, decisionToVerdict, type PolicyHookVerdict } from './hook.js';
 export { normalizeText } from './normalize.js';
 export {
   COMMAND_POLICY_CHANNEL,
   type CommandPolicy,
+  type CommandPolicyOptions,
   checkPattern,
   createCommandPolicy,
   DEFAULT_RULES,

@@ -1,6 +1,8 @@
 import diagnosticsChannel from 'node:diagnostics_channel';
-import RE2 from 're2';
 import { type CommandPolicyConfig, type CustomRule, parsePolicyConfig } from './config.js';
+import type { PolicyEngine, PolicyEngineChoice } from './engine.js';
+import { type CompiledRules, compileRules, matchRules } from './internal/compiled-rules.js';
+import { loadEngine } from './internal/regex-engine.js';
 import { buildScanText, type ScanInput } from './internal/scan-text.js';
 import { normalizeText } from './normalize.js';
 import type { Rule, RuleAction } from './rule.js';
@@ -49,6 +51,18 @@ export interface CommandPolicy {
   /** Custom rules that failed to compile, with why; the rest of the policy still runs. */
   readonly configErrors: readonly { readonly rule: string; readonly error: string }[];
   readonly config: CommandPolicyConfig;
+  /** The regex engine the rules are matched with. */
+  readonly engine: PolicyEngine;
+}
+
+/** How a policy is built (beside its config). */
+export interface CommandPolicyOptions {
+  /**
+   * The regex engine: `re2` (the native addon, an optional peer dependency that needs a build step),
+   * `re2js` (pure JavaScript, always installed), or `auto` (default): `re2` when it loads, else `re2js`.
+   * Both use RE2 syntax, match in linear time and give the same decisions; `re2` is faster.
+   */
+  readonly engine?: PolicyEngineChoice;
 }
 
 /** Only this many bytes of a command (program, args and stdin) are scanned. */
@@ -67,24 +81,22 @@ const UNSUPPORTED_SYNTAX: readonly [RegExp, string][] = [
   [/[*+?}][+]/, 'possessive quantifiers (*+, ++)'],
 ];
 
-/** Why an RE2 pattern cannot compile, in words, or undefined when it compiles. */
-export function checkPattern(pattern: string): string | undefined {
+/**
+ * Why an RE2 pattern cannot compile, in words, or undefined when it compiles (with `engine`, default the
+ * one `auto` picks).
+ */
+export function checkPattern(pattern: string, engine: PolicyEngineChoice = 'auto'): string | undefined {
   for (const [re, what] of UNSUPPORTED_SYNTAX) {
     if (re.test(pattern)) {
       return `uses ${what}, which RE2 does not support (RE2 guarantees linear time); rewrite it without them`;
     }
   }
   try {
-    new RE2(pattern, 'u');
+    loadEngine(engine).compile(pattern);
     return undefined;
   } catch (error) {
     return `is not a valid RE2 pattern: ${error instanceof Error ? error.message : String(error)}`;
   }
-}
-
-interface CompiledEntry {
-  readonly rule: number;
-  readonly exempt: boolean;
 }
 
 const SEVERITY: Record<RuleAction, number> = { warn: 1, block: 2 };
@@ -100,7 +112,9 @@ function customToRule(custom: CustomRule): Rule {
 }
 
 /**
- * Compiles a policy: the active rules for both platforms in one `RE2.Set` each. A malformed custom rule
+ * Compiles a policy: the active rules for each platform in one set of its regex engine (the native `re2`
+ * addon when it is installed, else the pure-JavaScript `re2js`; see {@link CommandPolicyOptions}), built
+ * on first use. A malformed custom rule
  * is left out and reported in `configErrors` (and on `aleph:command_policy`); if that would leave no
  * rule at all, the defaults are used: it fails safe, never to "no filter".
  *
@@ -109,14 +123,16 @@ function customToRule(custom: CustomRule): Rule {
  * const policy = createCommandPolicy()
  * policy.evaluate('rm -rf /').decision // 'block'
  * ```
- * @throws {Error} only for an invalid config object (a programming error); see {@link parsePolicyConfig}.
+ * @throws {Error} for an invalid config object (a programming error; see {@link parsePolicyConfig}), or for
+ * `engine: 're2'` where the native addon does not load.
  */
-export function createCommandPolicy(input: unknown = {}): CommandPolicy {
+export function createCommandPolicy(input: unknown = {}, options: CommandPolicyOptions = {}): CommandPolicy {
   const config = parsePolicyConfig(input);
+  const engine = loadEngine(options.engine ?? 'auto');
   const configErrors: { rule: string; error: string }[] = [];
   const custom: Rule[] = [];
   for (const rule of config.customRules) {
-    const error = checkPattern(rule.regex);
+    const error = checkPattern(rule.regex, engine.name);
     if (error === undefined) custom.push(customToRule(rule));
     else configErrors.push({ rule: rule.name, error: `regex ${JSON.stringify(rule.regex)} ${error}` });
   }
@@ -127,9 +143,10 @@ export function createCommandPolicy(input: unknown = {}): CommandPolicy {
   }
 
   // Each platform's set is compiled on first use (a POSIX host never pays for the Windows rules).
-  const sets: Partial<Record<Platform, CompiledSet>> = {};
-  const compiled = (platform: Platform): CompiledSet => {
-    sets[platform] ??= compile(
+  const sets: Partial<Record<Platform, CompiledRules>> = {};
+  const compiled = (platform: Platform): CompiledRules => {
+    sets[platform] ??= compileRules(
+      engine,
       rules,
       platform === 'posix' ? (r) => r.platform === 'posix' || r.platform === 'any' : () => true,
     );
@@ -138,7 +155,8 @@ export function createCommandPolicy(input: unknown = {}): CommandPolicy {
 
   const run = (scanInput: ScanInput, platform: Platform, truncated: boolean, preview: string): Decision => {
     const scan = buildScanText(scanInput, platform);
-    const decision = decide(compiled(platform), rules, scan.text, truncated, scan.incomplete, config);
+    const hits = matchRules(compiled(platform), scan.text);
+    const decision = decide(hits, rules, truncated, scan.incomplete, config);
     if (decision.matches.length > 0 && channel.hasSubscribers) {
       channel.publish({
         type: 'command_policy',
@@ -157,6 +175,7 @@ export function createCommandPolicy(input: unknown = {}): CommandPolicy {
     rules,
     configErrors,
     config,
+    engine: engine.name,
     evaluate(text, options = {}) {
       if (!config.enabled) return ALLOW;
       const { text: bounded, truncated } = bound(String(text));
@@ -202,82 +221,23 @@ function bound(text: string, used = 0): { text: string; truncated: boolean } {
   return { text: bytes.subarray(0, end).toString('utf8'), truncated: true };
 }
 
-interface CompiledSet {
-  readonly set: InstanceType<typeof RE2.Set> | undefined;
-  readonly entries: readonly CompiledEntry[];
-  /** Per-rule patterns for the exemption slow path, compiled on first use (exemptions rarely fire). */
-  readonly perRule: Map<number, () => { patterns: RE2[]; exempt: RE2[] }>;
-}
-
-function compile(rules: readonly Rule[], active: (rule: Rule) => boolean): CompiledSet {
-  const patterns: string[] = [];
-  const entries: CompiledEntry[] = [];
-  const perRule = new Map<number, () => { patterns: RE2[]; exempt: RE2[] }>();
-  rules.forEach((rule, index) => {
-    if (!active(rule)) return;
-    for (const p of rule.patterns) {
-      patterns.push(`(?m)${p}`);
-      entries.push({ rule: index, exempt: false });
-    }
-    for (const p of rule.exempt ?? []) {
-      patterns.push(`(?m)${p}`);
-      entries.push({ rule: index, exempt: true });
-    }
-    if ((rule.exempt ?? []).length > 0) {
-      let regexes: { patterns: RE2[]; exempt: RE2[] } | undefined;
-      perRule.set(index, () => {
-        regexes ??= {
-          patterns: rule.patterns.map((p) => new RE2(`(?m)${p}`, 'u')),
-          exempt: (rule.exempt ?? []).map((p) => new RE2(`(?m)${p}`, 'u')),
-        };
-        return regexes;
-      });
-    }
-  });
-  return { set: patterns.length > 0 ? new RE2.Set(patterns, 'u') : undefined, entries, perRule };
-}
-
+/** The verdict: the matched rules (and the engine's own warnings), most severe first, after enforcement. */
 function decide(
-  compiled: CompiledSet,
+  hits: readonly number[],
   rules: readonly Rule[],
-  scanText: string,
   truncated: boolean,
   incomplete: boolean,
   config: CommandPolicyConfig,
 ): Decision {
-  const hit = new Set<number>();
-  const exempted = new Set<number>();
-  if (compiled.set !== undefined) {
-    for (const index of compiled.set.match(scanText)) {
-      const entry = compiled.entries[index] as CompiledEntry;
-      (entry.exempt ? exempted : hit).add(entry.rule);
-    }
-  }
-  // Slow path, only when an exemption matched: a rule still matches if some line matches one of its
-  // patterns and none of its exemptions.
-  for (const ruleIndex of exempted) {
-    if (!hit.has(ruleIndex)) continue;
-    const compiledRule = compiled.perRule.get(ruleIndex)?.();
-    if (compiledRule === undefined) continue;
-    const stillHits = scanText
-      .split('\n')
-      .some(
-        (line) =>
-          compiledRule.patterns.some((p) => p.test(line)) && !compiledRule.exempt.some((p) => p.test(line)),
-      );
-    if (!stillHits) hit.delete(ruleIndex);
-  }
-  const matches: RuleMatch[] = [...hit]
-    .sort((a, b) => a - b)
-    .map((i) => {
-      const rule = rules[i] as Rule;
-      return {
-        name: rule.name,
-        action: rule.action,
-        description: rule.description,
-        source: DEFAULT_RULES.includes(rule) ? 'default' : 'custom',
-      };
-    });
+  const matches: RuleMatch[] = hits.map((i) => {
+    const rule = rules[i] as Rule;
+    return {
+      name: rule.name,
+      action: rule.action,
+      description: rule.description,
+      source: DEFAULT_RULES.includes(rule) ? 'default' : 'custom',
+    };
+  });
   if (truncated) {
     matches.push({
       name: 'scan-truncated',

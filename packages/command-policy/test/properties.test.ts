@@ -6,6 +6,8 @@ import { createParser, type Pipeline } from '../src/internal/posix-scan.js';
 import { buildScanText } from '../src/internal/scan-text.js';
 
 const policy = createCommandPolicy();
+/** The native engine and the pure-JavaScript one: hostile input must stay cheap for both. */
+const enginePolicies = (['re2', 're2js'] as const).map((engine) => createCommandPolicy({}, { engine }));
 
 // Characters that matter to the shells we read, plus invisible and exotic ones.
 const interesting = fc.constantFrom(
@@ -56,8 +58,8 @@ describe('evaluate', () => {
     );
   });
 
-  // Linear time is what RE2 guarantees for matching; what could break it is the scanner producing more
-  // text than it read. This bounds the scan text by the input size, deterministically, on inputs built
+  // Linear time is what RE2 guarantees for matching (both engines, the native addon and re2js, are RE2);
+  // what could break it is the scanner producing more text than it read. This bounds the scan text by the input size, deterministically, on inputs built
   // to make a naive scanner blow up.
   const adversarial: [string, string][] = [
     ['nested substitutions', '$('.repeat(40_000)],
@@ -83,7 +85,13 @@ describe('evaluate', () => {
       // substituted variables add at most another scan bound.
       expect(scan.length).toBeLessThanOrEqual(24 * text.length + 256 * 1024 + 1024);
     }
-    expect(['allow', 'warn', 'block']).toContain(policy.evaluate(input, { platform: 'windows' }).decision);
+    for (const p of enginePolicies) {
+      for (const platform of ['posix', 'windows'] as const) {
+        expect(['allow', 'warn', 'block'], `${p.engine}, ${platform}`).toContain(
+          p.evaluate(input, { platform }).decision,
+        );
+      }
+    }
   });
 
   it('a script that spends the substitution budget is at least warned about, never allowed unread', () => {

@@ -30,6 +30,12 @@ export {
 } from './host/helper-path.js';
 export { type HostFacts, readHostFacts } from './host/host-facts.js';
 export { type LinuxProbe, probeLinux } from './host/probe.js';
+export {
+  BUILD_HELPER_COMMAND,
+  userHelperDistrust,
+  userHelperPath,
+  userHelperRoot,
+} from './host/user-helper.js';
 export { which } from './host/which.js';
 export { type ProtectionPlan, planProtectedPaths, type Stub } from './mounts/protected-paths.js';
 export { type MountOp, renderMounts } from './mounts/render-mounts.js';

@@ -58,7 +58,7 @@ describe.runIf(linux)('the helper (Linux x64/arm64)', () => {
     if (!check.ok) {
       expect(check.component).toBe('helper');
       expect(check.problem).toMatch(/is not installed/);
-      expect(check.fix).toMatch(/npm rebuild @aleph\/driver-linux/);
+      expect(check.fix).toMatch(/npx aleph-sandbox build-helper/);
     }
   });
 
@@ -168,7 +168,7 @@ describe.runIf(linux)('probe() with a helper that cannot run', () => {
       available: false,
       detail: expect.stringMatching(/--probe failed/),
     });
-    expect(probe.mechanisms.helper?.fix).toMatch(/npm rebuild @aleph\/driver-linux/);
+    expect(probe.mechanisms.helper?.fix).toMatch(/npx aleph-sandbox build-helper/);
     for (const m of ['seccomp', 'landlock']) {
       expect(probe.mechanisms[m]?.detail, m).toMatch(/^unknown: .*the helper, which could not run/);
     }

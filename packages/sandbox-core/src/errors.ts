@@ -9,6 +9,7 @@ export const ALEPH_ERROR_CODES = [
   'ALEPH_CONFIG_INVALID',
   'ALEPH_CAPABILITY_UNSUPPORTED',
   'ALEPH_DRIVER_UNAVAILABLE',
+  'ALEPH_HELPER_MISSING',
   'ALEPH_DRIVER_FAILED',
   'ALEPH_SANDBOX_DISABLED',
   'ALEPH_DISPOSED',
@@ -111,7 +112,11 @@ Object.defineProperty(InvalidInputError.prototype, 'name', { value: 'InvalidInpu
 export class DriverError extends AlephError {
   readonly driver: string;
   constructor(
-    code: 'ALEPH_DRIVER_UNAVAILABLE' | 'ALEPH_DRIVER_FAILED' | 'ALEPH_CAPABILITY_UNSUPPORTED',
+    code:
+      | 'ALEPH_DRIVER_UNAVAILABLE'
+      | 'ALEPH_HELPER_MISSING'
+      | 'ALEPH_DRIVER_FAILED'
+      | 'ALEPH_CAPABILITY_UNSUPPORTED',
     driver: string,
     message: string,
     options: AlephErrorOptions = {},

@@ -1,7 +1,8 @@
 // How the aleph-sandbox command is bundled: CommonJS chunks that its loader (scripts/cli-loader.cjs)
 // compiles as classic scripts with a V8 compile cache. Used by scripts/bundle.mjs for the command and by
 // bench/cli.bench.mjs for the floor it measures the command against, so both are built the same way.
-// re2 and ffi-rs stay external (native addons; both are dependencies of this package).
+// re2 and ffi-rs stay external (native addons: re2 an optional peer dependency, ffi-rs a dependency), and
+// so does re2js, which the command policy loads with require() only where re2 is not installed.
 import { copyFileSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,7 +19,7 @@ export async function bundleCommand(input, outDir) {
   const bundle = await rolldown({
     input,
     platform: 'node',
-    external: [/^node:/, 're2', 'ffi-rs'],
+    external: [/^node:/, 're2', 're2js', 'ffi-rs'],
     logLevel: 'warn',
   });
   // Chunks follow the dynamic imports, so a run loads neither the proxy (node:http) nor the approval

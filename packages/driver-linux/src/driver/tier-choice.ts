@@ -15,6 +15,7 @@ import {
   sessionKeyToFilename,
   strictCapabilities,
 } from '@aleph/sandbox-core';
+import { checkHelperSync } from '../host/helper-check.js';
 import type { LinuxProfile } from '../profile/profile-types.js';
 import { selectTier, type TierSelection } from '../tiers/select-tier.js';
 import { candidateTiers, type LinuxTierId, linuxTier } from '../tiers/tiers.js';
@@ -55,11 +56,22 @@ export class TierChoice {
   /**
    * The plan of a command in the chosen tier.
    *
-   * @throws {DriverError} `ALEPH_DRIVER_UNAVAILABLE` when no tier at least as strong as `minimumTier` ran.
+   * @throws {DriverError} `ALEPH_DRIVER_UNAVAILABLE` when no tier at least as strong as `minimumTier` ran
+   *   (`ALEPH_HELPER_MISSING` when no helper fits this machine).
    */
   async profileFor(caps: SandboxCapabilities, cwd: string, context: ProfileContext): Promise<LinuxProfile> {
     const chosen = await this.select();
     if (chosen.tier === undefined) {
+      // No helper fits this machine: that, not a tier, is what to fix (ALEPH_HELPER_MISSING).
+      const helper = checkHelperSync(this.settings.helperPath);
+      if (!helper.ok && helper.code !== undefined) {
+        throw new DriverError(
+          helper.code,
+          'linux',
+          `the Linux sandbox cannot run here: ${helper.problem}; fix: ${helper.fix}`,
+          { details: { attempts: chosen.attempts } },
+        );
+      }
       const tried = chosen.attempts.map(
         (a) => `tier ${linuxTier(a.tier).number}: ${a.detail}${a.fix ? ` (fix: ${a.fix})` : ''}`,
       );

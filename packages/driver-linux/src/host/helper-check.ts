@@ -13,7 +13,9 @@ import {
   readSync,
   statSync,
 } from 'node:fs';
+import path from 'node:path';
 import { helperPackageName } from './helper-path.js';
+import { BUILD_HELPER_COMMAND, userHelperDistrust, userHelperRoot } from './user-helper.js';
 
 /** ELF `e_machine` values of the architectures a platform package exists for. */
 export const HELPER_ELF_MACHINES: Readonly<Record<string, { machine: number; name: string }>> = {
@@ -30,6 +32,8 @@ export type HelperCheck =
       readonly path: string;
       readonly problem: string;
       readonly fix: string;
+      /** Set when no helper fits this machine (none installed, or one for another architecture). */
+      readonly code?: 'ALEPH_HELPER_MISSING';
     };
 
 /** What `aleph-sandbox-init --probe` prints: what the kernel did when the helper used each mechanism. */
@@ -68,8 +72,10 @@ function machineName(machine: number): string {
   return `ELF machine ${machine}`;
 }
 
-const REINSTALL_FIX = (arch: string) =>
-  `reinstall @aleph/driver-linux with optional dependencies (it brings ${helperPackageName(arch)}; --omit=optional and --no-optional leave it out), or install a C compiler (apt-get install -y gcc libc6-dev) and run \`npm rebuild @aleph/driver-linux\``;
+/** The fix for a helper that does not fit: one command, which builds it from the shipped source. */
+const BUILD_FIX = `build it from the shipped source: \`${BUILD_HELPER_COMMAND}\` (needs a C compiler: apt-get install -y gcc libc6-dev)`;
+/** What a helper that does not fit says first: the platform it was looked for. */
+const NONE_FITS = (arch: string) => `no sandbox helper fits this machine (linux-${arch}): `;
 
 /**
  * Whether the helper at `file` can be used: it exists, is executable (the mode is set here when a packer
@@ -105,7 +111,7 @@ export async function checkHelper(
       component: 'helper',
       path: file,
       problem: `${file} --probe failed (${error === null ? 'its output is not the probe JSON' : error.message.split('\n')[0]}): ${said}`,
-      fix: `run \`${file} --probe\` to see why; ${REINSTALL_FIX(options.arch ?? process.arch)}`,
+      fix: `run \`${file} --probe\` to see why; ${BUILD_FIX}`,
     };
   }
   return { ok: true, path: file, probe: parsed };
@@ -113,31 +119,43 @@ export async function checkHelper(
 
 /** {@link checkHelper} without the probe, for the run path (an access and a 20-byte read). */
 export function checkHelperSync(file: string, arch: string = process.arch): HelperCheck {
-  const fail = (problem: string, fix: string): HelperCheck => ({
+  const fail = (problem: string, fix: string, missing = false): HelperCheck => ({
     ok: false,
     component: 'helper',
     path: file,
-    problem,
+    problem: missing ? `${NONE_FITS(arch)}${problem}` : problem,
     fix,
+    ...(missing ? { code: 'ALEPH_HELPER_MISSING' as const } : {}),
   });
   if (!existsSync(file)) {
     return fail(
-      `${file} is not installed (no ${helperPackageName(arch)} and no build from source)`,
-      REINSTALL_FIX(arch),
+      `${file} is not installed (no ${helperPackageName(arch)}, and none built here)`,
+      BUILD_FIX,
+      true,
     );
+  }
+  if (file.startsWith(`${userHelperRoot()}${path.sep}`)) {
+    const distrust = userHelperDistrust(file);
+    if (distrust !== undefined) {
+      return fail(
+        `${file} is not trusted: ${distrust}`,
+        `remove ${path.dirname(file)} and run \`${BUILD_HELPER_COMMAND}\` again`,
+      );
+    }
   }
   const expected = HELPER_ELF_MACHINES[arch];
   let machine: number | undefined;
   try {
     machine = readElfMachine(file);
   } catch (error) {
-    return fail(`${file} cannot be read: ${(error as Error).message}`, REINSTALL_FIX(arch));
+    return fail(`${file} cannot be read: ${(error as Error).message}`, BUILD_FIX);
   }
-  if (machine === undefined) return fail(`${file} is not a 64-bit ELF executable`, REINSTALL_FIX(arch));
+  if (machine === undefined) return fail(`${file} is not a 64-bit ELF executable`, BUILD_FIX, true);
   if (expected !== undefined && machine !== expected.machine) {
     return fail(
       `${file} is built for the wrong architecture: ${machineName(machine)}, this host is ${expected.name}`,
-      REINSTALL_FIX(arch),
+      BUILD_FIX,
+      true,
     );
   }
   try {
@@ -150,7 +168,7 @@ export function checkHelperSync(file: string, arch: string = process.arch): Help
     } catch (error) {
       return fail(
         `${file} is not executable (mode ${(statSync(file).mode & 0o777).toString(8)}) and its mode cannot be changed: ${(error as Error).message}`,
-        `chmod 755 ${file} (as its owner), or ${REINSTALL_FIX(arch)}`,
+        `chmod 755 ${file} (as its owner), or ${BUILD_FIX}`,
       );
     }
   }

@@ -1,12 +1,14 @@
 /**
- * Where the native helper (`aleph-sandbox-init`) is: a build from source in driver-linux's `native/`, else
- * the prebuilt one of the platform package for this architecture. Its checks are in `helper-check.ts`.
+ * Where the native helper (`aleph-sandbox-init`) is: a build from source by `aleph-sandbox build-helper`
+ * (`user-helper.ts`), else the prebuilt one of the platform package for this architecture. Its checks are in
+ * `helper-check.ts`.
  */
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PACKAGE_TOP_MODULE_URL } from '../package-url.js';
+import { userHelperPath } from './user-helper.js';
 
 /** The helper's file name, in a platform package's `bin/` or in `native/` after a build from source. */
 export const HELPER_NAME = 'aleph-sandbox-init';
@@ -74,16 +76,15 @@ export function platformHelperPath(pkgDir: string, arch: string = process.arch):
 }
 
 /**
- * The helper this host uses: one built from source into driver-linux's `native/` (only its install step
- * makes one, where no platform package fits or when asked to; the tarball ships none), else the prebuilt
- * one of the platform package for this architecture (`@aleph/driver-linux-x64`,
- * `@aleph/driver-linux-arm64`). When neither exists, the platform package's path is unknown and the
- * source build's is returned, so that `checkHelper` can say what to do.
+ * The helper this host uses: one built from source by `aleph-sandbox build-helper` for this version and
+ * architecture (`userHelperPath`), else the prebuilt one of the platform package for this architecture
+ * (`@aleph/driver-linux-x64`, `@aleph/driver-linux-arm64`). When neither exists, the path a build would
+ * have is returned, so that `checkHelper` can say what to do.
  */
 export function resolveHelperPath(from: string = PACKAGE_TOP_MODULE_URL): string {
   const pkgDir = driverLinuxDir(from);
   if (pkgDir === undefined) return path.join(packageDirOf(from), 'native', HELPER_NAME);
-  const fromSource = path.join(pkgDir, 'native', HELPER_NAME);
-  if (existsSync(fromSource)) return fromSource;
-  return platformHelperPath(pkgDir) ?? fromSource;
+  const built = userHelperPath(pkgDir);
+  if (existsSync(built)) return built;
+  return platformHelperPath(pkgDir) ?? built;
 }

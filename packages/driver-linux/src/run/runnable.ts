@@ -17,7 +17,8 @@ export interface Runnable {
 /**
  * bwrap's path (`''` where it is missing and the run is tier 3's, which needs none).
  *
- * @throws {DriverError} `ALEPH_DRIVER_UNAVAILABLE` naming each missing piece and its fix.
+ * @throws {DriverError} `ALEPH_DRIVER_UNAVAILABLE` naming each missing piece and its fix
+ *   (`ALEPH_HELPER_MISSING` when no helper fits this machine).
  */
 export function checkRunnable(bwrap: string, helperPath: string, direct: boolean): string {
   const bwrapPath = which(bwrap);
@@ -30,7 +31,8 @@ export function checkRunnable(bwrap: string, helperPath: string, direct: boolean
     problems.push(`architecture: ${process.arch} has no seccomp tables here`);
   if (problems.length > 0) {
     throw new DriverError(
-      'ALEPH_DRIVER_UNAVAILABLE',
+      // No helper fits this machine: ALEPH_HELPER_MISSING, whose fix builds one.
+      !helper.ok && helper.code !== undefined ? helper.code : 'ALEPH_DRIVER_UNAVAILABLE',
       'linux',
       `the Linux sandbox cannot run here: ${problems.join('; ')}`,
       { details: { problems } },

@@ -1,0 +1,62 @@
+/** What `aleph-sandbox --help` and `<command> --help` print, and the usage error every subcommand throws. */
+
+export const HELP: Record<string, string> = {
+  main: `aleph-sandbox: run commands inside the Aleph sandbox
+
+Usage:
+  aleph-sandbox run [run flags] -- PROGRAM [ARGS...]     run a command in a session workspace
+  aleph-sandbox profile [run flags] -- PROGRAM [ARGS...] print the sandbox plan, run nothing
+  aleph-sandbox doctor [--json] [--config FILE]          what this host can enforce, and fixes
+  aleph-sandbox policy check ...                         the command filter (see aleph-policy --help)
+  aleph-sandbox proxy ...                                the egress proxy (see aleph-proxy --help)
+  aleph-sandbox build-helper                             build the Linux helper from source (no prebuilt one fits)
+
+Run "aleph-sandbox <command> --help" for the flags of a command.`,
+  run: `aleph-sandbox run [flags] -- PROGRAM [ARGS...]
+
+Runs PROGRAM in the session's workspace under the sandbox, streaming its output, and exits with its code
+(124 on timeout, 128+N when killed by signal N). Piped stdin is read to its end and given to PROGRAM (the
+command filter reads it too, for \`bash -s\`); a stdin pipe on which nothing arrives within 0.25 s is
+left alone.
+
+Flags:
+  --workspace DIR      use DIR as the session workspace (created if missing)
+  --session ID         session id (default "cli"); the workspace is <workspace_root>/<hash of ID>
+  --cwd DIR            working directory inside the workspace (relative to it, or absolute inside it)
+  --allow-read PATH    grant read access (repeatable)
+  --allow-write PATH   grant write access (repeatable)
+  --net none|all|HOST,HOST...   network: none (default), everything, or only these hosts (through the proxy)
+  --allow-spawn        allow the command to start subprocesses (needed by most shell scripts)
+  --memory MB          memory limit
+  --timeout S          wall-clock timeout in seconds
+  --approve prompt|all|none   how requests beyond the baseline are approved
+                       (default: prompt on a terminal, none otherwise)
+  --json               print the result as JSON instead of streaming
+  --config FILE        config file (default ~/.aleph/config.toml)
+
+Exit codes: the command's own; 124 timeout; 128+N signal; 2 usage or config error;
+125 the sandbox could not run it; 126 denied (command policy, capability, rate limit).`,
+  profile: `aleph-sandbox profile [run flags] [--json] -- PROGRAM [ARGS...]
+
+Prints the plan the sandbox would apply to this command (mounts, Landlock rules, seccomp rules in words,
+limits, network), without running anything. --json prints the whole profile.`,
+  doctor: `aleph-sandbox doctor [--json] [--config FILE]
+
+Reports the driver for this host, each enforcement mechanism as it behaved when used (the helper, seccomp,
+Landlock, user namespaces, cgroups, each tier running a sandboxed \`true\`), the tier in use, what it does not
+enforce, and for anything missing the exact command that fixes it. "ready" only after a command ran sandboxed.`,
+  'build-helper': `aleph-sandbox build-helper
+
+Builds the Linux sandbox helper from the C source @aleph/driver-linux ships, for a machine no prebuilt
+helper fits (no @aleph/driver-linux-<arch> package for it, or optional dependencies left out), into
+~/.aleph/helper/<version>-<arch>/, where the driver finds it. Needs a C compiler (apt-get install -y gcc
+libc6-dev). Exit codes: 0 built and answering --probe; 1 could not be built (the fix is printed).`,
+};
+
+/** Bad flags or arguments: reported on one line, exit code 2. */
+export class UsageError extends Error {}
+
+/** What a subcommand throws for `--help`: its text is printed on stdout, exit code 0. */
+export function helpRequested(command: string): Error {
+  return Object.assign(new Error(HELP[command]), { help: true });
+}

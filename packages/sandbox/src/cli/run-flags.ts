@@ -1,0 +1,119 @@
+/**
+ * The flags `run` and `profile` share: parsed and checked into a {@link RunPlan} (program, session,
+ * capabilities, timeout, workspace), plus what both then need (the working directory inside the
+ * workspace, and the config loader and factory, loaded only once the flags parse).
+ */
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import type { NetworkPolicy, SandboxCapabilitiesInput } from '@aleph/sandbox-core';
+import { helpRequested, UsageError } from './help.js';
+
+export const RUN_OPTIONS = {
+  workspace: { type: 'string' },
+  session: { type: 'string' },
+  cwd: { type: 'string' },
+  'allow-read': { type: 'string', multiple: true },
+  'allow-write': { type: 'string', multiple: true },
+  net: { type: 'string' },
+  'allow-spawn': { type: 'boolean' },
+  memory: { type: 'string' },
+  timeout: { type: 'string' },
+  approve: { type: 'string' },
+  json: { type: 'boolean' },
+  config: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export type RunValues = {
+  workspace?: string;
+  session?: string;
+  cwd?: string;
+  'allow-read'?: string[];
+  'allow-write'?: string[];
+  net?: string;
+  'allow-spawn'?: boolean;
+  memory?: string;
+  timeout?: string;
+  approve?: string;
+  json?: boolean;
+  config?: string;
+  help?: boolean;
+};
+
+function positiveNumber(flag: string, value: string | undefined, integer: boolean): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) {
+    throw new UsageError(
+      `--${flag} ${JSON.stringify(value)} must be a positive ${integer ? 'whole ' : ''}number`,
+    );
+  }
+  return n;
+}
+
+function parseNet(value: string | undefined): NetworkPolicy {
+  if (value === undefined || value === 'none') return { kind: 'none' };
+  if (value === 'all') return { kind: 'allowAll' };
+  const hosts = value
+    .split(',')
+    .map((h) => h.trim())
+    .filter(Boolean);
+  if (hosts.length === 0)
+    throw new UsageError(`--net ${JSON.stringify(value)} must be none, all or a comma-separated host list`);
+  return { kind: 'allowHosts', hosts };
+}
+
+export interface RunPlan {
+  values: RunValues;
+  program: string;
+  args: string[];
+  sessionId: string;
+  capabilities: SandboxCapabilitiesInput;
+  timeoutMs: number | undefined;
+  workspaceDir: string | undefined;
+}
+
+export function parseRun(argv: string[], command: 'run' | 'profile'): RunPlan {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: RUN_OPTIONS,
+    allowPositionals: true,
+    strict: true,
+  });
+  const v = values as RunValues;
+  if (v.help) throw helpRequested(command);
+  if (positionals.length === 0)
+    throw new UsageError(`${command} needs a program after --, e.g. aleph-sandbox ${command} -- ls -la`);
+  if (v.approve !== undefined && !['prompt', 'all', 'none'].includes(v.approve)) {
+    throw new UsageError(`--approve ${JSON.stringify(v.approve)} must be prompt, all or none`);
+  }
+  const memory = positiveNumber('memory', v.memory, true);
+  const timeoutS = positiveNumber('timeout', v.timeout, false);
+  const capabilities: SandboxCapabilitiesInput = {
+    fsRead: (v['allow-read'] ?? []).map((p) => path.resolve(p)),
+    fsWrite: (v['allow-write'] ?? []).map((p) => path.resolve(p)),
+    network: parseNet(v.net),
+    spawnSubprocess: v['allow-spawn'] === true,
+    ...(memory === undefined ? {} : { maxMemoryMb: memory }),
+  };
+  return {
+    values: v,
+    program: positionals[0] as string,
+    args: positionals.slice(1),
+    sessionId: v.session ?? 'cli',
+    capabilities,
+    timeoutMs: timeoutS === undefined ? undefined : Math.round(timeoutS * 1000),
+    workspaceDir: v.workspace === undefined ? undefined : path.resolve(v.workspace),
+  };
+}
+
+export function resolveCwd(cwd: string | undefined, workspace: string): string | undefined {
+  if (cwd === undefined) return undefined;
+  return path.isAbsolute(cwd) ? cwd : path.join(workspace, cwd);
+}
+
+/** The config loader and the factory, loaded only once the flags parse (so --help and usage errors stay fast). */
+export async function loadSandboxModules() {
+  const [config, build] = await Promise.all([import('../config-load.js'), import('../build.js')]);
+  return { loadConfig: config.loadConfig, buildSandbox: build.buildSandbox };
+}
