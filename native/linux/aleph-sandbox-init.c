@@ -28,7 +28,7 @@
  * executed exits 127 (not found) or 126, as a shell would.
  * `aleph-sandbox-init --probe` prints what this kernel does, found by doing it, as one JSON line (probe.c).
  */
-#include "common.h"
+#include "common/common.h"
 
 #include <linux/capability.h>
 

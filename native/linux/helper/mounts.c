@@ -12,7 +12,7 @@
  * operation is done, 'x' (tmpfs) programs may run from it, '-' nothing. DEST is resolved with RESOLVE_NO_SYMLINKS, and the mount is attached to
  * the resolved descriptor, so a path swapped by a command running beside this one cannot redirect it.
  */
-#include "common.h"
+#include "../common/common.h"
 
 #include <linux/magic.h>
 #include <linux/mount.h>

@@ -16,7 +16,7 @@
  * double-forked, a process in a session of its own) is reparented to the launcher, which kills it when
  * the program ends: there is no PID namespace to take it down.
  */
-#include "common.h"
+#include "../common/common.h"
 
 #include <dirent.h>
 #include <linux/capability.h>

@@ -12,7 +12,7 @@
  *     (devfs.c), which a runtime dropping CAP_MKNOD or a device policy refuses.
  * Each says "ok" or the step that failed and its error; "seccomp" is true only when the filter acted.
  */
-#include "common.h"
+#include "../common/common.h"
 
 #include <sched.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
 /* Private declarations of the tier 3 guard (guard.c takes the snapshot, guard-check.c checks it). */
 #ifndef ALEPH_GUARD_H
 #define ALEPH_GUARD_H
-#include "common.h"
+#include "../common/common.h"
 
 #define GUARD_MAX_ENTRIES 8192
 #define GUARD_MAX_BYTES (8LL * 1024 * 1024)

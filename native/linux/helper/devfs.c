@@ -8,7 +8,7 @@
  * linking into it, and an empty shm directory (the profile mounts its own tmpfs there). The command, an
  * unprivileged uid without capabilities, can create nothing in it.
  */
-#include "common.h"
+#include "../common/common.h"
 
 #include <linux/mount.h>
 #include <sys/sysmacros.h>

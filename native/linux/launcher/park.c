@@ -13,7 +13,7 @@
  * and checked to be empty again when it is taken out (a process of the host user may have written into
  * a stub meanwhile: such a stub is set aside, never reused).
  */
-#include "common.h"
+#include "../common/common.h"
 
 #include <dirent.h>
 

@@ -4,7 +4,7 @@
  * using the root (or, after a killed run, the next one) removes exactly those, and only while they are
  * still the empty stubs it made.
  */
-#include "common.h"
+#include "../common/common.h"
 
 /* Reads a root's stub record ("KIND DEV INO REL" lines, oldest first) into ITEMS; returns how many. */
 int read_record(int record, struct recorded *items, int max) {

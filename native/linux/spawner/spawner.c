@@ -26,7 +26,7 @@
  * It exits when the driver closes its stdin or dies (PR_SET_PDEATHSIG); what it started then gets the
  * launcher's own parent-death signal and cleans up.
  */
-#include "common.h"
+#include "../common/common.h"
 
 #include <poll.h>
 #include <sched.h>

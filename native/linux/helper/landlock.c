@@ -1,5 +1,5 @@
 /* Landlock: the filesystem, TCP and scoping rules the helper applies inside the sandbox. */
-#include "common.h"
+#include "../common/common.h"
 
 /* Landlock UAPI, defined here so older headers still build this. */
 #define LL_CREATE_RULESET_VERSION (1U << 0)

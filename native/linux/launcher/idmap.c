@@ -4,7 +4,7 @@
  * owner appears as the run's uid inside the sandbox. Each is made by a child that holds it while the maps
  * are written (nschild.c); those children are reaped after the run.
  */
-#include "common.h"
+#include "../common/common.h"
 
 #include <sched.h>
 

@@ -21,7 +21,7 @@
  * repositories it created or changed (sweep.c), and --guard ROOT REL (tier 3, no read-only mounts) puts
  * back the protected paths it changed, from a snapshot taken before it (guard.c).
  */
-#include "common.h"
+#include "../common/common.h"
 
 #include <linux/mount.h>
 #include <linux/openat2.h>

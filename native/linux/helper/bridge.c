@@ -1,4 +1,4 @@
-#include "common.h"
+#include "../common/common.h"
 
 /* ── The bridge: 127.0.0.1:PORT in the sandbox's namespace → the host proxy's Unix socket. ── */
 

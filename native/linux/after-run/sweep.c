@@ -18,7 +18,7 @@
  * `.git` directories beyond their control files, and stops after SWEEP_MAX_DIRS directories or
  * SWEEP_MAX_DEPTH levels, reporting `incomplete ROOT` so the driver can say so.
  */
-#include "common.h"
+#include "../common/common.h"
 
 #include <dirent.h>
 #include <sys/random.h>

@@ -15,7 +15,7 @@
  * there, can change none of its settings. Where namespaces cannot be made (not root, no CAP_SYS_ADMIN, a
  * seccomp filter), the pool stays empty and every run makes its own as before.
  */
-#include "common.h"
+#include "../common/common.h"
 
 #include <net/if.h>
 #include <sched.h>
