@@ -1,4 +1,5 @@
-/* Shared declarations of the aleph-sandbox-init sources. */
+/* The launcher's, the fork server's and the checks' declarations that have no header of their own yet
+ * (the helper's, the probe's and common/ have theirs). */
 #ifndef ALEPH_COMMON_H
 #define ALEPH_COMMON_H
 #define _GNU_SOURCE
@@ -28,103 +29,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef SYS_landlock_create_ruleset
-#define SYS_landlock_create_ruleset 444
-#define SYS_landlock_add_rule 445
-#define SYS_landlock_restrict_self 446
-extern char **environ;
-
-#endif
-#ifndef SYS_close_range
-#define SYS_close_range 436
-extern char **environ;
-
-#endif
-#ifndef PR_CAP_AMBIENT
-#define PR_CAP_AMBIENT 47
-#define PR_CAP_AMBIENT_CLEAR_ALL 4
-extern char **environ;
-
-#endif
-
-#define MAX_ITEMS 1024
-
-struct path_rule {
-  const char *path;
-  char kind; /* 'r' read+exec, 'w' read+write+exec, 'd' device directory, 'l' list directories only */
-};
-
-struct mount_op;
-struct options {
-  long uid, gid;
-  struct {
-    int resource;
-    rlim_t soft, hard;
-  } rlimits[16];
-  int nrlimits;
-  const char *landlock_mode; /* off | best-effort | required */
-  struct path_rule paths[MAX_ITEMS];
-  int npaths;
-  int net_handled;
-  long connect_ports[16];
-  int nconnect;
-  int scope;
-  long bridge_port;
-  const char *bridge_path;
-  int seccomp_fd;
-  int env_fd;
-  const char *chdir; /* after the mounts and the identity drop */
-  char **argv;
-};
-
-/* An O_PATH descriptor of PATH (beneath DIRFD) resolved under RESOLVE flags, never following a last
- * symlink either: the one way this helper opens a path a command could have changed. */
-static inline int open_path(int dirfd, const char *path, uint64_t resolve) {
-  struct open_how how = {.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW, .resolve = resolve};
-  return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
-}
-
-/* Prints "aleph-sandbox-init: …" and exits 125. */
-void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-long parse_long(const char *s, const char *what);
-
-/* landlock.c */
-int landlock_abi(void);
-int apply_landlock(const struct options *o);
-/* In a child of its own: enforces a ruleset that refuses directory reads and checks / cannot be listed.
- * "ok", or what failed (in BUF). */
-const char *landlock_exercise(char *buf, size_t len);
-
-/* probe.c: `--probe`. */
-int probe_main(void);
-
-/* bridge.c */
-int bridge_listen(long port);
-void start_bridge(const struct options *o, int lfd);
-
-/* launch.c: the host side (`--launch`). */
-int launch_main(int argc, char **argv);
-
-/* nschild.c: a child in new namespaces FLAGS (sharing this process's memory, on STACK of SIZE bytes) that
- * runs SETUP (may be NULL) there and holds them until ns_child_release(); its pid, or -1 with errno (EPROTO:
- * SETUP failed; the child is reaped). The caller reaps it after the release. */
-struct ns_child {
-  pid_t pid;
-  int release;
-};
-pid_t ns_child_start(struct ns_child *c, int flags, int (*setup)(void), char *stack, size_t size);
-void ns_child_release(struct ns_child *c);
+#include "compat.h"
+#include "errors.h"
+#include "nschild.h"
+#include "paths.h"
+#include "../after-run/reap.h"
+#include "../launcher/launch.h"
+#include "../spawner/spawner.h"
 
 /* idmap.c: for the launcher's idmapped mounts, a user namespace mapping OWNER (GROUP) to TO, kept per
  * owner for the run; the children holding them are reaped by idmap_reap() after the run. */
 int idmap_userns(uid_t owner, gid_t group, long to);
 void idmap_reap(void);
-
-/* The fork server put this launcher in a network namespace it made ahead (netpool.c). */
-extern int launch_joined_net;
-
-/* spawner.c: the driver's fork server (`--spawner`). */
-int spawner_main(int argc, char **argv);
 
 /* netpool.c: the fork server's network namespaces (loopback up), one per session, lent to one run at a
  * time, and one fresh namespace waiting for the next session. */
@@ -184,24 +100,6 @@ void guard_discard(struct guard *g, int state_fd);
 /* park.c: stubs kept for the next run under --state (renamed, not recreated). 0 on success. */
 int park_take(int state_fd, int parent_fd, const struct stat *parent, const char *base, char kind);
 int park_return(int state_fd, int dirfd, const char *base, char kind, const struct stat *st);
-
-/* mounts.c: user-path mounts made inside the sandbox from descriptors. */
-int mount_op_parse(const char *op, char **argv, int argc, int *i);
-void mount_ops_apply(void);
-int mount_ops_count(void);
-/* Attaches the detached mount SRC on DEST_FD (DEST names it in messages). */
-void attach(int src, int dest_fd, const char *dest);
-/* A detached tmpfs of MODE and SIZE with mount attributes ATTRS. */
-int make_tmpfs(const char *mode, const char *size, unsigned attrs);
-
-/* devfs.c: on the directory DEST_FD (at DEST), the sandbox's /dev. */
-void make_dev(int dest_fd, const char *dest);
-
-/* direct.c: tier 3, no namespaces (`--direct`), and the launcher's `--reap`. */
-extern int direct_mode;
-void direct_drop_capabilities(void);
-void reap_prepare(void);
-void reap_descendants(void);
 
 extern char **environ;
 

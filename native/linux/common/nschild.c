@@ -1,13 +1,19 @@
 /*
  * A child in new namespaces that holds them while its parent opens them (/proc/PID/ns/…): for the
- * launcher's idmap user namespaces (idmap.c) and the fork server's network namespaces (netpool.c). It
- * shares the parent's memory (CLONE_VM, on a stack the caller gives it), so making it copies no page
- * tables. It runs SETUP in the new namespaces (may be NULL), says whether that worked, and exits once the
- * parent closes the release pipe.
+ * launcher's idmap user namespaces (launcher/idmap.c) and the fork server's network namespaces
+ * (spawner/netpool.c). It shares the parent's memory (CLONE_VM, on a stack the caller gives it), so making
+ * it copies no page tables. It runs SETUP in the new namespaces (may be NULL), says whether that worked,
+ * and exits once the parent closes the release pipe.
  */
-#include "common.h"
+#define _GNU_SOURCE
+#include "nschild.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 struct start {
   int (*setup)(void);

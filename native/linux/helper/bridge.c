@@ -1,6 +1,28 @@
-#include "../common/common.h"
+/*
+ * The network bridge inside the sandbox (bridge.h): 127.0.0.1:PORT in the sandbox's namespace → the host
+ * proxy's Unix socket. One process, an epoll loop; each connection's bytes move by splice through a pipe,
+ * or by copying where a socket pair cannot splice.
+ */
+#define _GNU_SOURCE
+#include "bridge.h"
 
-/* ── The bridge: 127.0.0.1:PORT in the sandbox's namespace → the host proxy's Unix socket. ── */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../common/compat.h"
+#include "../common/errors.h"
 
 #define BUF 65536
 #define PIPE_BYTES (1 << 20)
@@ -103,6 +125,39 @@ static void free_conn(struct conn *c) {
   free(c);
 }
 
+/* A connection accepted on LFD, connected to the proxy at ADDR and watched by EP (nothing on failure). */
+static void accept_conn(int ep, int lfd, const struct sockaddr_un *addr) {
+  int cfd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (cfd < 0) return;
+  int pfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (pfd < 0 || connect(pfd, (const struct sockaddr *)addr, sizeof *addr) < 0) {
+    if (pfd >= 0) close(pfd);
+    close(cfd);
+    return;
+  }
+  fcntl(pfd, F_SETFL, fcntl(pfd, F_GETFL) | O_NONBLOCK);
+  struct conn *c = calloc(1, sizeof *c);
+  if (c == NULL) {
+    close(cfd);
+    close(pfd);
+    return;
+  }
+  c->fd[0] = cfd;
+  c->fd[1] = pfd;
+  for (int i = 0; i < 2; i++) {
+    if (pipe2(c->dir[i].pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
+      c->dir[i].pipe[0] = c->dir[i].pipe[1] = -1;
+      c->copy = 1;
+    } else {
+      fcntl(c->dir[i].pipe[1], F_SETPIPE_SZ, PIPE_BYTES); /* best effort */
+    }
+  }
+  for (int i = 0; i < 2; i++) {
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)(uintptr_t)c | (uint64_t)i};
+    epoll_ctl(ep, EPOLL_CTL_ADD, c->fd[i], &ev);
+  }
+}
+
 static void bridge_loop(int lfd, const char *path) {
   signal(SIGPIPE, SIG_IGN);
   int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -120,35 +175,7 @@ static void bridge_loop(int lfd, const char *path) {
     }
     for (int k = 0; k < n; k++) {
       if (events[k].data.u64 == 0) {
-        int cfd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (cfd < 0) continue;
-        int pfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (pfd < 0 || connect(pfd, (struct sockaddr *)&addr, sizeof addr) < 0) {
-          if (pfd >= 0) close(pfd);
-          close(cfd);
-          continue;
-        }
-        fcntl(pfd, F_SETFL, fcntl(pfd, F_GETFL) | O_NONBLOCK);
-        struct conn *c = calloc(1, sizeof *c);
-        if (c == NULL) {
-          close(cfd);
-          close(pfd);
-          continue;
-        }
-        c->fd[0] = cfd;
-        c->fd[1] = pfd;
-        for (int i = 0; i < 2; i++) {
-          if (pipe2(c->dir[i].pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
-            c->dir[i].pipe[0] = c->dir[i].pipe[1] = -1;
-            c->copy = 1;
-          } else {
-            fcntl(c->dir[i].pipe[1], F_SETPIPE_SZ, PIPE_BYTES); /* best effort */
-          }
-        }
-        for (int i = 0; i < 2; i++) {
-          struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)(uintptr_t)c | (uint64_t)i};
-          epoll_ctl(ep, EPOLL_CTL_ADD, c->fd[i], &ev);
-        }
+        accept_conn(ep, lfd, &addr);
         continue;
       }
       struct conn *c = (struct conn *)(uintptr_t)(events[k].data.u64 & ~(uint64_t)1);
@@ -166,7 +193,7 @@ static void bridge_loop(int lfd, const char *path) {
   }
 }
 
-void start_bridge(const struct options *o, int lfd) {
+void start_bridge(const char *path, int lfd) {
   pid_t child = fork();
   if (child < 0) die("fork bridge: %s", strerror(errno));
   if (child == 0) {
@@ -184,7 +211,7 @@ void start_bridge(const struct options *o, int lfd) {
     }
     syscall(SYS_close_range, 3, lfd - 1, 0);
     syscall(SYS_close_range, lfd + 1, ~0U, 0);
-    bridge_loop(lfd, o->bridge_path);
+    bridge_loop(lfd, path);
     _exit(0);
   }
   int status;

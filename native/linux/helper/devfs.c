@@ -8,10 +8,21 @@
  * linking into it, and an empty shm directory (the profile mounts its own tmpfs there). The command, an
  * unprivileged uid without capabilities, can create nothing in it.
  */
-#include "../common/common.h"
+#define _GNU_SOURCE
+#include "devfs.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <linux/mount.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "../common/errors.h"
+#include "../common/paths.h"
+#include "mount-api.h"
 
 static const struct {
   const char *name;

@@ -14,15 +14,23 @@
  *
  * The launcher's `--reap` makes it a child subreaper, so whatever the program leaves behind (a daemon that
  * double-forked, a process in a session of its own) is reparented to the launcher, which kills it when
- * the program ends: there is no PID namespace to take it down.
+ * the program ends: there is no PID namespace to take it down (after-run/reap.c).
  */
-#include "../common/common.h"
+#define _GNU_SOURCE
+#include "direct.h"
 
-#include <dirent.h>
+#include <errno.h>
+#include <grp.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
-int direct_mode;
+#include "../common/compat.h"
+#include "../common/errors.h"
+#include "mounts.h"
 
 static int capset_empty(void) {
   struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
@@ -51,37 +59,9 @@ void direct_drop_capabilities(void) {
     if (d[k].effective != 0 || d[k].permitted != 0 || d[k].inheritable != 0) die("capabilities are still held after dropping them");
 }
 
-/* ── The launcher's side (--reap). ── */
-
-void reap_prepare(void) {
-  if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) die("launch: PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
-}
-
-/* Kills the launcher's remaining children (descendants end up here as their parents die) until none is left. */
-void reap_descendants(void) {
-  for (int round = 0; round < 1000; round++) {
-    int found = 0;
-    DIR *tasks = opendir("/proc/self/task");
-    if (tasks == NULL) return;
-    struct dirent *t;
-    while ((t = readdir(tasks)) != NULL) {
-      if (t->d_name[0] == '.') continue;
-      char path[96];
-      snprintf(path, sizeof path, "/proc/self/task/%s/children", t->d_name);
-      FILE *f = fopen(path, "re");
-      if (f == NULL) continue;
-      int pid;
-      while (fscanf(f, "%d", &pid) == 1) {
-        found = 1;
-        kill(pid, SIGKILL);
-      }
-      fclose(f);
-    }
-    closedir(tasks);
-    /* Reap what was killed; its own children are ours now and show up in the next round. */
-    while (waitpid(-1, NULL, WNOHANG) > 0) {
-    }
-    if (!found && waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD) return;
-    if (!found) usleep(1000);
-  }
+void direct_enter(struct options *o) {
+  if (mount_ops_count() > 0) die("--direct makes no mounts");
+  if (strcmp(o->landlock.mode, "off") == 0) die("--direct needs Landlock (--landlock required)");
+  o->landlock.mode = "required";
+  if (setsid() < 0 && getpgrp() != getpid()) die("setsid: %s", strerror(errno));
 }

@@ -1,7 +1,24 @@
-/* Landlock: the filesystem, TCP and scoping rules the helper applies inside the sandbox. */
-#include "../common/common.h"
+/*
+ * Landlock inside the sandbox (landlock.h): the kernel's interface (defined here, so older headers still
+ * build this), the ruleset the helper enforces from its options, and the probe's exercise of it.
+ */
+#define _GNU_SOURCE
+#include "landlock.h"
 
-/* Landlock UAPI, defined here so older headers still build this. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../common/compat.h"
+#include "../common/errors.h"
+
+/* Landlock UAPI. */
 #define LL_CREATE_RULESET_VERSION (1U << 0)
 #define LL_RULE_PATH_BENEATH 1
 #define LL_RULE_NET_PORT 2
@@ -40,7 +57,6 @@ struct ll_net_port_attr {
   uint64_t port;
 };
 
-
 int landlock_abi(void) {
   long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
   return abi < 0 ? 0 : (int)abi;
@@ -75,10 +91,9 @@ static uint64_t fs_handled(int abi) {
   return all;
 }
 
-/** Returns the ABI applied, 0 when Landlock is unavailable in best-effort mode. */
-int apply_landlock(const struct options *o) {
-  if (strcmp(o->landlock_mode, "off") == 0) return 0;
-  int required = strcmp(o->landlock_mode, "required") == 0;
+int apply_landlock(const struct landlock_rules *r) {
+  if (strcmp(r->mode, "off") == 0) return 0;
+  int required = strcmp(r->mode, "required") == 0;
   int abi = landlock_abi();
   if (abi <= 0) {
     if (required) die("Landlock is required but this kernel does not support it");
@@ -87,11 +102,11 @@ int apply_landlock(const struct options *o) {
   uint64_t handled = fs_handled(abi);
   struct ll_ruleset_attr attr = {.handled_access_fs = handled};
   size_t size = sizeof(uint64_t);
-  if (abi >= 4 && o->net_handled) {
+  if (abi >= 4 && r->net_handled) {
     attr.handled_access_net = LL_NET_BIND_TCP | LL_NET_CONNECT_TCP;
     size = 2 * sizeof(uint64_t);
   }
-  if (abi >= 6 && o->scope) {
+  if (abi >= 6 && r->scope) {
     attr.scoped = LL_SCOPE_ABSTRACT_UNIX | LL_SCOPE_SIGNAL;
     size = 3 * sizeof(uint64_t);
   }
@@ -100,14 +115,14 @@ int apply_landlock(const struct options *o) {
   uint64_t read_exec = LL_FS_EXECUTE | LL_FS_READ_FILE | LL_FS_READ_DIR;
   uint64_t file_rights = LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | (abi >= 3 ? LL_FS_TRUNCATE : 0) |
                          (abi >= 5 ? LL_FS_IOCTL_DEV : 0);
-  for (int i = 0; i < o->npaths; i++) {
-    int fd = open(o->paths[i].path, O_PATH | O_CLOEXEC);
+  for (int i = 0; i < r->npaths; i++) {
+    int fd = open(r->paths[i].path, O_PATH | O_CLOEXEC);
     if (fd < 0) {
       if (errno == ENOENT) continue; /* not mounted here (e.g. /lib32) */
-      die("open %s for Landlock: %s", o->paths[i].path, strerror(errno));
+      die("open %s for Landlock: %s", r->paths[i].path, strerror(errno));
     }
     uint64_t access;
-    switch (o->paths[i].kind) {
+    switch (r->paths[i].kind) {
     case 'r': access = read_exec; break;
     case 'l': access = LL_FS_READ_DIR; break;
     case 'd': access = read_exec | LL_FS_WRITE_FILE | (abi >= 3 ? LL_FS_TRUNCATE : 0) | (abi >= 5 ? LL_FS_IOCTL_DEV : 0); break;
@@ -117,14 +132,14 @@ int apply_landlock(const struct options *o) {
     if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) access &= file_rights;
     struct ll_path_beneath_attr rule = {.allowed_access = access & handled, .parent_fd = fd};
     if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &rule, 0) < 0)
-      die("landlock_add_rule %s: %s", o->paths[i].path, strerror(errno));
+      die("landlock_add_rule %s: %s", r->paths[i].path, strerror(errno));
     close(fd);
   }
-  if (abi >= 4 && o->net_handled) {
-    for (int i = 0; i < o->nconnect; i++) {
-      struct ll_net_port_attr rule = {.allowed_access = LL_NET_CONNECT_TCP, .port = (uint64_t)o->connect_ports[i]};
+  if (abi >= 4 && r->net_handled) {
+    for (int i = 0; i < r->nconnect; i++) {
+      struct ll_net_port_attr rule = {.allowed_access = LL_NET_CONNECT_TCP, .port = (uint64_t)r->connect_ports[i]};
       if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_NET_PORT, &rule, 0) < 0)
-        die("landlock_add_rule port %ld: %s", o->connect_ports[i], strerror(errno));
+        die("landlock_add_rule port %ld: %s", r->connect_ports[i], strerror(errno));
     }
   }
   if (syscall(SYS_landlock_restrict_self, ruleset, 0) < 0) die("landlock_restrict_self: %s", strerror(errno));

@@ -9,16 +9,31 @@
  *   --verify FD DEST        DEST must be the directory or file FD names (bwrap mounted it from FD).
  * FLAGS: 'c' create a missing directory DEST (its parent must be a tmpfs the sandbox made), 'f' the same
  * for a file, 's' DEST must already be the very inode FD names, 'r' (tmpfs) read-only once every
- * operation is done, 'x' (tmpfs) programs may run from it, '-' nothing. DEST is resolved with RESOLVE_NO_SYMLINKS, and the mount is attached to
- * the resolved descriptor, so a path swapped by a command running beside this one cannot redirect it.
+ * operation is done, 'x' (tmpfs) programs may run from it, '-' nothing. DEST is resolved with
+ * RESOLVE_NO_SYMLINKS, and the mount is attached to the resolved descriptor, so a path swapped by a command
+ * running beside this one cannot redirect it.
  */
-#include "../common/common.h"
+#define _GNU_SOURCE
+#include "mounts.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <linux/magic.h>
 #include <linux/mount.h>
-#include <linux/openat2.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include "../common/errors.h"
+#include "../common/paths.h"
+#include "devfs.h"
+#include "mount-api.h"
+
+#define MAX_MOUNT_OPS 1024
 
 struct mount_op {
   char kind; /* m tmpfs-at: t, mask-at: k, verify: v, dev-at: d */
@@ -29,7 +44,7 @@ struct mount_op {
   const char *flags;
 };
 
-static struct mount_op ops[MAX_ITEMS];
+static struct mount_op ops[MAX_MOUNT_OPS];
 static int nops;
 static const char *next_size = "1m";
 
@@ -51,7 +66,7 @@ int mount_op_parse(const char *op, char **argv, int argc, int *i) {
                                              : 0;
   if (need == 0) return 0;
   if (*i + need >= argc) die("option %s needs %d values", op, need);
-  if (nops >= MAX_ITEMS) die("too many mount operations");
+  if (nops >= MAX_MOUNT_OPS) die("too many mount operations");
   struct mount_op *m = &ops[nops++];
   memset(m, 0, sizeof *m);
   m->fd = -1;
@@ -127,24 +142,6 @@ static void same_inode(int a, int b, const char *dest) {
   if (fstat(a, &sa) < 0 || fstat(b, &sb) < 0) die("fstat %s: %s", dest, strerror(errno));
   if (sa.st_dev != sb.st_dev || sa.st_ino != sb.st_ino)
     die("%s changed while the sandbox was being set up (another command may have replaced it); run again", dest);
-}
-
-void attach(int src, int dest_fd, const char *dest) {
-  if (syscall(SYS_move_mount, src, "", dest_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-    die("attaching %s: %s", dest, strerror(errno));
-}
-
-int make_tmpfs(const char *mode, const char *size, unsigned attrs) {
-  int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
-  if (fs < 0) die("fsopen tmpfs: %s", strerror(errno));
-  if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", mode, 0) < 0 ||
-      syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", size, 0) < 0 ||
-      syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-    die("configuring a tmpfs: %s", strerror(errno));
-  int m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, attrs);
-  if (m < 0) die("fsmount tmpfs: %s", strerror(errno));
-  close(fs);
-  return m;
 }
 
 static void set_readonly(const char *dest) {

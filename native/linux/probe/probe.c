@@ -4,19 +4,34 @@
  * Each mechanism is exercised in a child process of its own, so this one stays as it was:
  *   seccomp: a filter that makes getppid fail with ENOTRECOVERABLE is loaded, and getppid must fail so;
  *   landlock: the ABI the kernel reports (landlock_abi), and a ruleset refusing directory reads is enforced:
- *     listing / must then fail with EACCES (landlock.c);
+ *     listing / must then fail with EACCES (helper/landlock.c);
  *   userns: a user namespace is made, this uid mapped in it, and a mount namespace made inside it — what
  *     bubblewrap does without privilege, and what AppArmor's restriction of unprivileged user namespaces
  *     (Ubuntu 24.04 and later) refuses;
  *   mknod: /dev/null's device made in a temporary directory — what the helper does for a root host's /dev
- *     (devfs.c), which a runtime dropping CAP_MKNOD or a device policy refuses.
+ *     (helper/devfs.c), which a runtime dropping CAP_MKNOD or a device policy refuses.
  * Each says "ok" or the step that failed and its error; "seccomp" is true only when the filter acted.
  */
-#include "../common/common.h"
+#define _GNU_SOURCE
+#include "probe.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../helper/landlock.h"
 
 /* Runs FN in a child and returns what it wrote ("ok" or a failure) in BUF. */
 static const char *in_child(const char *(*fn)(char *, size_t), char *buf, size_t len) {
