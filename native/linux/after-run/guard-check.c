@@ -1,8 +1,21 @@
 /*
- * The guard's check after the run (see guard.c): every unit of the snapshot is compared with what is
- * there now; what differs is renamed aside and, where the snapshot kept it, rebuilt from the copy.
+ * The guard's check after the run (guard-check.h; see guard.c): every unit of the snapshot is compared
+ * with what is there now; what differs is renamed aside and, where the snapshot kept it, rebuilt from the
+ * copy.
  */
-#include "guard.h"
+#define _GNU_SOURCE
+#include "guard-check.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../common/report.h"
+#include "guard-tree.h"
+#include "quarantine.h"
 
 static ssize_t read_full(int fd, char *buf, size_t len) {
   size_t done = 0;
@@ -270,12 +283,7 @@ static void check_container(struct guard *g, const struct gunit *u, FILE *report
   close(pfd);
 }
 
-void guard_check(struct guard *g, FILE *report) {
-  if (g->manifestfd < 0) return;
-  snprintf(g->gone, sizeof g->gone, "\n"); /* no directory reported yet */
-  for (int i = 0; i < g->nunits; i++) {
-    if (g->units[i].kind == 'c') check_container(g, &g->units[i], report);
-    else check_plain(g, &g->units[i], report);
-  }
-  if (report != NULL) fflush(report);
+void check_unit(struct guard *g, const struct gunit *u, FILE *report) {
+  if (u->kind == 'c') check_container(g, u, report);
+  else check_plain(g, u, report);
 }

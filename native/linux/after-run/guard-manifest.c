@@ -1,8 +1,21 @@
 /*
- * The guard's snapshot on disk (see guard.c) and its life: taken or shared before the run, removed by the
- * last run using the root.
+ * The guard's snapshot on disk (guard-manifest.h): `guard-DEV-INO.manifest` and `guard-DEV-INO.data` under
+ * --state, written as sections a killed launcher cannot leave half-read, and read back by the next run.
  */
-#include "guard.h"
+#define _GNU_SOURCE
+#include "guard-manifest.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../common/errors.h"
+#include "guard-snapshot.h"
+#include "guard-tree.h"
 
 /* ── The manifest: `aleph-guard 2 TAKEN_S TAKEN_NS`, then sections of R (a protected path the snapshot
  * holds), U (a unit) and E (an entry of the unit above) lines, each ending in `end`; paths %-escaped. ── */
@@ -30,9 +43,7 @@ static void unescape(char *s) {
   *o = '\0';
 }
 
-/* Writes the tops, units and entries from the given counts on as one section ending in `end`: the whole
- * manifest (FRESH), or appended to it. A section cut short (a killed launcher) has no `end` and is not read. */
-static void save(struct guard *g, int units, int tops, int fresh) {
+void manifest_save(struct guard *g, int units, int tops, int fresh) {
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
@@ -69,16 +80,14 @@ static void clear(struct guard *g) {
   g->nunits = g->nentries = g->ntops = 0;
 }
 
-/* Forgets what the snapshot held, its copies too. */
-static void wipe(struct guard *g) {
+void manifest_wipe(struct guard *g) {
   clear(g);
   if (ftruncate(g->manifestfd, 0) < 0 || ftruncate(g->datafd, 0) < 0)
     die("launch: cannot empty the protected-path snapshot %s: %s", g->key, strerror(errno));
   g->datalen = 0;
 }
 
-/* Reads the manifest up to its last `end`; 0 when it holds no whole snapshot. */
-static int load(struct guard *g) {
+int manifest_load(struct guard *g) {
   struct stat st;
   if (fstat(g->manifestfd, &st) < 0 || st.st_size == 0) return 0;
   char *text = malloc((size_t)st.st_size + 1);
@@ -134,12 +143,6 @@ static int load(struct guard *g) {
   return 1;
 }
 
-static int holds(const struct guard *g, const char *rel) {
-  for (int i = 0; i < g->ntops; i++)
-    if (strcmp(g->tops[i], rel) == 0) return 1;
-  return 0;
-}
-
 static int open_state(struct guard *g, int state_fd, const char *suffix) {
   char name[80];
   snprintf(name, sizeof name, "%s.%s", g->key, suffix);
@@ -148,30 +151,12 @@ static int open_state(struct guard *g, int state_fd, const char *suffix) {
   return fd;
 }
 
-void guard_prepare(struct guard *g, int state_fd, int fresh, FILE *report) {
+void manifest_open(struct guard *g, int state_fd) {
   g->manifestfd = open_state(g, state_fd, "manifest");
   g->datafd = open_state(g, state_fd, "data");
-  int loaded = load(g);
-  if (loaded && fresh) {
-    /* Left by a launcher that was killed before it checked: its command's changes are undone first. */
-    guard_check(g, report);
-    loaded = 0;
-  }
-  if (!loaded) {
-    wipe(g);
-    clock_gettime(CLOCK_REALTIME_COARSE, &g->taken); /* ctimes come from the same coarse clock */
-  }
-  int units = g->nunits, tops = g->ntops;
-  for (int i = 0; i < g->npaths; i++)
-    if (!holds(g, g->paths[i])) snap_top(g, g->paths[i]);
-  if (!loaded) save(g, 0, 0, 1);
-  else if (g->ntops > tops) save(g, units, tops, 0);
-  link_entries(g);
 }
 
-void guard_discard(struct guard *g, int state_fd) {
-  if (g->manifestfd < 0) return;
-  wipe(g);
+void manifest_remove(const struct guard *g, int state_fd) {
   char name[96];
   for (int k = 0; k < 2; k++) {
     snprintf(name, sizeof name, "%s%s", g->key, k == 0 ? ".manifest" : ".data");

@@ -18,10 +18,18 @@
  * `.git` directories beyond their control files, and stops after SWEEP_MAX_DIRS directories or
  * SWEEP_MAX_DEPTH levels, reporting `incomplete ROOT` so the driver can say so.
  */
-#include "../common/common.h"
+#define _GNU_SOURCE
+#include "sweep.h"
 
 #include <dirent.h>
-#include <sys/random.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../common/report.h"
+#include "quarantine.h"
 
 #define SWEEP_MAX_DIRS 50000
 #define SWEEP_MAX_DEPTH 40
@@ -52,66 +60,6 @@ static int changed_since(const struct stat *st, const struct timespec *start) {
          (st->st_ctim.tv_sec == start->tv_sec && st->st_ctim.tv_nsec >= start->tv_nsec);
 }
 
-/* One report line, KIND PATH[: WHY], with no newline of a name in it (a name cannot forge a line). */
-void report_line(FILE *report, const char *kind, const char *path, const char *why) {
-  if (report == NULL) return;
-  fprintf(report, "%s ", kind);
-  for (const char *c = path; *c; c++) fputc(*c == '\n' ? '?' : *c, report);
-  if (why != NULL) fprintf(report, ": %s", why);
-  fputc('\n', report);
-}
-
-int remove_entry(int dirfd, const char *name, int depth) {
-  if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT) return 0;
-  if ((errno != EISDIR && errno != EPERM) || depth > SWEEP_MAX_DEPTH) return -1;
-  int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
-  if (dir == NULL) {
-    if (fd >= 0) close(fd);
-    return -1;
-  }
-  /* Passes until one removes nothing: entries removed while reading may hide others from that pass. */
-  for (int pass = 0, removed = 1; removed && pass < 16; pass++) {
-    removed = 0;
-    rewinddir(dir);
-    struct dirent *e;
-    while ((e = readdir(dir)) != NULL) {
-      if (e->d_name[0] == '.' && (e->d_name[1] == '\0' || (e->d_name[1] == '.' && e->d_name[2] == '\0'))) continue;
-      if (remove_entry(fd, e->d_name, depth + 1) == 0) removed = 1;
-    }
-  }
-  closedir(dir);
-  return unlinkat(dirfd, name, AT_REMOVEDIR);
-}
-
-int set_aside(int dirfd, const char *name, FILE *report, const char *path) {
-  char target[320];
-  int e = 0;
-  for (int n = 0; n <= 100; n++) {
-    if (n == 0) snprintf(target, sizeof target, "%s.aleph-quarantined", name);
-    else if (n < 100) snprintf(target, sizeof target, "%s.aleph-quarantined-%d", name, n);
-    else {
-      /* Every numbered name is taken (a command can make them all): one it cannot guess. */
-      unsigned long long r = 0;
-      if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) break;
-      snprintf(target, sizeof target, "%s.aleph-quarantined-%016llx", name, r);
-    }
-    if (renameat2(dirfd, name, dirfd, target, RENAME_NOREPLACE) == 0) {
-      report_line(report, "quarantined", path, NULL);
-      return 0;
-    }
-    e = errno;
-    if (e != EEXIST) break;
-  }
-  /* No name to rename it to (a name too long for a suffix, say): what the command wrote goes instead. */
-  if (remove_entry(dirfd, name, 0) == 0) {
-    report_line(report, "removed", path, NULL);
-    return 0;
-  }
-  report_line(report, "failed", path, strerror(e != 0 ? e : errno));
-  return -1;
-}
-
 static void quarantine(struct sweep *s, int dirfd, const char *name, const char *where) {
   char path[4400];
   snprintf(path, sizeof path, "%s/%s", where, name);
@@ -139,6 +87,29 @@ static void sweep_git_dir(struct sweep *s, int gitfd, const char *where) {
       else if (d >= 0) close(d);
     }
     if (touched) quarantine(s, gitfd, CONTROL[i], where);
+  }
+}
+
+/* The `.git` entry (of TYPE) of the directory DIRFD at PATH (its first LEN bytes; PATH/.git after them):
+ * a git directory's changed control files go aside, and a changed .git file or symlink itself. TOP: DIRFD
+ * is the swept root. */
+static void sweep_dot_git(struct sweep *s, int dirfd, unsigned char type, char *path, size_t len, int top) {
+  const char *n = ".git";
+  struct stat st;
+  int known = fstatat(dirfd, n, &st, AT_SYMLINK_NOFOLLOW) == 0;
+  int protected_top = known && top && st.st_dev == s->top_dev && st.st_ino == s->top_ino;
+  if (type == DT_DIR && !protected_top) {
+    int g = openat(dirfd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (g >= 0) {
+      sweep_git_dir(s, g, path);
+      close(g);
+    }
+  } else if ((type == DT_REG || type == DT_LNK) && known && !protected_top && !skipped(s, &st) &&
+             changed_since(&st, &s->start)) {
+    /* A .git file names the repository's directory, and git follows a .git symlink: one made during
+     * the run could lead to any repository, one the command planted included. */
+    path[len] = '\0';
+    quarantine(s, dirfd, n, path);
   }
 }
 
@@ -177,22 +148,7 @@ static void walk(struct sweep *s, int dirfd, char *path, size_t len, int depth, 
       type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : S_ISLNK(st.st_mode) ? DT_LNK : DT_UNKNOWN;
     }
     if (strcmp(n, ".git") == 0) {
-      struct stat st;
-      int known = fstatat(dirfd, n, &st, AT_SYMLINK_NOFOLLOW) == 0;
-      int protected_top = known && top && st.st_dev == s->top_dev && st.st_ino == s->top_ino;
-      if (type == DT_DIR && !protected_top) {
-        int g = openat(dirfd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (g >= 0) {
-          sweep_git_dir(s, g, path);
-          close(g);
-        }
-      } else if ((type == DT_REG || type == DT_LNK) && known && !protected_top && !skipped(s, &st) &&
-                 changed_since(&st, &s->start)) {
-        /* A .git file names the repository's directory, and git follows a .git symlink: one made during
-         * the run could lead to any repository, one the command planted included. */
-        path[len] = '\0';
-        quarantine(s, dirfd, n, path);
-      }
+      sweep_dot_git(s, dirfd, type, path, len, top);
       path[len] = '\0';
       continue;
     }

@@ -1,5 +1,5 @@
-/* The launcher's, the fork server's and the checks' declarations that have no header of their own yet
- * (the helper's, the probe's and common/ have theirs). */
+/* The launcher's and the fork server's declarations that have no header of their own yet (the helper's,
+ * the probe's, the checks' and common/ have theirs). */
 #ifndef ALEPH_COMMON_H
 #define ALEPH_COMMON_H
 #define _GNU_SOURCE
@@ -33,7 +33,10 @@
 #include "errors.h"
 #include "nschild.h"
 #include "paths.h"
+#include "report.h"
+#include "../after-run/guard.h"
 #include "../after-run/reap.h"
+#include "../after-run/sweep.h"
 #include "../launcher/launch.h"
 #include "../spawner/spawner.h"
 
@@ -64,38 +67,6 @@ int read_record(int record, struct recorded *items, int max);
 /* Removes (or parks under STATE_FD) the stubs RECORD lists below ROOT that are still the empty stubs
  * made, and empties RECORD. */
 void remove_recorded(int state_fd, int root, int record);
-
-/* sweep.c: control files of repositories a command created or changed, renamed aside after the run. */
-struct sweep_skip {
-  dev_t dev;
-  ino_t ino;
-};
-struct sweep_root {
-  int fd;           /* the writable root (O_PATH is enough) */
-  const char *name; /* its path, for the report */
-  dev_t top_dev;    /* its own .git when that existed at the start (0: none) */
-  ino_t top_ino;
-  const struct sweep_skip *skip;
-  int nskip;
-};
-void git_sweep(const struct sweep_root *roots, int nroots, const struct timespec *start, FILE *report);
-/* Renames NAME (beneath DIRFD) to NAME.aleph-quarantined[-N] and reports `quarantined PATH`; where no
- * such name can be had, removes it (`removed PATH`). 0 when it is gone from NAME, else `failed PATH: …`. */
-int set_aside(int dirfd, const char *name, FILE *report, const char *path);
-/* Removes NAME beneath DIRFD and everything below it, on descriptors; 0 when it is gone. */
-int remove_entry(int dirfd, const char *name, int depth);
-/* Writes `KIND PATH[: WHY]` to REPORT (if any), a newline in PATH shown as '?'. */
-void report_line(FILE *report, const char *kind, const char *path, const char *why);
-
-/* guard.c: tier 3's protected paths, snapshotted before the run and checked after it (`--guard`). */
-struct guard;
-struct guard *guard_new(int rootfd, const char *root, dev_t dev, ino_t ino);
-void guard_path(struct guard *g, const char *rel);
-/* Under the root's lock. FRESH: no other run uses the root (a snapshot left now is a killed run's). */
-void guard_prepare(struct guard *g, int state_fd, int fresh, FILE *report);
-void guard_check(struct guard *g, FILE *report);
-/* The last run using the root: its snapshot goes, files and all (they are under STATE_FD). */
-void guard_discard(struct guard *g, int state_fd);
 
 /* park.c: stubs kept for the next run under --state (renamed, not recreated). 0 on success. */
 int park_take(int state_fd, int parent_fd, const struct stat *parent, const char *base, char kind);

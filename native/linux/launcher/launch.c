@@ -143,32 +143,6 @@ static void release_roots(FILE *report) {
   }
 }
 
-/* ── The report: created at its first line (most runs report nothing, and a file costs an inode). ── */
-
-static ssize_t report_write(void *cookie, const char *buf, size_t size) {
-  int *fd = cookie;
-  if (*fd < 0) *fd = open(report_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (*fd < 0) return -1;
-  for (size_t off = 0; off < size;) {
-    ssize_t w = write(*fd, buf + off, size - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
-    off += (size_t)w;
-  }
-  return (ssize_t)size;
-}
-
-static int report_close(void *cookie) {
-  int *fd = cookie;
-  return *fd >= 0 ? close(*fd) : 0;
-}
-
-static FILE *lazy_report(void) {
-  static int fd = -1;
-  cookie_io_functions_t io = {.write = report_write, .close = report_close};
-  return fopencookie(&fd, "w", io);
-}
-
 /* ── Opening. ── */
 
 static void open_root(const char *name, const char *path) {
@@ -366,7 +340,7 @@ int launch_main(int argc, char **argv) {
     }
   }
   if (i >= argc) die("launch: no program given after --");
-  FILE *report = report_path == NULL ? NULL : lazy_report();
+  FILE *report = report_path == NULL ? NULL : report_open(report_path);
   for (int k = 0; k < nlocks; k++)
     if (locks[k].guard != NULL) guard_prepare(locks[k].guard, state_fd, locks[k].fresh, report);
   unlock_roots_mutex();
