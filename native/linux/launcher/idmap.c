@@ -1,12 +1,22 @@
 /*
- * The user namespaces of the launcher's idmapped mounts (launch.c, --clone on a root host): one per owner
- * of the paths cloned, whose only mapping is that owner (and group) to the run's uid, so the directory's
- * owner appears as the run's uid inside the sandbox. Each is made by a child that holds it while the maps
- * are written (nschild.c); those children are reaped after the run.
+ * The user namespaces of the launcher's idmapped mounts (idmap.h; clone.c, --clone on a root host): one
+ * per owner of the paths cloned, whose only mapping is that owner (and group) to the run's uid, so the
+ * directory's owner appears as the run's uid inside the sandbox. Each is made by a child that holds it
+ * while the maps are written (common/nschild.c); those children are reaped after the run.
  */
-#include "../common/common.h"
+#define _GNU_SOURCE
+#include "idmap.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../common/errors.h"
+#include "../common/nschild.h"
 
 /* A user namespace whose only mapping is owner → to, for idmapped mounts (one per owner, kept). */
 static struct {

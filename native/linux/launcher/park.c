@@ -1,5 +1,5 @@
 /*
- * Parked stubs, for the launcher (launch.c).
+ * Parked stubs, for the launcher's stubs (stubs.c, park.h).
  *
  * A missing protected path gets an empty stub for the run (an empty directory, an empty file, or a file
  * holding ".\n"), removed again afterwards. Creating and removing an inode is the slow part of that on
@@ -13,9 +13,16 @@
  * and checked to be empty again when it is taken out (a process of the host user may have written into
  * a stub meanwhile: such a stub is set aside, never reused).
  */
-#include "../common/common.h"
+#define _GNU_SOURCE
+#include "park.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static int park_fds[8];
 static struct stat park_keys[8];

@@ -1,12 +1,52 @@
 /*
- * Stub records (the launcher's, see launch.c): the protected paths it created as empty stubs below a
+ * Stubs (stubs.h): made on the parent's descriptor (mkdirat, or openat with O_EXCL), or taken out of the
+ * park (park.c); and their records: the protected paths the launcher created as empty stubs below a
  * writable root, one "KIND DEV INO REL" line each in `stubs-DEV-INO.list` under --state, so the last run
  * using the root (or, after a killed run, the next one) removes exactly those, and only while they are
  * still the empty stubs it made.
  */
-#include "../common/common.h"
+#define _GNU_SOURCE
+#include "stubs.h"
 
-/* Reads a root's stub record ("KIND DEV INO REL" lines, oldest first) into ITEMS; returns how many. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/errors.h"
+#include "../common/paths.h"
+#include "park.h"
+
+int stub_make(int state_fd, int parent_fd, const struct stat *parent, const char *base, char kind,
+              const char *shown) {
+  if (park_take(state_fd, parent_fd, parent, base, kind) == 0) return 0;
+  if (kind == 'd') return mkdirat(parent_fd, base, 0755);
+  int made = openat(parent_fd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (made >= 0 && kind == 'c' && write(made, ".\n", 2) != 2)
+    die("launch: writing the stub %s: %s", shown, strerror(errno));
+  if (made >= 0) made = close(made);
+  return made;
+}
+
+void stub_own_like(int fd, struct stat *st, const struct stat *parent) {
+  if (geteuid() == 0 && (st->st_uid != parent->st_uid || st->st_gid != parent->st_gid)) {
+    if (fchownat(fd, "", parent->st_uid, parent->st_gid, AT_EMPTY_PATH) == 0) {
+      st->st_uid = parent->st_uid;
+      st->st_gid = parent->st_gid;
+    }
+  }
+}
+
+void stub_record(int record, char kind, const struct stat *st, const char *rel) {
+  char line[1100];
+  int len = snprintf(line, sizeof line, "%c %llx %llx %s\n", kind, (unsigned long long)st->st_dev,
+                     (unsigned long long)st->st_ino, rel);
+  if (len >= (int)sizeof line || write(record, line, (size_t)len) != len)
+    die("launch: cannot record the stub %s: %s", rel, strerror(errno));
+}
+
 int read_record(int record, struct recorded *items, int max) {
   FILE *f = fdopen(dup(record), "r");
   if (f == NULL) return 0;
