@@ -1,8 +1,8 @@
 /*
- * The fork server's network namespaces (spawner.c), for runs whose launcher asks with `--net-pool KEY`
- * (KEY names the session: its workspace and id, hashed by the driver). Making a namespace costs about a
- * millisecond of kernel work, and tearing one down as much again; bwrap --unshare-net pays both in every
- * run. Here:
+ * The fork server's network namespaces (netpool.h; start.c lends them, runs.c takes them back), for runs
+ * whose launcher asks with `--net-pool KEY` (KEY names the session: its workspace and id, hashed by the
+ * driver). Making a namespace costs about a millisecond of kernel work, and tearing one down as much
+ * again; bwrap --unshare-net pays both in every run. Here:
  *   - a session's namespace is kept between its runs and lent to one run at a time: a run that starts
  *     while another of the session is under way gets a namespace of its own;
  *   - one fresh namespace waits for the next session, made while the server is idle;
@@ -15,11 +15,21 @@
  * there, can change none of its settings. Where namespaces cannot be made (not root, no CAP_SYS_ADMIN, a
  * seccomp filter), the pool stays empty and every run makes its own as before.
  */
-#include "../common/common.h"
+#define _GNU_SOURCE
+#include "netpool.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../common/nschild.h"
 
 #define MAX_IDLE 8
 #define MAX_LENT 64
@@ -59,7 +69,7 @@ int netpool_wants_fill(void) { return !broken && spare < 0; }
 
 static int set_up(void) { return loopback_up() == 0 && no_time_wait() == 0 ? 0 : -1; }
 
-/* Made and set up by a child (nschild.c) that holds it until the server has opened it: the server itself
+/* Made and set up by a child (common/nschild.c) that holds it until the server has opened it: the server itself
  * never leaves its own namespace, which it may not be allowed back into (a root of a user namespace of
  * its own cannot enter the host's). */
 void netpool_fill(void) {
