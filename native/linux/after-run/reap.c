@@ -30,7 +30,7 @@ void reap_descendants(void) {
     struct dirent *t;
     while ((t = readdir(tasks)) != NULL) {
       if (t->d_name[0] == '.') continue;
-      char path[96];
+      char path[sizeof "/proc/self/task//children" + 256]; /* any directory entry name fits */
       snprintf(path, sizeof path, "/proc/self/task/%s/children", t->d_name);
       FILE *f = fopen(path, "re");
       if (f == NULL) continue;
