@@ -14,7 +14,8 @@
 //       from it where no platform package fits) and removes a helper left in native/ by an older build,
 //       which would otherwise shadow the platform package's.
 //
-// Also imported by scripts/install.mjs for the build from source.
+// Also imported by `aleph-sandbox build-helper` (packages/sandbox/src/cli/build-helper.ts) for the build
+// from source where no platform package fits.
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
