@@ -1,8 +1,10 @@
 import type { Readable } from 'node:stream';
 import { monotonicMs } from './internal/clock.js';
+import { type KillRequest, killRequestOf } from './kill-request.js';
 import type { KillReason } from './output.js';
 import { type ProcessStarter, startWithNode } from './process-start.js';
-import { killTree, signalGroup, signalPid, trackGroup, untrackGroup } from './process-tree.js';
+import { killTree, signalGroup, signalPid, signalTree, trackGroup, untrackGroup } from './process-tree.js';
+import { feedStdin, isStreamedStdin, type StdinSource } from './stdin-feed.js';
 
 /**
  * Receives the live output of a command, one chunk at a time. Returning a promise pauses that stream
@@ -30,12 +32,20 @@ export interface BoundedRunOptions {
   /** The complete environment (nothing is inherited). */
   readonly env: Readonly<Record<string, string>>;
   readonly cwd?: string;
-  /** Written to stdin, which is then closed. Without it, stdin is `/dev/null`. */
-  readonly stdin?: string | Uint8Array;
+  /**
+   * Written to stdin, which is then closed; or streamed chunk by chunk with backpressure and closed when
+   * the source ends (see {@link StdinSource}). Without it, stdin is `/dev/null`.
+   */
+  readonly stdin?: StdinSource;
   /** Wall-clock limit; when it fires the whole process tree is killed with SIGKILL. */
   readonly timeoutMs: number;
   /** Output budget shared by stdout (first half, rounded up) and stderr (second half). */
   readonly maxOutputBytes: number;
+  /**
+   * Aborting it kills the whole tree (`killedBy: 'abort'`). When its reason is a `KillRequest`
+   * (`createKillRequest`), the kill is reported as `killedBy: 'kill'`, and a `SIGTERM`/`SIGINT` request
+   * first sends that signal to every process of the tree, killing what is left after its grace.
+   */
   readonly signal?: AbortSignal;
   /**
    * Every stdout chunk, including bytes past the budget (the budget bounds memory, not streaming). A
@@ -53,9 +63,15 @@ export interface BoundedRunOptions {
   /**
    * The child is a trusted supervisor that stops what it started and cleans up when sent `signal`: on a
    * timeout, an abort or this process's exit it gets `signal` first, and the whole tree is killed only if
-   * it has not exited `graceMs` later.
+   * it has not exited `graceMs` later. A soft kill (`SIGTERM`/`SIGINT` from a `KillRequest`) skips the
+   * supervisor and the processes named in `relays` (its own helpers, by `/proc/PID/comm`), whose death
+   * would end the tree at once.
    */
-  readonly gracefulStop?: { readonly signal: NodeJS.Signals; readonly graceMs: number };
+  readonly gracefulStop?: {
+    readonly signal: NodeJS.Signals;
+    readonly graceMs: number;
+    readonly relays?: readonly string[];
+  };
   /** What starts the process; by default this Node process forks (`child_process.spawn`). */
   readonly starter?: ProcessStarter;
 }
@@ -142,17 +158,18 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
       stdoutTruncated: false,
       stderrTruncated: false,
       timedOut: false,
-      killedBy: 'abort',
+      killedBy: killRequestOf(options.signal.reason) === undefined ? 'abort' : 'kill',
       durationMs: 0,
       pid: 0,
     };
   }
+  const streamed = isStreamedStdin(options.stdin) ? options.stdin : undefined;
   const stdinData =
-    options.stdin === undefined
+    options.stdin === undefined || streamed !== undefined
       ? undefined
       : typeof options.stdin === 'string'
         ? Buffer.from(options.stdin, 'utf8')
-        : options.stdin;
+        : (options.stdin as Uint8Array);
   const subprocess = await (options.starter ?? startWithNode)({
     file: options.file,
     args: options.args,
@@ -160,7 +177,7 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
     ...(options.uid === undefined ? {} : { uid: options.uid }),
     ...(options.gid === undefined ? {} : { gid: options.gid }),
-    stdin: stdinData !== undefined,
+    stdin: options.stdin !== undefined,
     extraFds: extra,
   });
   const pid = subprocess.pid;
@@ -213,13 +230,17 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
   forward(subprocess.stderr, stderrCap, options.onStderr);
   if (subprocess.stdin !== null) {
     subprocess.stdin.on('error', () => {}); // EPIPE: the program did not read it all
-    subprocess.stdin.end(stdinData);
+    if (streamed === undefined) subprocess.stdin.end(stdinData);
+    else void feedStdin(subprocess.stdin, streamed, exited);
   }
 
   let graceTimer: NodeJS.Timeout | undefined;
+  let softTimer: NodeJS.Timeout | undefined;
+  let killing = false;
   const kill = (reason: KillReason) => {
-    if (killedBy !== null) return;
-    killedBy = reason;
+    if (killing) return;
+    killing = true;
+    killedBy ??= reason;
     if (options.gracefulStop === undefined) killTree(pid, pipeInodes);
     else {
       signalPid(pid, options.gracefulStop.signal);
@@ -230,8 +251,23 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
     for (const stream of paused) stream.resume();
     paused.clear();
   };
+  // A SIGTERM/SIGINT kill: the tree gets the signal first (not its supervisor), the rest goes after the grace.
+  const softKill = (request: KillRequest) => {
+    if (killedBy !== null) return;
+    killedBy = 'kill';
+    signalTree(pid, pipeInodes, request.signal, {
+      root: options.gracefulStop !== undefined,
+      names: options.gracefulStop?.relays ?? [],
+    });
+    softTimer = setTimeout(() => kill('kill'), Math.max(0, Math.min(request.graceMs, 2_147_483_647)));
+  };
   const timer = setTimeout(() => kill('timeout'), Math.max(1, Math.min(options.timeoutMs, 2_147_483_647)));
-  const onAbort = () => kill('abort');
+  const onAbort = () => {
+    const request = killRequestOf(options.signal?.reason);
+    if (request === undefined) kill('abort');
+    else if (request.signal === 'SIGKILL') kill('kill');
+    else softKill(request);
+  };
   options.signal?.addEventListener('abort', onAbort, { once: true });
 
   try {
@@ -244,6 +280,7 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
   } finally {
     clearTimeout(timer);
     clearTimeout(graceTimer);
+    clearTimeout(softTimer);
     options.signal?.removeEventListener('abort', onAbort);
     untrackGroup(pid);
   }
