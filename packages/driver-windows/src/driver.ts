@@ -37,6 +37,7 @@ import type { Win32 } from './win32.js';
 /** What the Windows driver can enforce (tier 1; `details.notEnforced` says what a lower tier could not). */
 export const WINDOWS_CAPABILITIES: readonly DriverCapabilityId[] = [
   'exec',
+  'exec.stdin-stream',
   'fs.confine',
   'fs.read',
   'fs.write',
