@@ -269,6 +269,8 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
     else softKill(request);
   };
   options.signal?.addEventListener('abort', onAbort, { once: true });
+  // Aborted while the process was being started: the listener came too late to hear it.
+  if (options.signal?.aborted) onAbort();
 
   try {
     await Promise.all([exited, outputEnded]);

@@ -109,6 +109,15 @@ describe.runIf(process.platform !== 'win32')('runBoundedProcess: kill requests',
     expect(r.signal).toBe('SIGKILL');
   });
 
+  it('a kill while the process is being started is not lost', async () => {
+    const controller = new AbortController();
+    const running = runBoundedProcess({ ...base, file: 'sleep', args: ['100'], signal: controller.signal });
+    controller.abort(createKillRequest());
+    const r = await running;
+    expect(r.killedBy).toBe('kill');
+    expect(r.signal).toBe('SIGKILL');
+  });
+
   it('an already aborted KillRequest starts nothing and says kill', async () => {
     const controller = new AbortController();
     controller.abort(createKillRequest());
