@@ -19,6 +19,7 @@ import {
   type SandboxOutput,
 } from '@aleph/sandbox-core';
 import { buildCommandLine } from './cmdline.js';
+import { createWindowsFiles } from './files.js';
 import { LaunchError, runInJob } from './launch.js';
 import {
   DEFAULT_WINDOWS_PROTECTED_PATHS,
@@ -177,6 +178,7 @@ export function createWindowsDriver(options: WindowsDriverOptions = {}): Windows
     name: 'windows' as const,
     capabilities: WINDOWS_CAPABILITIES,
     probe,
+    files: () => createWindowsFiles(),
 
     async explainUnsupported(caps: SandboxCapabilities): Promise<string | undefined> {
       if (caps.network.kind !== 'allowHosts') return undefined;
