@@ -1,9 +1,10 @@
-import type { Readable } from 'node:stream';
 import { monotonicMs } from './internal/clock.js';
-import { type KillRequest, killRequestOf } from './kill-request.js';
+import { killRequestOf } from './kill-request.js';
 import type { KillReason } from './output.js';
 import { type ProcessStarter, startWithNode } from './process-start.js';
-import { killTree, signalGroup, signalPid, signalTree, trackGroup, untrackGroup } from './process-tree.js';
+import { killTree, signalGroup, trackGroup, untrackGroup } from './process-tree.js';
+import { armRunKiller } from './run-kill.js';
+import { forwardOutput } from './run-output.js';
 import { feedStdin, isStreamedStdin, type StdinSource } from './stdin-feed.js';
 
 /**
@@ -185,7 +186,6 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
 
   let exitCode: number | null = null;
   let exitSignal: string | null = null;
-  let killedBy: KillReason | null = null;
   const pipeInodes = new Set<string>(subprocess.outputInodes);
   const exited = subprocess.exit.then((status) => {
     exitCode = status.code;
@@ -193,99 +193,37 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
     // Whatever the program left behind in its group goes with it (the fork server kills it on reaping).
     if (status.groupKilled !== true) signalGroup(pid, 'SIGKILL');
   });
-
-  // Streams paused for a consumer's promise; a kill resumes them all (see OutputCallback).
-  const paused = new Set<Readable>();
-  let draining = false;
-  const forward = (stream: Readable, capture: OutputCapture, callback: OutputCallback | undefined) => {
-    let live = callback !== undefined;
-    stream.on('data', (chunk: Uint8Array) => {
-      capture.push(chunk);
-      if (!live || callback === undefined) return;
-      const pending = callback(chunk) as PromiseLike<void> | undefined;
-      if (typeof pending?.then !== 'function') return;
-      const resume = () => {
-        if (paused.delete(stream)) stream.resume();
-      };
-      if (!draining) {
-        paused.add(stream);
-        stream.pause();
-      }
-      Promise.resolve(pending).then(resume, () => {
-        live = false;
-        resume();
-      });
-    });
-  };
-  const ended = (stream: Readable) =>
-    new Promise<void>((resolve) => {
-      if (stream.destroyed || stream.readableEnded) resolve();
-      else {
-        stream.once('close', () => resolve());
-        stream.once('error', () => resolve());
-      }
-    });
-  const outputEnded = Promise.all([ended(subprocess.stdout), ended(subprocess.stderr)]);
-  forward(subprocess.stdout, stdoutCap, options.onStdout);
-  forward(subprocess.stderr, stderrCap, options.onStderr);
+  const output = forwardOutput(
+    subprocess,
+    { stdout: stdoutCap, stderr: stderrCap },
+    { onStdout: options.onStdout, onStderr: options.onStderr },
+  );
   if (subprocess.stdin !== null) {
     subprocess.stdin.on('error', () => {}); // EPIPE: the program did not read it all
     if (streamed === undefined) subprocess.stdin.end(stdinData);
     else void feedStdin(subprocess.stdin, streamed, exited);
   }
-
-  let graceTimer: NodeJS.Timeout | undefined;
-  let softTimer: NodeJS.Timeout | undefined;
-  let killing = false;
-  const kill = (reason: KillReason) => {
-    if (killing) return;
-    killing = true;
-    killedBy ??= reason;
-    if (options.gracefulStop === undefined) killTree(pid, pipeInodes);
-    else {
-      signalPid(pid, options.gracefulStop.signal);
-      graceTimer = setTimeout(() => killTree(pid, pipeInodes), options.gracefulStop.graceMs);
-    }
-    // The pipes hold at most what was written before the kill: read it without waiting for consumers.
-    draining = true;
-    for (const stream of paused) stream.resume();
-    paused.clear();
-  };
-  // A SIGTERM/SIGINT kill: the tree gets the signal first (not its supervisor), the rest goes after the grace.
-  const softKill = (request: KillRequest) => {
-    if (killedBy !== null) return;
-    killedBy = 'kill';
-    signalTree(pid, pipeInodes, request.signal, {
-      root: options.gracefulStop !== undefined,
-      names: options.gracefulStop?.relays ?? [],
-    });
-    softTimer = setTimeout(() => kill('kill'), Math.max(0, Math.min(request.graceMs, 2_147_483_647)));
-  };
-  const timer = setTimeout(() => kill('timeout'), Math.max(1, Math.min(options.timeoutMs, 2_147_483_647)));
-  const onAbort = () => {
-    const request = killRequestOf(options.signal?.reason);
-    if (request === undefined) kill('abort');
-    else if (request.signal === 'SIGKILL') kill('kill');
-    else softKill(request);
-  };
-  options.signal?.addEventListener('abort', onAbort, { once: true });
-  // Aborted while the process was being started: the listener came too late to hear it.
-  if (options.signal?.aborted) onAbort();
+  const killer = armRunKiller({
+    pid,
+    pipeInodes,
+    timeoutMs: options.timeoutMs,
+    signal: options.signal,
+    gracefulStop: options.gracefulStop,
+    onKill: () => output.drain(),
+  });
 
   try {
-    await Promise.all([exited, outputEnded]);
+    await Promise.all([exited, output.ended]);
   } catch (error) {
     // The exit can no longer be known (a fork server died): nothing of the run may outlive it.
     killTree(pid, pipeInodes);
     for (const stream of [subprocess.stdin, subprocess.stdout, subprocess.stderr]) stream?.destroy();
     throw error;
   } finally {
-    clearTimeout(timer);
-    clearTimeout(graceTimer);
-    clearTimeout(softTimer);
-    options.signal?.removeEventListener('abort', onAbort);
+    killer.dispose();
     untrackGroup(pid);
   }
+  const killedBy = killer.killedBy;
   return {
     exitCode,
     signal: exitSignal,
