@@ -1,6 +1,8 @@
-// An atomic replace in a directory held by descriptor: a temp file `.NAME.aleph-RANDOM` created
-// O_EXCL|O_NOFOLLOW beside the target, owned by the root's owner, given its mode (never set-id bits),
-// filled, fsynced and renamed over the target on the same directory descriptor; removed on any failure.
+/**
+ * An atomic replace in a directory held by descriptor: a temp file `.NAME.aleph-RANDOM` created
+ * O_EXCL|O_NOFOLLOW beside the target, owned by the root's owner, given its mode (never set-id bits),
+ * filled, fsynced and renamed over the target on the same directory descriptor; removed on any failure.
+ */
 import { randomBytes } from 'node:crypto';
 import { constants, fchmodSync, fchownSync, renameSync, unlinkSync } from 'node:fs';
 import { open } from 'node:fs/promises';

@@ -1,6 +1,8 @@
-// The Linux driver's file mechanism (DriverFiles): every path walked beneath its root on O_PATH
-// descriptors (/proc/self/fd, see proc-fd.ts), the final object reopened through its own descriptor, so
-// nothing a sandboxed command changes on the way can redirect a read or a write out of the workspace.
+/**
+ * The Linux driver's file mechanism (DriverFiles): every path walked beneath its root on O_PATH
+ * descriptors (/proc/self/fd, see proc-fd.ts), the final object reopened through its own descriptor, so
+ * nothing a sandboxed command changes on the way can redirect a read or a write out of the workspace.
+ */
 import {
   accessSync,
   constants,

@@ -1,6 +1,8 @@
-// Descriptor-relative file access without native code: `/proc/self/fd/DIRFD/NAME` opened with
-// O_PATH|O_NOFOLLOW is openat(DIRFD, NAME) that never follows NAME (the magic link /proc/self/fd/DIRFD
-// is the directory itself, whatever its path has become). The walk's primitives (WalkOps) on top of it.
+/**
+ * Descriptor-relative file access without native code: `/proc/self/fd/DIRFD/NAME` opened with
+ * O_PATH|O_NOFOLLOW is openat(DIRFD, NAME) that never follows NAME (the magic link /proc/self/fd/DIRFD
+ * is the directory itself, whatever its path has become). The walk's primitives (WalkOps) on top of it.
+ */
 import {
   chmodSync,
   chownSync,

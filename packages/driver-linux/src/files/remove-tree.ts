@@ -1,5 +1,7 @@
-// A recursive delete on descriptors: each directory listed through its own descriptor, each entry
-// removed by name in it (a link is removed, never followed), directories emptied before they go.
+/**
+ * A recursive delete on descriptors: each directory listed through its own descriptor, each entry
+ * removed by name in it (a link is removed, never followed), directories emptied before they go.
+ */
 import { constants, openSync, readdirSync, rmdirSync, unlinkSync } from 'node:fs';
 import { closeQuietly, PATH_FLAGS, procPath } from './proc-fd.js';
 
