@@ -19,6 +19,7 @@ const SCENARIOS = [
   'stdin-read',
   'kill-tree',
   'abort-tree',
+  'soft-kill',
   'stdin-after-kill',
   'timeout',
   'backpressure',
@@ -77,6 +78,14 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           expect(r.before, JSON.stringify(r)).toBeGreaterThanOrEqual(2);
           expect(r.wait).toBe('ALEPH_ABORTED');
           expect(r.left).toBe(0);
+        });
+
+        it('kill(SIGTERM) reaches the program first: it cleans up and exits within the grace', () => {
+          expect(result('soft-kill')).toEqual({
+            stdout: 'ready\ncleaned-up\n',
+            exitCode: 3,
+            killedBy: 'kill',
+          });
         });
 
         it('a write to the stdin of a killed process is ALEPH_PROCESS_EXITED', () => {

@@ -122,6 +122,17 @@ export const processScenarios = {
     return { before, wait: await codeOf(proc.wait()), left: await leftAfter(`sleep\0${n}`) };
   },
 
+  // A SIGTERM kill reaches the program inside the sandbox, which may clean up within the grace.
+  async 'soft-kill'({ session }) {
+    const proc = await session.spawn(
+      sh('trap "echo cleaned-up; exit 3" TERM; echo ready; while :; do sleep 0.1; done'),
+    );
+    await readUntil(proc.stdout, 'ready');
+    await proc.kill('SIGTERM', { graceMs: 10_000 });
+    const out = await proc.wait();
+    return { stdout: out.stdoutText, exitCode: out.exitCode, killedBy: out.details?.killedBy };
+  },
+
   async 'stdin-after-kill'({ session }) {
     const proc = await session.spawn({ program: 'cat', stdin: 'pipe' });
     await proc.kill('SIGTERM', { graceMs: 500 });
