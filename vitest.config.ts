@@ -27,6 +27,7 @@ export default defineConfig({
       project('driver-windows'),
       project('sandbox'),
       project('ai-sdk'),
+      project('deepagents'),
       { extends: true as const, test: { name: 'e2e', include: ['e2e/**/*.test.ts'] } },
     ],
   },
