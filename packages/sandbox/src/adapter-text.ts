@@ -102,5 +102,6 @@ export function denialText(error: unknown, howToAsk?: string): string | undefine
   } else if (howToAsk !== undefined) {
     hint = ` ${howToAsk}`;
   }
-  return `aleph-sandbox: ${error.code}: ${error.message}.${hint}`;
+  const sentence = /[.!?]$/.test(error.message) ? error.message : `${error.message}.`;
+  return `aleph-sandbox: ${error.code}: ${sentence}${hint}`;
 }

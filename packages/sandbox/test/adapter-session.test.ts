@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createSandboxOutput, strictCapabilities } from '@aleph/sandbox-core';
+import { CapabilityDeniedError, createSandboxOutput, PolicyDeniedError } from '@aleph/sandbox-core';
 import { createFakeDriver, FakeApprovalRequester } from '@aleph/sandbox-core/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
@@ -156,6 +156,15 @@ describe('texts for a model', () => {
       'aleph-sandbox: denied network.dns x.example (not allowed); allowed with --net x.example',
     ]);
     expect(denialText(new Error('plain'))).toBeUndefined();
-    expect(strictCapabilities().network.kind).toBe('none');
+    expect(
+      denialText(new PolicyDeniedError('ALEPH_POLICY_DENIED', 'command-policy', 'rm-rf-root: no.')),
+    ).toBe(
+      'aleph-sandbox: ALEPH_POLICY_DENIED: command-policy denied the command: rm-rf-root: no. The command policy refuses this kind of command whatever is approved; do it another way.',
+    );
+    expect(
+      denialText(new CapabilityDeniedError('approval denied for network access to x'), 'Ask for it.'),
+    ).toBe(
+      'aleph-sandbox: ALEPH_CAPABILITY_DENIED: capability denied: approval denied for network access to x. Ask for it.',
+    );
   });
 });
