@@ -4,7 +4,12 @@ import { extractLines } from '@ai-sdk/provider-utils';
 import { describe, expect, it } from 'vitest';
 import { enc, fakeSession, tempDir, text } from './helpers.js';
 
-describe('files of the AI SDK session', () => {
+const posix = process.platform !== 'win32';
+const POSIX_ONLY = posix
+  ? ''
+  : " [skipped on Windows: the adapters run POSIX sh commands, and the fake driver's file mechanism is POSIX-only]";
+
+describe.runIf(posix)(`files of the AI SDK session${POSIX_ONLY}`, () => {
   it('writes create parents and read back as a stream, bytes and text; relative and absolute paths', async () => {
     const { session } = await fakeSession();
     await session.writeTextFile({ path: 'a/b/c.txt', content: 'one\ntwo\nthree\n' });

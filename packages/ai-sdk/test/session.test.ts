@@ -5,6 +5,11 @@ import { describe, expect, it } from 'vitest';
 import { createAlephSandboxSession } from '../src/index.js';
 import { enc, fakeSession, tempDir, text } from './helpers.js';
 
+const posix = process.platform !== 'win32';
+const POSIX_ONLY = posix
+  ? ''
+  : " [skipped on Windows: the adapters run POSIX sh commands, and the fake driver's file mechanism is POSIX-only]";
+
 describe('createAlephSandboxSession: options', () => {
   it('names an unknown option, the value and the known ones', async () => {
     await expect(createAlephSandboxSession({ workspce: '/tmp' } as never)).rejects.toThrow(
@@ -61,7 +66,7 @@ describe('createAlephSandboxSession: options', () => {
   });
 });
 
-describe('run and spawn', () => {
+describe.runIf(posix)(`run and spawn${POSIX_ONLY}`, () => {
   it('runs /bin/sh -c with the baseline (subprocesses allowed), env and a relative working directory', async () => {
     const { session, driver } = await fakeSession(
       {},

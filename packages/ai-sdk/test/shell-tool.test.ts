@@ -6,6 +6,11 @@ import { describe, expect, it } from 'vitest';
 import { alephShellApproval, createAlephShellTool } from '../src/index.js';
 import { enc, fakeSession } from './helpers.js';
 
+const posix = process.platform !== 'win32';
+const POSIX_ONLY = posix
+  ? ''
+  : " [skipped on Windows: the adapters run POSIX sh commands, and the fake driver's file mechanism is POSIX-only]";
+
 // A scripted model: each call answers with the next turn, and records the tool results it was given.
 const usage = {
   inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
@@ -47,7 +52,7 @@ function scriptedModel(script: ReturnType<typeof turn>[]) {
   return { model, seen };
 }
 
-describe('createAlephShellTool in an AI SDK loop', () => {
+describe.runIf(posix)(`createAlephShellTool in an AI SDK loop${POSIX_ONLY}`, () => {
   it('runs within the baseline at once; an elevation waits for approval, then runs with exactly what it asked', async () => {
     const requester = new FakeApprovalRequester({
       outcome: 'denied',

@@ -9,6 +9,11 @@ import { createDeepAgent } from 'deepagents';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AlephSandbox, type AlephSandboxOptions } from '../src/index.js';
 
+const posix = process.platform !== 'win32';
+const POSIX_ONLY = posix
+  ? ''
+  : " [skipped on Windows: the adapters run POSIX sh commands, and the fake driver's file mechanism is POSIX-only]";
+
 const dirs: string[] = [];
 const sandboxes: AlephSandbox[] = [];
 afterAll(async () => {
@@ -37,7 +42,7 @@ const toolMessages = (messages: BaseMessage[]) =>
     .filter((m): m is ToolMessage => ToolMessage.isInstance(m))
     .map((m) => [m.name, m.content, m.status]);
 
-describe('AlephSandbox under createDeepAgent with fakeModel', () => {
+describe.runIf(posix)(`AlephSandbox under createDeepAgent with fakeModel${POSIX_ONLY}`, () => {
   it('file tools through upload/download; an elevated command interrupts, is approved, runs with what it asked', async () => {
     const requester = new FakeApprovalRequester({ outcome: 'denied', reason: 'operator says no' });
     const { sandbox, driver } = await open({ commandCapabilities: pipOnly, approvalRequester: requester });

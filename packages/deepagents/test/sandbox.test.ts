@@ -6,6 +6,11 @@ import { isSandboxBackend } from 'deepagents';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AlephSandbox, type AlephSandboxOptions } from '../src/index.js';
 
+const posix = process.platform !== 'win32';
+const POSIX_ONLY = posix
+  ? ''
+  : " [skipped on Windows: the adapters run POSIX sh commands, and the fake driver's file mechanism is POSIX-only]";
+
 const dirs: string[] = [];
 const sandboxes: AlephSandbox[] = [];
 afterAll(async () => {
@@ -52,7 +57,7 @@ describe('AlephSandbox.create', () => {
   });
 });
 
-describe('execute', () => {
+describe.runIf(posix)(`execute${POSIX_ONLY}`, () => {
   it('runs /bin/sh -c in the workspace with the baseline; stdout then stderr; the exit code', async () => {
     const { sandbox, driver } = await open(
       {},
@@ -129,7 +134,7 @@ describe('execute', () => {
   });
 });
 
-describe('uploadFiles and downloadFiles', () => {
+describe.runIf(posix)(`uploadFiles and downloadFiles${POSIX_ONLY}`, () => {
   it('one result per path, in order, partial success, never a throw', async () => {
     const { sandbox } = await open();
     const ws = sandbox.workspace;
