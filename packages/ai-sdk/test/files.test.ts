@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { extractLines } from '@ai-sdk/provider-utils';
 import { describe, expect, it } from 'vitest';
@@ -147,5 +147,20 @@ describe.runIf(posix)(`files of the AI SDK session${POSIX_ONLY}`, () => {
     await expect(session.readTextFile({ path: 'x', abortSignal: AbortSignal.abort(reason) })).rejects.toBe(
       reason,
     );
+  });
+
+  it('a file above the 64 MiB read limit is refused for buffered reads, naming the limit; streamed it opens', async () => {
+    const { session } = await fakeSession();
+    const big = path.join(session.workspace, 'big.bin');
+    writeFileSync(big, '');
+    truncateSync(big, 65 * 1024 * 1024);
+    await expect(session.readBinaryFile({ path: 'big.bin' })).rejects.toMatchObject({
+      code: 'ALEPH_FILE_TOO_LARGE',
+    });
+    await expect(session.readTextFile({ path: 'big.bin' })).rejects.toMatchObject({
+      code: 'ALEPH_FILE_TOO_LARGE',
+    });
+    const stream = await session.readFile({ path: 'big.bin' });
+    await stream?.cancel();
   });
 });

@@ -164,6 +164,15 @@ describe.runIf(posix)(`run and spawn${POSIX_ONLY}`, () => {
     expect(await text(proc.stderr)).toBe('aleph-sandbox: the command was killed\n');
   });
 
+  it("writing to a killed process's stdin rejects with ALEPH_PROCESS_EXITED", async () => {
+    const { session } = await fakeSession({}, { echoStdin: true, runMs: Number.POSITIVE_INFINITY });
+    const proc = await session.spawn({ command: 'cat', stdin: true });
+    await proc.kill();
+    await expect(proc.stdin.getWriter().write(enc('late'))).rejects.toMatchObject({
+      code: 'ALEPH_PROCESS_EXITED',
+    });
+  });
+
   it('an abort rejects wait() and run() with the abort reason; an aborted signal starts nothing', async () => {
     const { session, driver } = await fakeSession({}, { runMs: Number.POSITIVE_INFINITY });
     const controller = new AbortController();

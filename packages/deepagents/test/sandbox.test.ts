@@ -1,4 +1,12 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createFakeDriver, type FakeDriverOptions } from '@aleph/sandbox-core/testing';
@@ -190,5 +198,15 @@ describe.runIf(posix)(`uploadFiles and downloadFiles${POSIX_ONLY}`, () => {
     // deepagents' own edit goes through download/upload: refused too.
     expect((await sandbox.edit('innocent.txt', 'host', 'pwned')).error).toBeDefined();
     expect(readFileSync(secret, 'utf8')).toBe('host secret\n');
+  });
+
+  it('a file above the 64 MiB read limit is invalid_path for a download', async () => {
+    const { sandbox } = await open();
+    const big = path.join(sandbox.workspace, 'big.bin');
+    writeFileSync(big, '');
+    truncateSync(big, 65 * 1024 * 1024);
+    expect(await sandbox.downloadFiles(['big.bin'])).toEqual([
+      { path: 'big.bin', content: null, error: 'invalid_path' },
+    ]);
   });
 });
