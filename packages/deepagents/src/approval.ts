@@ -21,6 +21,11 @@ export class ApprovalTracker {
     return id !== undefined && this.#interrupted.has(id);
   }
 
+  /** Forgets a call once it ran (a call that would run again goes to the approval requester). */
+  forget(id: string | undefined): void {
+    if (id !== undefined) this.#interrupted.delete(id);
+  }
+
   runApproved<T>(command: string, fn: () => T): T {
     return this.#approved.run(command, fn);
   }
@@ -80,11 +85,16 @@ export function interruptOnExecute(
 export function executeApprovalMiddleware(tracker: ApprovalTracker) {
   return createMiddleware({
     name: 'AlephSandboxApproval',
-    wrapToolCall: (request, handler) => {
+    wrapToolCall: async (request, handler) => {
       const command = commandOf(request.toolCall.args);
       if (request.toolCall.name !== 'execute' || command === undefined) return handler(request);
-      if (!tracker.wasInterrupted(request.toolCall.id)) return handler(request);
-      return tracker.runApproved(command, () => handler(request));
+      const id = request.toolCall.id;
+      if (!tracker.wasInterrupted(id)) return handler(request);
+      try {
+        return await tracker.runApproved(command, () => handler(request));
+      } finally {
+        tracker.forget(id);
+      }
     },
   });
 }
