@@ -161,6 +161,29 @@ describe('a SandboxAgent run with AlephSandboxClient', () => {
     expect(seen(model).p2).toMatch(/Output:\ntogether-2\n$/);
   });
 
+  it("a session given to the run (provided) gets the agent's manifest added, and stays open afterwards", async () => {
+    const { client } = setup();
+    const session = await client.create();
+    try {
+      const model = new ScriptedModel([
+        [functionCall('exec_command', { cmd: 'cat /workspace/added.txt', login: false }, { callId: 'c1' })],
+        [assistantMessage('done')],
+      ]);
+      const agent = new SandboxAgent({
+        name: 'a',
+        instructions: 'x',
+        model,
+        capabilities: [filesystem(), alephShell()],
+        defaultManifest: { entries: { 'added.txt': { type: 'file', content: 'from the agent\n' } } },
+      });
+      await new Runner().run(agent, 'go', { sandbox: { session } });
+      expect(seen(model).c1).toMatch(/Output:\nfrom the agent\n$/);
+      expect((await session.exec({ cmd: 'echo still open', login: false })).output).toBe('still open\n');
+    } finally {
+      await session.close();
+    }
+  });
+
   it('the manifest the agent declares is written, and apply_patch edits it under /workspace', async () => {
     const { client } = setup();
     const model = new ScriptedModel([

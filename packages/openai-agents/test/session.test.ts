@@ -236,3 +236,26 @@ describe('AlephSandboxSession: files', () => {
     expect(statSync(path.join(s.workspacePath, 'conf')).isDirectory()).toBe(true);
   });
 });
+
+describe('AlephSandboxSession: bad input', () => {
+  it('NUL bytes, huge files and a process that is gone come back as errors or results naming the problem', async () => {
+    const { s } = await session();
+    const nul = await s.exec({ cmd: 'echo a\u0000b', login: false });
+    expect(nul.exitCode).toBe(2);
+    expect(nul.output).toMatch(/ALEPH_INVALID_COMMAND: .*NUL byte/);
+    await expect(s.readFile({ path: 'a\u0000b' })).rejects.toMatchObject({ code: 'path_resolution_error' });
+    const huge = path.join(s.workspacePath, 'huge.png');
+    writeFileSync(huge, Buffer.alloc(11 * 1024 * 1024));
+    await expect(s.viewImage({ path: 'huge.png' })).rejects.toThrow(
+      /Image file exceeds the 10 MB limit: huge\.png/,
+    );
+    expect((await s.readFile({ path: 'huge.png', maxBytes: 10 })).byteLength).toBe(10);
+    const gone = await s.exec({ cmd: 'sleep 0.3; exit 5', yieldTimeMs: 0, login: false });
+    expect(gone.sessionId).toBe(1);
+    await new Promise((r) => setTimeout(r, 800));
+    expect(await s.writeStdin({ sessionId: 1, chars: 'late\n' })).toMatch(
+      /Process exited with code 5\nOutput:\n/,
+    );
+    expect(await s.writeStdin({ sessionId: 1.5, chars: '' })).toMatch(/session not found: 1\.5/);
+  });
+});
