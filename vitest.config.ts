@@ -28,6 +28,7 @@ export default defineConfig({
       project('sandbox'),
       project('ai-sdk'),
       project('deepagents'),
+      project('openai-agents'),
       { extends: true as const, test: { name: 'e2e', include: ['e2e/**/*.test.ts'] } },
     ],
   },
