@@ -2,11 +2,11 @@
 // installed into fresh projects outside the workspace with `@openai/agents` from npm, with npm 11, pnpm 12
 // and Yarn 4 (node-modules linker) and their defaults; then the README's example, run offline: a setup
 // module makes a ScriptedModel the SDK's default model, the example itself is the README's, unchanged.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { linuxStack, REQUIRED, repoRoot, tempDirs } from '../support.js';
+import { consumerEnv, packWorkspace, type Result, run, show } from './packed.js';
 
 const tempDir = tempDirs();
 const stack = process.platform === 'linux' ? linuxStack() : { ok: false, reason: 'not Linux' };
@@ -18,35 +18,6 @@ const reason = !stack.ok
     : undefined;
 const MANAGERS = ['npm', 'pnpm', 'yarn'] as const;
 type Manager = (typeof MANAGERS)[number];
-
-interface Result {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(
-  cmd: string,
-  args: readonly string[],
-  options: { cwd: string; env: NodeJS.ProcessEnv },
-): Promise<Result> {
-  return new Promise((resolve) => {
-    const child: ChildProcess = spawn(cmd, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout?.on('data', (c) => {
-      stdout += c;
-    });
-    child.stderr?.on('data', (c) => {
-      stderr += c;
-    });
-    child.on('error', (e) => resolve({ status: -1, stdout, stderr: `${stderr}${e.message}` }));
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-  });
-}
-
-const show = (r: Result) =>
-  `exit ${r.status}\n--- stdout\n${r.stdout.slice(-3000)}\n--- stderr\n${r.stderr.slice(-3000)}`;
 
 /** The README's example makes the default model a ScriptedModel: it lists the workspace, then reports. */
 const SETUP = `import { setDefaultModelProvider, setTracingDisabled } from '@openai/agents';
@@ -69,33 +40,9 @@ describe.skipIf(reason !== undefined)(
     beforeAll(async () => {
       const root = tempDir('aleph-consumer-openai-');
       chmodSync(root, 0o755); // the sandbox uid (host root) must reach the workspace below it
-      const packed = path.join(root, 'tarballs');
-      mkdirSync(packed);
-      const packages = readdirSync(path.join(repoRoot, 'packages')).filter((d) =>
-        existsSync(path.join(repoRoot, 'packages', d, 'package.json')),
-      );
-      const packs = await Promise.all(
-        packages.map((p) =>
-          run('pnpm', ['pack', '--pack-destination', packed], {
-            cwd: path.join(repoRoot, 'packages', p),
-            env: process.env,
-          }),
-        ),
-      );
-      packs.forEach((r, i) => {
-        if (r.status !== 0) throw new Error(`pnpm pack of ${packages[i]} failed:\n${show(r)}`);
-      });
-      const tarballs: Record<string, string> = {};
-      for (const f of readdirSync(packed)) {
-        const manifest = spawnSync('tar', ['-xOzf', path.join(packed, f), 'package/package.json'], {
-          encoding: 'utf8',
-        });
-        tarballs[(JSON.parse(manifest.stdout) as { name: string }).name] = `file:${path.join(packed, f)}`;
-      }
-      for (const [k, v] of Object.entries(process.env)) {
-        if (!/^(npm_|pnpm_|PNPM_|VITEST|NODE_OPTIONS|NODE_PATH|INIT_CWD)/i.test(k)) env[k] = v;
-      }
-      env = { ...env, npm_config_update_notifier: 'false', YARN_ENABLE_TELEMETRY: '0' };
+      const packed = await packWorkspace(path.join(root, 'tarballs'));
+      const tarballs = Object.fromEntries(Object.entries(packed).map(([n, f]) => [n, `file:${f}`]));
+      env = { ...consumerEnv(), YARN_ENABLE_TELEMETRY: '0' };
       await Promise.all(
         MANAGERS.map(async (manager) => {
           const dir = path.join(root, manager);
