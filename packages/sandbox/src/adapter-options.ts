@@ -46,7 +46,10 @@ export interface AdapterSessionOptions {
   readonly approvalRequester?: ApprovalRequester;
   /** The session id (its workspace, grants and audit records). Default: a new random one. */
   readonly sessionId?: SessionId;
-  /** A driver to use instead of the platform's (a third-party driver, or a fake one in tests). */
+  /**
+   * A driver to use instead of the platform's (a third-party driver, or a fake one in tests). It stays
+   * the caller's: closing the adapter's session does not dispose it, so several sessions may share it.
+   */
   readonly driver?: OsSandboxDriver;
 }
 

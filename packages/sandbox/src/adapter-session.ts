@@ -10,6 +10,7 @@ import {
   explainNotWithin,
   isWithin,
   type NetworkPolicy,
+  type OsSandboxDriver,
   type SandboxCapabilities,
   type SandboxSession,
   type SessionId,
@@ -66,7 +67,10 @@ export interface AdapterSession {
    * the requester.
    */
   withApproval<T>(approved: SandboxCapabilities, fn: () => Promise<T>): Promise<T>;
-  /** Closes the session (its running commands are killed) and disposes the sandbox. Idempotent. */
+  /**
+   * Closes the session (its running commands are killed) and disposes the sandbox, with the platform's
+   * driver; a driver passed as `options.driver` is left to its owner. Idempotent.
+   */
   close(): Promise<void>;
 }
 
@@ -117,7 +121,7 @@ export async function openAdapterSession(
   const sandbox = await buildSandbox(config, {
     approvalRequester: requester,
     ...(dir === undefined ? {} : { workspaceFor: () => dir }),
-    ...(parsed.driver === undefined ? {} : { driver: parsed.driver }),
+    ...(parsed.driver === undefined ? {} : { driver: borrowed(parsed.driver) }),
   });
   try {
     const sessionId = parsed.sessionId ?? `aleph-${randomUUID()}`;
@@ -151,6 +155,17 @@ export async function openAdapterSession(
     await sandbox.dispose();
     throw error;
   }
+}
+
+/** `driver` with a dispose that does nothing: a driver the caller passed outlives the sessions using it. */
+function borrowed(driver: OsSandboxDriver): OsSandboxDriver {
+  return new Proxy(driver, {
+    get(target, key) {
+      if (key === 'dispose') return async () => {};
+      const value = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
 }
 
 const NETWORK_RANK = { none: 0, allowHosts: 1, allowAll: 2 } as const;

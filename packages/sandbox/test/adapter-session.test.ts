@@ -122,13 +122,21 @@ describe('openAdapterSession', () => {
     expect(h.description).toContain('Not enforced here: limit.memory: per process only.');
   });
 
-  it('close() closes the session and disposes the sandbox, once', async () => {
-    const { h, driver } = await open();
+  it("close() closes the session and disposes the sandbox, once; the caller's driver stays usable", async () => {
+    const { h, driver, dir } = await open();
+    const other = await openAdapterSession({
+      config: { sandbox: { workspace_root: path.join(dir, 'ws') } },
+      driver,
+    });
+    held.push(other);
     await Promise.all([h.close(), h.close()]);
-    expect(driver.disposed).toBe(true);
     await expect(sh(h)).rejects.toMatchObject({
       code: expect.stringMatching(/ALEPH_(SESSION_CLOSED|DISPOSED)/),
     });
+    expect(driver.disposed).toBe(false);
+    expect((await sh(other)).exitCode).toBe(0);
+    await other.close();
+    expect(driver.disposed).toBe(false);
   });
 });
 
