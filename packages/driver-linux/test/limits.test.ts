@@ -81,6 +81,7 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile: rlimits and tmp
     landlock: 'best-effort',
     protectedPaths: [],
     vaultPaths: [],
+    hiddenPaths: [],
     sandboxUid: 65533,
     sandboxGid: 65533,
     uidRange: [1_879_048_192, 1_879_049_215],

@@ -53,6 +53,7 @@ function inputs(over: Partial<ProfileInputs> & { root?: boolean } = {}): Profile
     protectedPaths: ['.git/hooks', '.git/config', '.aleph', '.codex', '.agents'],
     homeProtectedPaths: [],
     vaultPaths: [],
+    hiddenPaths: [],
     sandboxUid: 65533,
     sandboxGid: 65533,
     uidRange: [1_879_048_192, 1_879_049_215],
@@ -254,6 +255,41 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
     }
     expect(isAlephError(error, 'ALEPH_INVALID_COMMAND')).toBe(true);
     expect((error as Error).message).toMatch(/^capabilities\.fsRead\[0\] does not exist/);
+  });
+
+  it('refuses a grant inside a hidden path (vault, session HOMEs, audit log directory, state), naming both', () => {
+    const home = temp();
+    const aleph = path.join(home, '.aleph');
+    const ws = path.join(aleph, 'workspaces', 'abc');
+    for (const d of [
+      ws,
+      path.join(aleph, 'homes', 'other'),
+      path.join(aleph, 'run'),
+      path.join(aleph, 'data'),
+    ])
+      mkdirSync(d, { recursive: true });
+    const hiddenPaths = [
+      { path: path.join(aleph, 'data'), what: 'the vault' },
+      { path: path.join(aleph, 'homes'), what: "every session's HOME" },
+      { path: path.join(aleph, 'run'), what: "the sandbox's state directory" },
+    ];
+    for (const root of [true, false]) {
+      const build = (c: Partial<SandboxCapabilities>) =>
+        buildLinuxProfile(
+          caps(c),
+          ws,
+          ws,
+          inputs({ root, hiddenPaths, vaultPaths: hiddenPaths.map((h) => h.path) }),
+        );
+      expect(() => build({ fsWrite: [path.join(aleph, 'homes', 'other')] })).toThrow(
+        `capability denied: capabilities.fsWrite[0] ${JSON.stringify(path.join(aleph, 'homes', 'other'))} lies inside every session's HOME (${path.join(aleph, 'homes')}), which no command may see whatever is approved; grant a path outside it`,
+      );
+      expect(() => build({ fsRead: [path.join(aleph, 'run')] })).toThrow(/the sandbox's state directory/);
+      expect(() => build({ fsRead: [path.join(aleph, 'data')] })).toThrow(/lies inside the vault/);
+      // A grant above them builds, with each hidden inside it.
+      const mounts = build({ fsRead: [home] }).mounts;
+      for (const h of hiddenPaths) expect(mounts).toContain(`mount: ${h.path} hidden (empty)`);
+    }
   });
 
   it('hides other sessions and vault paths even when a grant covers them', () => {

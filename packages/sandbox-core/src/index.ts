@@ -73,6 +73,18 @@ export {
   type SandboxError,
 } from './errors.js';
 export {
+  canonicalPath,
+  findHiddenGrant,
+  type HiddenGrant,
+  type HiddenGrantCheckOptions,
+  type HiddenPath,
+  type HiddenPathOptions,
+  hiddenGrantReason,
+  hiddenPaths,
+  refuseHiddenBaseline,
+  refuseHiddenGrants,
+} from './hidden-paths.js';
+export {
   HookChain,
   type HookChainResult,
   type HookVerdict,

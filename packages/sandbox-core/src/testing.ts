@@ -17,6 +17,7 @@ import {
   type ProfileContext,
   type SandboxProfile,
 } from './driver.js';
+import type { HiddenPath } from './hidden-paths.js';
 import { createSandboxOutput, type SandboxOutput, type SandboxOutputFields } from './output.js';
 import type { ExecuteOptions, Sandbox } from './sandbox.js';
 
@@ -34,6 +35,8 @@ export interface FakeDriverOptions {
   readonly output?: FakeOutput;
   /** Keep every run request in `requests` (default true; benchmarks turn it off). */
   readonly keepRequests?: boolean;
+  /** Paths no grant may lie in (`OsSandboxDriver.hiddenPaths`). Default none. */
+  readonly hiddenPaths?: readonly HiddenPath[];
 }
 
 /** A driver that spawns nothing: it counts runs and returns canned output. */
@@ -67,6 +70,7 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
   const driver: FakeDriver = {
     name,
     capabilities: options.capabilities ?? DRIVER_CAPABILITY_IDS,
+    ...(options.hiddenPaths === undefined ? {} : { hiddenPaths: options.hiddenPaths }),
     get runCount() {
       return runCount;
     },

@@ -21,6 +21,7 @@ import {
   isAlephError,
   PolicyDeniedError,
 } from './errors.js';
+import { refuseHiddenBaseline, refuseHiddenGrants } from './hidden-paths.js';
 import { HookChain, type SandboxBeforeHook } from './hooks.js';
 import { monotonicMs } from './internal/clock.js';
 import type { SandboxOutput } from './output.js';
@@ -69,6 +70,8 @@ interface SharedState {
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000;
+/** macOS and Windows filesystems ignore case by default: so does the hidden-path check there. */
+const CASE_FOLDING = process.platform === 'darwin' || process.platform === 'win32';
 const DEFAULT_MAX_OUTPUT = 1024 * 1024;
 const MAX_AUDIT_ARG = 4096;
 
@@ -112,6 +115,7 @@ export class WorkspaceSandbox implements Sandbox {
     this.#hooks = options.hooks instanceof HookChain ? options.hooks : new HookChain(options.hooks ?? []);
     this.#gate = options.approvalGate ?? new ApprovalGate();
     this.#baseline = normalizeCapabilities(options.baseline ?? strictCapabilities());
+    refuseHiddenBaseline(this.#baseline, options.driver.hiddenPaths ?? [], { ignoreCase: CASE_FOLDING });
     this.#timeoutMs = options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#maxOutputBytes = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
     this.#declared = new Set(options.driver.capabilities);
@@ -226,6 +230,8 @@ export class WorkspaceSandbox implements Sandbox {
       // Step 3: capability check.
       const caps = await resolveCapabilityPaths(cmd.capabilities);
       audit.capabilities = caps;
+      // Before approval: nothing approved, cached or configured can make a grant inside a hidden path.
+      refuseHiddenGrants(caps, this.#driver.hiddenPaths ?? [], { ignoreCase: CASE_FOLDING });
       await this.#assertDriverCan(caps);
       audit.decision = await this.#checkCapabilities(cmd, caps, ws as MutableSessionWorkspace, cwd);
 

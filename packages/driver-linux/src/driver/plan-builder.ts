@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import type { SandboxCapabilities } from '@aleph/sandbox-core';
+import { refuseHiddenGrants, type SandboxCapabilities } from '@aleph/sandbox-core';
 import { RecordingView, stillAnswers } from '../mounts/fs-view.js';
 import { DEFAULT_SANDBOX_UID } from '../options.js';
 import { buildLinuxProfile } from '../profile/build-profile.js';
@@ -38,6 +38,8 @@ export class PlanBuilder {
     workspace: string,
     sessionKey: string | undefined,
   ): Promise<LinuxProfile> {
+    // A cached plan too: a grant inside a hidden path is refused whatever was built before.
+    refuseHiddenGrants(caps, this.settings.hiddenPaths);
     const facts = await this.facts();
     const notEnforced = gapsOf(this.settings, facts, tier);
     const inputs = () => this.#inputs(tier, notEnforced, facts, workspace, sessionKey);
@@ -104,6 +106,7 @@ export class PlanBuilder {
       protectedPaths: s.protectedPaths,
       homeProtectedPaths: s.homeProtectedPaths,
       vaultPaths: s.vaultPaths,
+      hiddenPaths: s.hiddenPaths,
       sandboxUid: s.sandboxUid,
       sandboxGid: s.sandboxGid,
       uidRange: s.uidRange,

@@ -5,7 +5,7 @@
  * paths, network, identity and namespaces, the helper's and the launcher's arguments, and the summary.
  * Tier 3's plan is `direct-profile.ts`; the shapes are in `profile-types.ts`.
  */
-import type { SandboxCapabilities } from '@aleph/sandbox-core';
+import { refuseHiddenGrants, type SandboxCapabilities } from '@aleph/sandbox-core';
 import { liveFs } from '../mounts/fs-view.js';
 import { renderMounts } from '../mounts/render-mounts.js';
 import { BRIDGE_PORT, INNER_HELPER, INNER_HOME, INNER_PROXY_SOCKET } from '../options.js';
@@ -27,6 +27,8 @@ import { addSystemMounts } from './system-mounts.js';
  * read-write, protected sub-paths read-only, vault paths and other sessions hidden, sensitive /etc files
  * masked), namespaces and identity, the Landlock rules, the seccomp program, limits and the network plan.
  *
+ * @throws {CapabilityDeniedError} for a grant inside a hidden path (the vault, the HOMEs, the audit log's
+ *   directory, the state directory).
  * @throws {InvalidInputError} for a granted path that does not exist, or a symlinked protected path.
  */
 export function buildLinuxProfile(
@@ -35,6 +37,7 @@ export function buildLinuxProfile(
   workspace: string,
   inputs: ProfileInputs,
 ): LinuxProfile {
+  refuseHiddenGrants(caps, inputs.hiddenPaths);
   const privileged = inputs.privileged ?? inputs.host.isRoot;
   const draft = newDraft(inputs.fs ?? liveFs);
   const fsPlan = planFilesystem(draft, caps, workspace, inputs, privileged);

@@ -3,7 +3,7 @@
  * itself (`LinuxProfile`), the JSON `aleph-sandbox profile` prints. Built by `build-profile.ts` (tiers 1
  * and 2) and `direct-profile.ts` (tier 3).
  */
-import type { SandboxCapabilities, SandboxProfile } from '@aleph/sandbox-core';
+import type { HiddenPath, SandboxCapabilities, SandboxProfile } from '@aleph/sandbox-core';
 import type { HostFacts } from '../host/host-facts.js';
 import type { FsView } from '../mounts/fs-view.js';
 import type { Stub } from '../mounts/protected-paths.js';
@@ -20,7 +20,10 @@ export interface ProfileInputs {
   readonly protectedPaths: readonly string[];
   /** Kept read-only in every home directory a writable root holds (`DEFAULT_HOME_PROTECTED_PATHS`). */
   readonly homeProtectedPaths: readonly string[];
+  /** Hidden where a grant or the workspace contains them (a tmpfs or an empty file over each). */
   readonly vaultPaths: readonly string[];
+  /** No grant may lie inside one of these (`refuseHiddenGrants`): the vault, the HOMEs, the audit log, the state. */
+  readonly hiddenPaths: readonly HiddenPath[];
   /** Root host: a fixed sandbox uid/gid, or `undefined` for one of `uidRange` per run. */
   readonly sandboxUid: number | undefined;
   readonly sandboxGid: number | undefined;
