@@ -2,9 +2,9 @@
 // Every package's `prepack`: refuses to pack an unbuilt tree. Each file the manifest points at (exports,
 // bin) must exist, LICENSE must be the repository's, and a platform package's helper must be an
 // executable ELF binary for its `cpu`. `pnpm build` (or `turbo run build`) makes a tree packable.
-import { accessSync, constants, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dir = process.cwd();
@@ -53,7 +53,8 @@ if (Array.isArray(manifest.cpu)) {
 }
 if (manifest.name === '@aleph/driver-linux') {
   const sources = path.join(root, 'native', 'linux');
-  for (const name of readdirSync(sources).filter((n) => /\.[ch]$/.test(n))) {
+  const { sourceFiles } = await import(pathToFileURL(path.join(dir, 'scripts', 'build-helper.mjs')).href);
+  for (const name of sourceFiles(sources)) {
     const copy = path.join(dir, 'native', 'src', name);
     if (!existsSync(copy)) problems.push(`native/src/${name} is missing`);
     else if (readFileSync(copy, 'utf8') !== readFileSync(path.join(sources, name), 'utf8'))

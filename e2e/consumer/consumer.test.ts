@@ -331,7 +331,7 @@ describe.skipIf(reason !== undefined)(
         encoding: 'utf8',
       }).stdout;
       expect(files).toMatch(/^package\/native\/src\/aleph-sandbox-init\.c$/m);
-      expect(files).toMatch(/^package\/native\/src\/launch\.c$/m);
+      expect(files).toMatch(/^package\/native\/src\/launcher\/launch\.c$/m);
       expect(files).not.toMatch(/^package\/native\/aleph-sandbox-init$/m);
     });
 

@@ -12,7 +12,7 @@ import {
 } from '../support.js';
 
 /**
- * A root host's helper makes the sandbox's /dev with mknod (native/linux/devfs.c). A host whose runtime
+ * A root host's helper makes the sandbox's /dev with mknod (native/linux/helper/devfs.c). A host whose runtime
  * drops CAP_MKNOD (or refuses device nodes) keeps tier 1: the helper's --probe finds mknod refused and
  * bwrap's --dev binds the host's nodes instead. Run as root with CAP_MKNOD taken out of the bounding set
  * (setpriv), against a control with it, each checked from inside the sandbox.

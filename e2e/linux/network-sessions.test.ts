@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { harnessResults, linuxStack, REQUIRED, requiredButMissing } from '../support.js';
 
 /**
- * The network namespaces of a root host's runs (native/linux/netpool.c): the fork server keeps a
+ * The network namespaces of a root host's runs (native/linux/spawner/netpool.c): the fork server keeps a
  * session's namespace between its runs instead of bwrap making and tearing down one per run. What a
  * careful user relies on still holds, each tried from inside the sandbox:
  *   - nothing of a run is left in it for the next run: no listener, and no port held in TIME_WAIT;

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { linuxStack, REQUIRED, tempDirs } from '../support.js';
 
 /**
- * Parked stubs (native/linux/park.c): a protected path's stub is renamed into a private directory of the
+ * Parked stubs (native/linux/launcher/park.c): a protected path's stub is renamed into a private directory of the
  * state directory after a run and back out for the next one, instead of being created and removed each
  * time. Checked from the host: the workspace holds no stub after a run, the next run gets the same inode,
  * a parked stub something wrote into is set aside and never mounted, and a workspace on another mount

@@ -27,7 +27,7 @@ import { identities, UNPRIVILEGED } from './hosts.js';
 
 /**
  * Tier 3 has no mount namespace, so the protected paths inside the workspace are writable while the
- * command runs; the launcher checks them after it (native/linux/guard.c). Attacked through the real CLI on
+ * command runs; the launcher checks them after it (native/linux/after-run/guard.c). Attacked through the real CLI on
  * simulated tier-3 hosts, as root and as uid 65534: the command plants a pre-commit hook, a core.fsmonitor
  * and core.hooksPath in .git/config, .aleph/config.toml, an .envrc line and an .npmrc, and proves they are
  * in place while it runs; afterwards the host's git and npm must run none of it, the originals must be back

@@ -1,4 +1,4 @@
-// Tier 3's guard of protected paths (native/linux/guard.c), against baselines measured in the same run,
+// Tier 3's guard of protected paths (native/linux/after-run/guard.c), against baselines measured in the same run,
 // rounds interleaved:
 // 1. the launcher around /bin/true in a git repository (20 files, one commit, git's sample hooks):
 //    `--launch --state --reap` alone (tier 3 before the guard), + `--git-sweep`, + `--guard` for every

@@ -9,11 +9,13 @@
 //       turns a missing cross compiler into a notice (the package is then left unbuilt and its prepack
 //       refuses to pack it).
 //   node scripts/build-helper.mjs --sync-source
-//       driver-linux's own build in the monorepo: copies native/linux/aleph-sandbox-init.c into the
-//       package (a published driver-linux builds from it where no platform package fits) and removes a
-//       helper left in native/ by an older build, which would otherwise shadow the platform package's.
+//       driver-linux's own build in the monorepo: copies the C sources of native/linux (the tree of
+//       folders below it, .c and .h files) into the package's native/src (a published driver-linux builds
+//       from it where no platform package fits) and removes a helper left in native/ by an older build,
+//       which would otherwise shadow the platform package's.
 //
-// Also imported by scripts/install.mjs for the build from source.
+// Also imported by `aleph-sandbox build-helper` (packages/sandbox/src/cli/build-helper.ts) for the build
+// from source where no platform package fits.
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -22,18 +24,33 @@ import { fileURLToPath } from 'node:url';
 const pkg = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /**
  * In the monorepo the C sources live in /native/linux; a published package carries a copy in native/src.
- * `…Source` names the main file; every `.c` file beside it is compiled with it.
+ * `…Source` names the main file; every `.c` file of its directory and the folders below it is compiled
+ * with it (native/linux/README.md describes the layout).
  */
 export const monorepoSource = path.resolve(pkg, '../../native/linux/aleph-sandbox-init.c');
 export const packagedSource = path.join(pkg, 'native', 'src', 'aleph-sandbox-init.c');
 
-/** The `.c` files compiled together with `source` (all of its directory's, sorted, `source` first). */
+/** The C sources (`.c` and `.h`) below `dir`, as paths relative to it with `/`, sorted. */
+export function sourceFiles(dir) {
+  const out = [];
+  const walk = (below) => {
+    for (const entry of readdirSync(path.join(dir, below), { withFileTypes: true })) {
+      const rel = below === '' ? entry.name : `${below}/${entry.name}`;
+      if (entry.isDirectory()) walk(rel);
+      else if (/\.[ch]$/.test(entry.name)) out.push(rel);
+    }
+  };
+  walk('');
+  return out.sort();
+}
+
+/** The `.c` files compiled together with `source` (all of its directory's and the folders' below it,
+ * sorted by path, `source` first). */
 export function sourcesBeside(source) {
   const dir = path.dirname(source);
-  const others = readdirSync(dir)
-    .filter((n) => n.endsWith('.c') && n !== path.basename(source))
-    .sort()
-    .map((n) => path.join(dir, n));
+  const others = sourceFiles(dir)
+    .filter((rel) => rel.endsWith('.c') && rel !== path.basename(source))
+    .map((rel) => path.join(dir, rel));
   return [source, ...others];
 }
 
@@ -121,8 +138,10 @@ if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLTo
     mkdirSync(into, { recursive: true });
     const from = path.dirname(monorepoSource);
     if (existsSync(from)) {
-      for (const name of readdirSync(from))
-        if (/\.[ch]$/.test(name)) copyFileSync(path.join(from, name), path.join(into, name));
+      for (const rel of sourceFiles(from)) {
+        mkdirSync(path.dirname(path.join(into, rel)), { recursive: true });
+        copyFileSync(path.join(from, rel), path.join(into, rel));
+      }
     }
     rmSync(path.join(pkg, 'native', 'aleph-sandbox-init'), { force: true });
     process.exit(0);

@@ -21,7 +21,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { checkHelperSync, resolveHelperPath } from '../src/index.js';
 
 /**
- * Tier 3's guard of protected paths (native/linux/guard.c), run by the real launcher around a program
+ * Tier 3's guard of protected paths (native/linux/after-run/guard.c), run by the real launcher around a program
  * that is not sandboxed: the program plays the command and writes what it likes; after it ends the
  * launcher must have put back what it changed and set aside what it created, as the report says.
  */

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -139,8 +139,11 @@ describe.runIf(linux)('the platform packages', () => {
   it('builds reproducibly: the same source in another directory gives the same bytes', () => {
     const dir = tempDir();
     const source = path.join(dir, 'aleph-sandbox-init.c');
-    for (const name of readdirSync(path.join(repo, 'native', 'linux')).filter((n) => /\.[ch]$/.test(n)))
-      copyFileSync(path.join(repo, 'native', 'linux', name), path.join(dir, name));
+    // The C sources, their folders included (native/linux/README.md).
+    cpSync(path.join(repo, 'native', 'linux'), dir, {
+      recursive: true,
+      filter: (from) => statSync(from).isDirectory() || /\.[ch]$/.test(from),
+    });
     const sha = (f: string) => createHash('sha256').update(readFileSync(f)).digest('hex');
     const outs = ['a', 'b'].map((n) => path.join(dir, n, 'aleph-sandbox-init'));
     const script = path.join(repo, 'packages', 'driver-linux', 'scripts', 'build-helper.mjs');

@@ -10,7 +10,7 @@ import { checkHelperSync, resolveHelperPath } from '../src/index.js';
 import { createForkServer } from '../src/run/fork-server.js';
 import { tempDirs } from './temp-dirs.js';
 
-// The fork server (native/linux/spawner.c + src/run/fork-server*.ts) against the real helper binary.
+// The fork server (native/linux/spawner/spawner.c + src/run/fork-server*.ts) against the real helper binary.
 const helper = resolveHelperPath();
 const usable = process.platform === 'linux' && checkHelperSync(helper).ok;
 const tempDir = tempDirs('aleph-spawner-test-');

@@ -54,7 +54,7 @@ function stubKind(part: string, last: boolean): 'file' | 'dir' {
   return last && FILE_NAMES.has(part) ? 'file' : 'dir';
 }
 
-/** How the launcher opens it (native/linux/launch.c --open-in): git reads commondir as a path, so its stub
+/** How the launcher opens it (native/linux/launcher/nodes.c --open-in): git reads commondir as a path, so its stub
  * holds "." (the repository itself), not nothing. */
 function stubOpen(part: string, kind: 'file' | 'dir'): 'file' | 'dir' | 'dot' {
   return part === 'commondir' ? 'dot' : kind;
@@ -174,7 +174,7 @@ export interface CheckPlan {
 /**
  * Plans tier 3's check of `relative` paths inside each root (no mount namespace, so nothing can be
  * read-only): the launcher snapshots them before the run and, after it, renames aside what the command
- * created or changed there and puts the originals back (native/linux/guard.c). When `.git` is a file
+ * created or changed there and puts the originals back (native/linux/after-run/guard.c). When `.git` is a file
  * (worktrees, submodules) that file is checked instead of what it names, as `planProtectedPaths` protects
  * it; a protected path or a directory on the way that is a symlink is refused, as there.
  *

@@ -175,7 +175,7 @@ class MountRenderer {
         this.#bwrap.push('--symlink', op.target, op.dest);
         break;
       case 'dev':
-        // On a root host the helper makes it (native/linux/devfs.c): bwrap's --dev re-reads the whole mount
+        // On a root host the helper makes it (native/linux/helper/devfs.c): bwrap's --dev re-reads the whole mount
         // table for each of its six device binds. What lies below it is then the helper's too.
         if (this.devInHelper) this.#helper.push('--dev-at', op.dest);
         else this.#bwrap.push('--dev', op.dest);

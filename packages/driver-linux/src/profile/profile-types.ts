@@ -35,11 +35,11 @@ export interface ProfileInputs {
   readonly sessionHome: string | undefined;
   /**
    * Root host: names the session to the fork server, which keeps its network namespace between its runs
-   * (native/linux/netpool.c). Sessions never share one. Default: runs make their own.
+   * (native/linux/spawner/netpool.c). Sessions never share one. Default: runs make their own.
    */
   readonly networkKey?: string | undefined;
   /**
-   * Root host: the helper makes /dev (native/linux/devfs.c, with mknod). `false` where the host cannot
+   * Root host: the helper makes /dev (native/linux/helper/devfs.c, with mknod). `false` where the host cannot
    * make device nodes (no CAP_MKNOD, a device policy): bwrap's --dev binds the host's. Default true.
    */
   readonly devInHelper?: boolean | undefined;

@@ -1,5 +1,5 @@
 /**
- * One running fork server (native/linux/spawner.c): its process, the socket its runs' stdio connect to,
+ * One running fork server (native/linux/spawner/spawner.c): its process, the socket its runs' stdio connect to,
  * and the runs under way, from the request frame to the exit status.
  */
 import { type ChildProcess, spawn } from 'node:child_process';

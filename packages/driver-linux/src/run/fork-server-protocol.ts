@@ -1,5 +1,5 @@
 /**
- * The fork server's wire format (native/linux/spawner.c): the request frame written to its stdin, and the
+ * The fork server's wire format (native/linux/spawner/request.h): the request frame written to its stdin, and the
  * errors and signals its status lines (`S`, `F`, `E`) carry as numbers.
  */
 import { constants as osConstants } from 'node:os';

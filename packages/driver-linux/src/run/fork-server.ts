@@ -8,7 +8,7 @@ import { startWithNode } from '@aleph/sandbox-core';
 import { ForkServerProcess } from './fork-server-process.js';
 
 /**
- * The driver's fork server: `aleph-sandbox-init --spawner` (native/linux/spawner.c), started once, forks
+ * The driver's fork server: `aleph-sandbox-init --spawner` (native/linux/spawner/spawner.c), started once, forks
  * each run's launcher instead of this Node process. A fork of Node copies its page tables and exec tears
  * them down again, milliseconds once the heap is large; the helper is small.
  *

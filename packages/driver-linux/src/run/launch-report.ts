@@ -20,8 +20,8 @@ export interface LaunchReport {
 }
 
 /**
- * What the launcher's git sweep (native/linux/sweep.c) and tier 3's guard of protected paths
- * (native/linux/guard.c) did after the run, one line each (`quarantined PATH`, `removed PATH`, `restored
+ * What the launcher's git sweep (native/linux/after-run/sweep.c) and tier 3's guard of protected paths
+ * (native/linux/after-run/guard.c) did after the run, one line each (`quarantined PATH`, `removed PATH`, `restored
  * PATH`, `failed PATH: reason`, …). The report lives in the host-only state directory.
  */
 export function readLaunchReport(file: string | undefined): LaunchReport {

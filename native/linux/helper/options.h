@@ -1,0 +1,26 @@
+/*
+ * The helper's command line, in the sandbox (and in tier 3's `--direct`): OPTIONS -- PROGRAM ARGS….
+ * The mount operations among the options are kept by mounts.c, in their order.
+ */
+#ifndef ALEPH_HELPER_OPTIONS_H
+#define ALEPH_HELPER_OPTIONS_H
+
+#include "landlock.h"
+#include "rlimits.h"
+
+struct options {
+  long uid, gid;
+  struct rlimit_set rlimits;
+  struct landlock_rules landlock;
+  long bridge_port;
+  const char *bridge_path;
+  int seccomp_fd;
+  int env_fd;
+  const char *chdir; /* after the mounts and the identity drop */
+  char **argv;
+};
+
+/* Reads ARGV (its options from ARGV[1] on) into O; dies on an unknown, incomplete or bad option. */
+void parse_args(int argc, char **argv, struct options *o);
+
+#endif

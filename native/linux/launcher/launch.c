@@ -1,0 +1,72 @@
+/*
+ * The host side of a run: `aleph-sandbox-init --launch OPTIONS -- PROGRAM ARGS…` (PROGRAM is bwrap).
+ *
+ * The driver starts it with a fixed environment. It:
+ *   1. opens every user path it is given (--open, --open-in) as an O_PATH descriptor without following
+ *      symlinks (openat2 RESOLVE_NO_SYMLINKS, and RESOLVE_BENEATH below a parent), so what is mounted
+ *      later is exactly what was opened here, whatever a sandboxed command swaps meanwhile: nodes.c;
+ *   2. creates missing protected paths as stubs (mkdirat/openat on the parent's descriptor, or a parked
+ *      stub renamed back: park.c), records them under --state, and removes (parks) them when the last run
+ *      using that writable root ends (or, after a killed run, when the next one starts): stubs.c, roots.c;
+ *   3. picks the run's own uid from --uid-range (one lock file per uid under --state, held for the run),
+ *      or takes the fixed --uid: uid.c;
+ *   4. on a root host (--clone), replaces each descriptor with a detached mount of it (open_tree), made
+ *      read-only where asked and idmapped so the directory's owner appears as the run's uid: clone.c,
+ *      idmap.c;
+ *   5. replaces the arguments @NAME (a descriptor's number), @UID and @GID in PROGRAM's arguments: args.c;
+ *   6. runs PROGRAM with a fixed environment, waits for it, cleans up and exits as PROGRAM did. SIGTERM,
+ *      SIGINT, SIGHUP and the death of its own parent kill PROGRAM first, so the cleanup still runs:
+ *      program.c.
+ * Steps 1 to 4 happen as the options are read, in their order (options.c).
+ * --net-pool KEY: where the fork server put this process in a network namespace of its pool
+ * (spawner/netpool.c), PROGRAM's first `--unshare-net` is dropped, so PROGRAM runs in that one instead of
+ * making its own.
+ * After PROGRAM: --reap kills what it left behind (tier 3, after-run/reap.c), --git-sweep sets aside the
+ * control files of repositories it created or changed (after-run/sweep.c), and --guard ROOT REL (tier 3,
+ * no read-only mounts) puts back the protected paths it changed, from a snapshot taken before it
+ * (after-run/guard.c).
+ */
+#define _GNU_SOURCE
+#include "launch.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "../after-run/reap.h"
+#include "../common/report.h"
+#include "args.h"
+#include "idmap.h"
+#include "nodes.h"
+#include "options.h"
+#include "program.h"
+#include "roots.h"
+#include "sweeps.h"
+
+int launch_joined_net;
+
+int launch_main(int argc, char **argv) {
+  sigset_t old_mask;
+  hold_stop_signals(&old_mask);
+  struct launch_options o;
+  char **prog = &argv[read_launch_options(argc, argv, &o)];
+  FILE *report = o.report == NULL ? NULL : report_open(o.report);
+  prepare_guards(report);
+  unlock_roots_mutex();
+  if (o.net_pool && launch_joined_net) drop_unshare_net(prog);
+  substitute_args(prog, o.uid);
+  /* The descriptors PROGRAM passes on to the helper inside; every other one of ours is close-on-exec. */
+  pass_nodes_on();
+  if (o.cgroup != NULL) enter_run_cgroup(o.cgroup);
+
+  struct timespec start;
+  pid_t c = start_program(prog, &old_mask, &start);
+  close_nodes();
+  int status = wait_program(c);
+  idmap_reap();
+  if (o.reap) reap_descendants();
+  sweep_roots(&start, report);
+  release_roots(report);
+  if (report != NULL) fclose(report);
+  return exit_as_program(status);
+}

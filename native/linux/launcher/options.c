@@ -1,0 +1,86 @@
+/*
+ * The launcher's options (options.h):
+ *   --state DIR                  the state directory (state.c)
+ *   --uid-range LO HI | --uid U  the run's uid (uid.c)
+ *   --net-pool KEY               the session's network namespace, lent by the fork server (netpool.c)
+ *   --reap                       tier 3: kill what PROGRAM leaves behind (after-run/reap.c)
+ *   --enter-cgroup DIR           run PROGRAM in the cgroup DIR (program.c)
+ *   --open NAME PATH             open a user path (nodes.c)
+ *   --open-in NAME PARENT REL KIND   open a path below another, or make it as a stub (nodes.c, stubs.c)
+ *   --git-sweep NAME             sweep NAME after the run (sweeps.c)
+ *   --guard NAME REL             tier 3: guard REL below NAME (roots.c, after-run/guard.c)
+ *   --report FILE                what the checks after the run did (common/report.c)
+ *   --clone NAME ro|rw           a root host's detached, idmapped mount of NAME (clone.c)
+ */
+#define _GNU_SOURCE
+#include "options.h"
+
+#include <string.h>
+
+#include "../after-run/reap.h"
+#include "../common/errors.h"
+#include "clone.h"
+#include "nodes.h"
+#include "roots.h"
+#include "state.h"
+#include "sweeps.h"
+#include "uid.h"
+
+/* --guard NAME REL: REL below the root NAME is guarded (its snapshot shared by every run using NAME). */
+static void guard_option(const char *name, const char *rel) {
+  int k = find_node(name);
+  if (nodes[k].path == NULL) die("launch: --guard %s: not a path opened with --open", name);
+  struct root_lock *l = lock_root(k, nodes[k].fd, &nodes[k].st);
+  if (l == NULL) die("launch: --guard needs --state");
+  guard_root(l, nodes[k].path, &nodes[k].st, rel);
+}
+
+int read_launch_options(int argc, char **argv, struct launch_options *o) {
+  memset(o, 0, sizeof *o);
+  o->uid = -1;
+  int i = 2;
+  for (; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--") == 0) {
+      i++;
+      break;
+    }
+    int left = argc - i - 1;
+    if (strcmp(a, "--state") == 0 && left >= 1) {
+      state_open(argv[++i]);
+    } else if (strcmp(a, "--uid-range") == 0 && left >= 2) {
+      o->uid = pick_uid(parse_long(argv[i + 1], "uid"), parse_long(argv[i + 2], "uid"));
+      i += 2;
+    } else if (strcmp(a, "--uid") == 0 && left >= 1) {
+      o->uid = parse_long(argv[++i], "uid");
+    } else if (strcmp(a, "--net-pool") == 0 && left >= 1) {
+      o->net_pool = 1; /* its value, the session's key, is for the fork server (netpool.c) */
+      i++;
+    } else if (strcmp(a, "--reap") == 0) {
+      o->reap = 1; /* tier 3: no PID namespace takes PROGRAM's leftovers down, so this process does */
+      reap_prepare();
+    } else if (strcmp(a, "--enter-cgroup") == 0 && left >= 1) {
+      o->cgroup = argv[++i];
+    } else if (strcmp(a, "--open") == 0 && left >= 2) {
+      open_root(argv[i + 1], argv[i + 2]);
+      i += 2;
+    } else if (strcmp(a, "--open-in") == 0 && left >= 4) {
+      open_below(argv[i + 1], argv[i + 2], argv[i + 3], argv[i + 4]);
+      i += 4;
+    } else if (strcmp(a, "--git-sweep") == 0 && left >= 1) {
+      sweep_root(argv[++i]);
+    } else if (strcmp(a, "--guard") == 0 && left >= 2) {
+      guard_option(argv[i + 1], argv[i + 2]);
+      i += 2;
+    } else if (strcmp(a, "--report") == 0 && left >= 1) {
+      o->report = argv[++i];
+    } else if (strcmp(a, "--clone") == 0 && left >= 2) {
+      clone_node(argv[i + 1], argv[i + 2], o->uid);
+      i += 2;
+    } else {
+      die("launch: unknown or incomplete option %s", a);
+    }
+  }
+  if (i >= argc) die("launch: no program given after --");
+  return i;
+}

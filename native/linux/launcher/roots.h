@@ -1,0 +1,37 @@
+/*
+ * The writable roots a run opens paths below, each under two locks in --state (a mutex held while the
+ * run opens and stubs paths below it, and a shared "users" lock held for the run), with its stub record
+ * and, in tier 3, its guard. The last run using a root removes its stubs, its snapshot and its files.
+ */
+#ifndef ALEPH_LAUNCHER_ROOTS_H
+#define ALEPH_LAUNCHER_ROOTS_H
+
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "../after-run/sweep.h"
+
+struct root_lock {
+  int node;
+  int dirfd; /* the root, opened before any clone replaces its descriptor */
+  int mutex, users, record;
+  int fresh; /* no other run used the root when this one started */
+  char prefix[64]; /* its files under --state: PREFIX.mutex, .users, .list */
+  struct guard *guard;
+};
+
+/* The lock of the root NODE (its descriptor FD, ST its stat), taken at its first use: NULL without
+ * --state. Its mutex stays held until unlock_roots_mutex(). */
+struct root_lock *lock_root(int node, int fd, const struct stat *st);
+/* Adds REL to the protected paths the guard of L checks (its root at PATH, ST its stat). */
+void guard_root(struct root_lock *l, const char *path, const struct stat *st, const char *rel);
+/* Every root's guard takes (or shares) its snapshot, under the mutex. */
+void prepare_guards(FILE *report);
+/* Every path below the roots is open: other runs may use them now. */
+void unlock_roots_mutex(void);
+/* The stubs every root's record lists (of every run using them), into SKIP (at most MAX); how many. */
+int recorded_stubs(struct sweep_skip *skip, int max);
+/* After the run: each root's guard checks; the last run using a root removes its stubs and files. */
+void release_roots(FILE *report);
+
+#endif
