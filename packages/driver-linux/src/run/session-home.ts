@@ -1,14 +1,11 @@
-/** Each session's HOME on the host: made once, with only the user's git identity, its XDG directories and git excludes. */
-import { lstatSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+/**
+ * Each session's HOME on the host: made once, with a `.gitconfig` that includes the user's git identity
+ * (`git-identity.ts`, kept up to date outside the HOME), its XDG directories and git excludes.
+ */
+import { lstatSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { DriverError } from '@aleph/sandbox-core';
-import { INNER_HOME } from '../options.js';
-
-/** The host user's git identity, as the session home's `.gitconfig` carries it. */
-export interface GitIdentity {
-  readonly name?: string;
-  readonly email?: string;
-}
+import { GIT_IDENTITY_FILE, INNER_HOME } from '../options.js';
 
 /** The XDG directories of a session home, relative to it, and the variables naming them inside. */
 const XDG = [
@@ -19,52 +16,15 @@ const XDG = [
 ] as const;
 
 /**
- * Reads `user.name` and `user.email` from the host user's global git config files (`~/.gitconfig`, then
- * `$XDG_CONFIG_HOME/git/config`), by reading them, never by running git. Only those two values are kept:
- * no credentials, include paths or URL rewrites reach a sandbox.
- */
-export function readGitIdentity(home: string): GitIdentity {
-  const out: { name?: string; email?: string } = {};
-  for (const file of [path.join(home, '.config', 'git', 'config'), path.join(home, '.gitconfig')]) {
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch {
-      continue;
-    }
-    let inUser = false;
-    for (const raw of text.split(/\r?\n/)) {
-      const line = raw.replace(/^\s+/, '');
-      const section = /^\[\s*([A-Za-z0-9.-]+)\s*(?:"[^"]*")?\s*\]/.exec(line);
-      if (section) {
-        inUser = (section[1] as string).toLowerCase() === 'user' && !line.includes('"');
-        continue;
-      }
-      const kv = /^(name|email)\s*=\s*(.*?)\s*$/i.exec(line);
-      if (!inUser || kv === null) continue;
-      const value = (kv[2] as string).replace(/^"(.*)"$/, '$1');
-      if (value.length > 0 && value.length < 256 && !/[\0\n]/.test(value))
-        out[(kv[1] as string).toLowerCase() as 'name' | 'email'] = value;
-    }
-  }
-  return out;
-}
-
-const quote = (v: string) => `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
-
-/**
- * Makes sure the session's HOME exists: `<homeRoot>/<key>`, mode 0700, with a `.gitconfig` holding only
- * the host user's name and email, and the XDG directories. Its contents are made only when the directory
- * is new (a directory commands have used is never written to by path). Returns its path.
+ * Makes sure the session's HOME exists: `<homeRoot>/<key>`, mode 0700, with a `.gitconfig` that includes
+ * the host user's identity (`../git-identity`, relative to the `.gitconfig` git reads: `/run/aleph/git-identity`
+ * in tiers 1–2, `<homeRoot>/git-identity` in tier 3), and the XDG directories. Its contents are made only when
+ * the directory is new (a directory commands have used is never written to by path): what a command writes
+ * to its `.gitconfig` is its own, and wins over the included identity. Returns its path.
  *
  * @throws {DriverError} when `<homeRoot>/<key>` exists and is not a directory.
  */
-export function ensureSessionHome(
-  homeRoot: string,
-  key: string,
-  identity: GitIdentity,
-  protectedNames: readonly string[],
-): string {
+export function ensureSessionHome(homeRoot: string, key: string, protectedNames: readonly string[]): string {
   const dir = path.join(homeRoot, key);
   // The common case, every run of a session after its first: one lstat.
   if (lstatSync(dir, { throwIfNoEntry: false })?.isDirectory()) return dir;
@@ -83,16 +43,11 @@ export function ensureSessionHome(
     }
     return dir;
   }
-  const lines: string[] = [];
-  if (identity.name !== undefined || identity.email !== undefined) {
-    lines.push('[user]');
-    if (identity.name !== undefined) lines.push(`\tname = ${quote(identity.name)}`);
-    if (identity.email !== undefined) lines.push(`\temail = ${quote(identity.email)}`);
-  }
-  writeFileSync(path.join(dir, '.gitconfig'), lines.length > 0 ? `${lines.join('\n')}\n` : '', {
-    mode: 0o644,
-    flag: 'wx',
-  });
+  writeFileSync(
+    path.join(dir, '.gitconfig'),
+    `# Written by aleph-sandbox: the host user's name and email, kept up to date (read-only in the sandbox).\n# What you set below wins over them.\n[include]\n\tpath = ../${GIT_IDENTITY_FILE}\n`,
+    { mode: 0o644, flag: 'wx' },
+  );
   for (const [, rel] of XDG) mkdirSync(path.join(dir, rel), { recursive: true, mode: 0o700 });
   // git's default excludes file ($XDG_CONFIG_HOME/git/ignore): the read-only stubs of missing protected
   // paths exist only while a command runs, so `git add -A`, `git clean -fd` and `git stash -u` inside must
