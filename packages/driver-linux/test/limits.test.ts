@@ -176,6 +176,14 @@ describe('linuxNotEnforced names what stays unbounded', () => {
       hasNot: [/^limit\./],
     },
     {
+      name: "unprivileged host, tier 2's own inotify and fanotify counts",
+      facts: { ...base, isRoot: false, uid: 1000, usernsLimits: true },
+      has: [
+        /^per-uid limits: pending signals .*; inotify and fanotify are bounded in each command's user namespace too, at half the user's/,
+      ],
+      hasNot: [/inotify instances and watches, pending signals/],
+    },
+    {
       name: 'unprivileged host without Landlock',
       facts: { ...base, isRoot: false, uid: 1000, landlock: false },
       has: [/uid 1000 like the host user itself/, /^tmpfs: without Landlock/],

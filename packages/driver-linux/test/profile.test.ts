@@ -188,6 +188,41 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
     expect(p.helperArgs).not.toContain('--uid');
   });
 
+  it("tier 2: the helper sets its namespaces' limits through the launcher's /proc/sys descriptors, and keeps only what that needs", () => {
+    const ws = temp();
+    const nsLimits = { pidMax: 402, userns: { max_inotify_instances: 64, max_user_namespaces: 0 } };
+    for (const root of [false, true]) {
+      const p = buildLinuxProfile(caps(), ws, ws, inputs({ root, privileged: false, nsLimits }));
+      const launch = p.launch.join(' ');
+      const k = /--open (p\d+) \/proc\/sys\/kernel/.exec(launch)?.[1];
+      const u = /--open (p\d+) \/proc\/sys\/user/.exec(launch)?.[1];
+      const helper = p.helperArgs.join(' ');
+      expect(helper).toContain(`--sysctl-kernel @${k} --pid-max 402`);
+      expect(helper).toContain(
+        `--sysctl-user @${u} --userns-limit max_inotify_instances=64 --userns-limit max_user_namespaces=0`,
+      );
+      expect(p.bwrapArgs.join(' ')).toContain(
+        '--disable-userns --cap-drop ALL --cap-add CAP_SYS_RESOURCE --cap-add CAP_SETPCAP',
+      );
+      expect(p.limits).toMatchObject({ pidMax: 402, userns: nsLimits.userns });
+      expect(p.summary.join('\n')).toMatch(
+        /pid_max is 402: at most 400 processes and threads of the command, whatever its uid/,
+      );
+    }
+    // Without userns counts: nothing kept; tier 1 (no user namespace, a uid per run): none of it.
+    const pidOnly = buildLinuxProfile(
+      caps(),
+      ws,
+      ws,
+      inputs({ root: false, nsLimits: { pidMax: 301, userns: {} } }),
+    );
+    expect(pidOnly.bwrapArgs.join(' ')).toContain('--cap-drop ALL --die-with-parent');
+    expect(pidOnly.helperArgs).not.toContain('--sysctl-user');
+    const tier1 = buildLinuxProfile(caps(), ws, ws, inputs({ nsLimits }));
+    expect(tier1.helperArgs.join(' ')).not.toMatch(/--sysctl|--pid-max|--userns-limit/);
+    expect(tier1.limits).toMatchObject({ pidMax: null, userns: {} });
+  });
+
   it('always: new session, dies with parent, fresh /dev and /proc, private /tmp, system dirs read-only, masks', () => {
     const ws = temp();
     const a = buildLinuxProfile(caps(), ws, ws, inputs()).bwrapArgs.join(' ');

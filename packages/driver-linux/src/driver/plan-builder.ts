@@ -10,6 +10,7 @@ import { RecordingView, stillAnswers } from '../mounts/fs-view.js';
 import { DEFAULT_SANDBOX_UID } from '../options.js';
 import { buildLinuxProfile } from '../profile/build-profile.js';
 import { buildDirectProfile } from '../profile/direct-profile.js';
+import { type NamespaceLimits, pidMaxFor } from '../profile/ns-limits.js';
 import type { LinuxProfile, ProfileInputs } from '../profile/profile-types.js';
 import type { ProxyPools } from '../run/proxy-pools.js';
 import type { LinuxTierId } from '../tiers/tiers.js';
@@ -126,6 +127,12 @@ export class PlanBuilder {
       cpuQuotaPercent: s.cpuQuotaPercent,
       tier,
       notEnforced,
+      ...(tier === 'user-namespace' ? { nsLimits: namespaceLimits(facts, s.maxPids) } : {}),
     };
   }
+}
+
+/** Tier 2's namespace limits where this host allows them (`ns-limits.ts`). */
+function namespaceLimits(facts: MechanismFacts, maxPids: number): NamespaceLimits {
+  return { pidMax: facts.nsLimits.pidMax ? pidMaxFor(maxPids) : undefined, userns: facts.nsLimits.userns };
 }

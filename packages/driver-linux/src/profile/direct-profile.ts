@@ -95,7 +95,10 @@ export function buildDirectProfile(
     helperArgs: helper,
     landlock: { mode: 'required', rules, tcp, scoped: true },
     seccomp: seccompSection(seccomp, network, caps),
-    limits: limitsSection(rlimits, caps, inputs),
+    limits: limitsSection(rlimits, caps, {
+      maxPids: inputs.maxPids,
+      cpuQuotaPercent: inputs.cpuQuotaPercent,
+    }),
     network: {
       policy: net.kind,
       namespace: 'shared',

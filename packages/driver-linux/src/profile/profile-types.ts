@@ -10,6 +10,7 @@ import type { Stub } from '../mounts/protected-paths.js';
 import type { SeccompArch } from '../seccomp/bpf.js';
 import type { SeccompNetworkMode } from '../seccomp/seccomp-program.js';
 import type { LinuxTierId } from '../tiers/tiers.js';
+import type { NamespaceLimits } from './ns-limits.js';
 
 /** Everything a profile depends on besides the capabilities. */
 export interface ProfileInputs {
@@ -60,6 +61,8 @@ export interface ProfileInputs {
   readonly privileged?: boolean;
   /** Tier 2 on a root host: the uid (and gid) root is shown as inside the user namespace. */
   readonly innerUid?: number;
+  /** Tier 2: the limits the helper sets in the sandbox's own namespaces (`ns-limits.ts`). Default none. */
+  readonly nsLimits?: NamespaceLimits | undefined;
   /** The tier this profile is for, and what it does not enforce (see `tiers/tiers.ts`). */
   readonly tier?: LinuxTierId;
   readonly notEnforced?: readonly string[];
@@ -129,6 +132,10 @@ export interface LinuxProfile extends SandboxProfile {
     readonly maxPids: number;
     readonly maxMemoryMb: number | null;
     readonly cpuQuotaPercent: number | null;
+    /** Tier 2: pid_max of the sandbox's PID namespace (`null`: not set). */
+    readonly pidMax: number | null;
+    /** Tier 2: the counts set in the sandbox's user namespace (`/proc/sys/user`). */
+    readonly userns: Readonly<Record<string, number>>;
   };
   readonly network: {
     readonly policy: SandboxCapabilities['network']['kind'];

@@ -243,6 +243,7 @@ export class CommandRunner {
             ? undefined
             : profile.limits.rlimits.FSIZE / (1024 * 1024),
         cpuQuota: profile.limits.cpuQuotaPercent !== null,
+        usernsLimits: Object.keys(profile.limits.userns ?? {}).length > 0,
       }),
     ];
   }
