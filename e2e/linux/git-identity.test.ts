@@ -9,10 +9,9 @@ import { identities as allIdentities, asIdentityTitle } from './hosts.js';
 
 /**
  * The session HOME follows the user's git identity (issue 23 §8): a session runs once while the user has
- * no identity; the user then sets one in `~/.gitconfig`; the session's next run commits with it. One
- * driver process throughout (the harness), so the change is seen by a running driver, not by a fresh one.
- * As every identity of `hosts.ts`: the include resolves at `/run/aleph/git-identity` in tiers 1–2 and
- * beside the HOME on the host in tier 3.
+ * no identity; the user then sets one in `~/.gitconfig`; the session's next run commits with it, and
+ * `git config --global user.email` says it. One driver process throughout (the harness), so the change is
+ * seen by a running driver, not by a fresh one. As every identity of `hosts.ts` (tiers 1, 2 and 3).
  */
 
 const stack = linuxStack();
@@ -68,7 +67,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
               session: 'git-id',
               waitFor: go,
               command: sh(
-                "git init -q . && git commit -q --allow-empty -m x && git log -1 --format='%an <%ae>'",
+                "git init -q . && git commit -q --allow-empty -m x && git log -1 --format='%an <%ae>' && git config --global user.email",
               ),
             },
           ];
@@ -90,7 +89,9 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           const first = results.get('first');
           const second = results.get('second');
           expect(first?.stdout, JSON.stringify(first)).toBe('unknown\n');
-          expect(second?.stdout, JSON.stringify(second)).toBe('Late User <late@example.test>\n');
+          expect(second?.stdout, JSON.stringify(second)).toBe(
+            'Late User <late@example.test>\nlate@example.test\n',
+          );
         },
         120_000,
       );

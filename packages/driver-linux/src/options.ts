@@ -121,9 +121,3 @@ export const INNER_HELPER = '/run/aleph/init';
 export const INNER_PROXY_SOCKET = '/run/aleph/proxy.sock';
 /** The session's HOME inside the sandbox. */
 export const INNER_HOME = '/run/aleph/home';
-/**
- * The host user's git identity: a file of this name beside the session HOMEs on the host, at
- * `INNER_GIT_IDENTITY` inside (read-only), included by every session's `.gitconfig` as `../git-identity`.
- */
-export const GIT_IDENTITY_FILE = 'git-identity';
-export const INNER_GIT_IDENTITY = '/run/aleph/git-identity';

@@ -7,7 +7,6 @@
 import path from 'node:path';
 import { DriverError, InvalidInputError, isPathWithin, type SandboxCapabilities } from '@aleph/sandbox-core';
 import type { HostFacts } from '../host/host-facts.js';
-import { GIT_IDENTITY_FILE } from '../options.js';
 import { etcRules, pathKind } from './etc-rules.js';
 import type { DirectInputs, LandlockRule } from './profile-types.js';
 
@@ -79,11 +78,7 @@ export function addGrantRules(
     );
   refuseInState(workspace, inputs.stateDir);
   rules.push({ path: workspace, access: 'read-write-exec' });
-  if (inputs.sessionHome !== undefined) {
-    rules.push({ path: inputs.sessionHome, access: 'read-write-exec' });
-    // The user's git identity, which the HOME's .gitconfig includes (`../git-identity`): read-only.
-    rules.push({ path: path.join(path.dirname(inputs.sessionHome), GIT_IDENTITY_FILE), access: 'read-exec' });
-  }
+  if (inputs.sessionHome !== undefined) rules.push({ path: inputs.sessionHome, access: 'read-write-exec' });
   rules.push({ path: inputs.tmpDir, access: 'read-write-exec' });
 }
 

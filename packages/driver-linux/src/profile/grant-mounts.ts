@@ -1,11 +1,10 @@
 /**
  * The granted part of a tier 1–2 plan: `fsRead` read-only, `fsWrite` and the workspace read-write, the
- * session HOME at `INNER_HOME` and the user's git identity beside it (read-only), each mounted from a
- * descriptor the launcher opens without following symlinks.
+ * session HOME at `INNER_HOME`, each mounted from a descriptor the launcher opens without following
+ * symlinks.
  */
-import path from 'node:path';
 import { InvalidInputError, type SandboxCapabilities } from '@aleph/sandbox-core';
-import { GIT_IDENTITY_FILE, INNER_GIT_IDENTITY, INNER_HOME } from '../options.js';
+import { INNER_HOME } from '../options.js';
 import { exists, type PlanDraft } from './plan-draft.js';
 
 /**
@@ -37,16 +36,6 @@ export function addGrants(
   if (sessionHome !== undefined) {
     mounts.push({ op: 'bind', src: sessionHome, dest: INNER_HOME, fd: plan.open(sessionHome) });
     landlock.push({ path: INNER_HOME, access: 'read-write-exec' });
-    // The run makes it before the launcher opens it (`GitIdentitySync`).
-    const identity = path.join(path.dirname(sessionHome), GIT_IDENTITY_FILE);
-    mounts.push({
-      op: 'ro-bind',
-      src: identity,
-      dest: INNER_GIT_IDENTITY,
-      fd: plan.open(identity),
-      kind: 'file',
-    });
-    landlock.push({ path: INNER_GIT_IDENTITY, access: 'read-exec' });
   }
 }
 

@@ -158,10 +158,13 @@ export class CommandRunner {
       this.#stateReady = true;
     }
     if (profile.home !== null && homeRoot !== undefined) {
-      ensureSessionHome(homeRoot, sessionKeyToFilename(request.sessionId), topLevelProtected);
-      // The user's identity as it is now, in the file every session's .gitconfig includes.
-      this.#gitIdentity ??= new GitIdentitySync(homeRoot, host.home);
-      this.#gitIdentity.sync();
+      // The user's git identity as it is now, in a new HOME or the driver's lines of an existing one.
+      this.#gitIdentity ??= new GitIdentitySync(host.home);
+      const identity = this.#gitIdentity.current();
+      const key = sessionKeyToFilename(request.sessionId);
+      const home = ensureSessionHome(homeRoot, key, identity, topLevelProtected);
+      if (home.made) this.#gitIdentity.made(key, identity);
+      else this.#gitIdentity.refresh(home.dir, key);
     }
   }
 

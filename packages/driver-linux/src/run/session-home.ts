@@ -1,11 +1,12 @@
 /**
- * Each session's HOME on the host: made once, with a `.gitconfig` that includes the user's git identity
- * (`git-identity.ts`, kept up to date outside the HOME), its XDG directories and git excludes.
+ * Each session's HOME on the host: made once, with a `.gitconfig` holding the user's git identity (kept up to
+ * date by `git-identity.ts`), its XDG directories and git excludes.
  */
 import { lstatSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { DriverError } from '@aleph/sandbox-core';
-import { GIT_IDENTITY_FILE, INNER_HOME } from '../options.js';
+import { INNER_HOME } from '../options.js';
+import { type GitIdentity, initialGitconfig } from './git-identity.js';
 
 /** The XDG directories of a session home, relative to it, and the variables naming them inside. */
 const XDG = [
@@ -16,18 +17,22 @@ const XDG = [
 ] as const;
 
 /**
- * Makes sure the session's HOME exists: `<homeRoot>/<key>`, mode 0700, with a `.gitconfig` that includes
- * the host user's identity (`../git-identity`, relative to the `.gitconfig` git reads: `/run/aleph/git-identity`
- * in tiers 1–2, `<homeRoot>/git-identity` in tier 3), and the XDG directories. Its contents are made only when
- * the directory is new (a directory commands have used is never written to by path): what a command writes
- * to its `.gitconfig` is its own, and wins over the included identity. Returns its path.
+ * Makes sure the session's HOME exists: `<homeRoot>/<key>`, mode 0700, with a `.gitconfig` holding the host
+ * user's name and email (and the record `GitIdentitySync` keeps them up to date by), and the XDG directories.
+ * Its contents are made only when the directory is new (a directory commands have used is never written to
+ * by path). Returns its path and whether it was made now.
  *
  * @throws {DriverError} when `<homeRoot>/<key>` exists and is not a directory.
  */
-export function ensureSessionHome(homeRoot: string, key: string, protectedNames: readonly string[]): string {
+export function ensureSessionHome(
+  homeRoot: string,
+  key: string,
+  identity: GitIdentity,
+  protectedNames: readonly string[],
+): { readonly dir: string; readonly made: boolean } {
   const dir = path.join(homeRoot, key);
   // The common case, every run of a session after its first: one lstat.
-  if (lstatSync(dir, { throwIfNoEntry: false })?.isDirectory()) return dir;
+  if (lstatSync(dir, { throwIfNoEntry: false })?.isDirectory()) return { dir, made: false };
   mkdirSync(homeRoot, { recursive: true, mode: 0o700 });
   try {
     mkdirSync(dir, { mode: 0o700 });
@@ -41,13 +46,9 @@ export function ensureSessionHome(homeRoot: string, key: string, protectedNames:
         `the session home ${dir} is not a directory; remove it and run again`,
       );
     }
-    return dir;
+    return { dir, made: false };
   }
-  writeFileSync(
-    path.join(dir, '.gitconfig'),
-    `# Written by aleph-sandbox: the host user's name and email, kept up to date (read-only in the sandbox).\n# What you set below wins over them.\n[include]\n\tpath = ../${GIT_IDENTITY_FILE}\n`,
-    { mode: 0o644, flag: 'wx' },
-  );
+  writeFileSync(path.join(dir, '.gitconfig'), initialGitconfig(identity), { mode: 0o644, flag: 'wx' });
   for (const [, rel] of XDG) mkdirSync(path.join(dir, rel), { recursive: true, mode: 0o700 });
   // git's default excludes file ($XDG_CONFIG_HOME/git/ignore): the read-only stubs of missing protected
   // paths exist only while a command runs, so `git add -A`, `git clean -fd` and `git stash -u` inside must
@@ -58,7 +59,7 @@ export function ensureSessionHome(homeRoot: string, key: string, protectedNames:
     `# Written by aleph-sandbox: protected paths, read-only in the sandbox (stubs where missing).\n${protectedNames.map((n) => `/${n}`).join('\n')}\n`,
     { mode: 0o644, flag: 'wx' },
   );
-  return dir;
+  return { dir, made: true };
 }
 
 /** HOME and the XDG variables inside the sandbox. */
