@@ -20,6 +20,7 @@ import {
   type SandboxOutput,
 } from '@aleph/sandbox-core';
 import { buildCommandLine } from './cmdline.js';
+import { createWindowsFiles } from './files.js';
 import { LaunchError, runInJob } from './launch.js';
 import {
   DEFAULT_WINDOWS_PROTECTED_PATHS,
@@ -38,6 +39,7 @@ import type { Win32 } from './win32.js';
 /** What the Windows driver can enforce (tier 1; `details.notEnforced` says what a lower tier could not). */
 export const WINDOWS_CAPABILITIES: readonly DriverCapabilityId[] = [
   'exec',
+  'exec.stdin-stream',
   'fs.confine',
   'fs.read',
   'fs.write',
@@ -184,6 +186,7 @@ export function createWindowsDriver(options: WindowsDriverOptions = {}): Windows
     capabilities: WINDOWS_CAPABILITIES,
     hiddenPaths: hidden,
     probe,
+    files: () => createWindowsFiles(),
 
     async explainUnsupported(caps: SandboxCapabilities): Promise<string | undefined> {
       if (caps.network.kind !== 'allowHosts') return undefined;

@@ -73,6 +73,10 @@ function isSharedPlace(dir: string, homes: readonly string[]): boolean {
   );
 }
 
+/** Whether the pipeline compares grants and hidden paths without case: macOS and Windows filesystems
+ * ignore case by default. */
+export const HIDDEN_PATHS_FOLD_CASE = process.platform === 'darwin' || process.platform === 'win32';
+
 /** How grants and hidden paths are compared. */
 export interface HiddenGrantCheckOptions {
   /**
