@@ -40,7 +40,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
     });
 
     describe.each(allIdentities())('$key', (identity) => {
-      (identity.skip === undefined ? it : it.skip)(
+      it.skipIf(identity.skip !== undefined)(
         `${asIdentityTitle(identity)}: an identity set after the session's first run is the author of its next commit`,
         async () => {
           const { uid } = identity;

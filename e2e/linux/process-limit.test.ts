@@ -97,7 +97,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         if (base !== '') rmSync(base, { recursive: true, force: true });
       });
 
-      (identity.skip === undefined && !declares ? it : it.skip)(
+      it.skipIf(identity.skip !== undefined || declares)(
         `${asIdentityTitle(identity)}: at most max_pids (${MAX_PIDS}) of ${BOMB} start${declares ? ' [skipped: the tier declares process-limit]' : ''}`,
         async () => {
           const { output, r, started, errno } = await bomb(identity, base, MAX_PIDS);
@@ -111,7 +111,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         120_000,
       );
 
-      (identity.skip === undefined && !declares ? it : it.skip)(
+      it.skipIf(identity.skip !== undefined || declares)(
         `${asIdentityTitle(identity)}: control: with max_pids 1000 all ${BOMB} start${declares ? ' [skipped: the tier declares process-limit]' : ''}`,
         async () => {
           const { r, started, errno } = await bomb(identity, base, 1000);
@@ -121,7 +121,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         120_000,
       );
 
-      (identity.skip === undefined && declares ? it : it.skip)(
+      it.skipIf(identity.skip !== undefined || !declares)(
         `${asIdentityTitle(identity)}: declares process-limit, which names what closes it${declares ? '' : ' [skipped: the tier holds the limit]'}`,
         async () => {
           const workspaceRoot = path.join(base, 'ws-declared');

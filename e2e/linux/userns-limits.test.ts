@@ -101,7 +101,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
     const sandboxed = allIdentities().filter((i) => i.tier !== 'direct');
 
     describe.each(sandboxed)('$key', (identity) => {
-      (identity.skip === undefined ? it : it.skip)(
+      it.skipIf(identity.skip !== undefined)(
         `${asIdentityTitle(identity)}: while the command holds all the inotify instances it can, the host user still opens one`,
         async () => {
           const base = scratch(identity.uid);
@@ -137,7 +137,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
       );
     });
 
-    (canSwitchUid() ? it : it.skip)(
+    it.skipIf(!canSwitchUid())(
       `control: on the host, uid 65534 holding ${WANTED} inotify instances leaves its next one EMFILE${canSwitchUid() ? '' : ' [skipped: needs root and setpriv]'}`,
       async () => {
         expect(hostMax).toBeLessThanOrEqual(WANTED); // else the control cannot use them all up
