@@ -184,6 +184,32 @@ describe('WorkspaceSandbox: grants inside hidden paths', () => {
     expect((e as AlephError).code).toBe('ALEPH_CAPABILITY_DENIED');
   });
 
+  it('spawn() and a session handle refuse them the same way, before approval; nothing runs', async () => {
+    const { aleph, hidden } = alephHome();
+    const requester = new FakeApprovalRequester({ outcome: 'approved' });
+    const driver = createFakeDriver({ hiddenPaths: hidden });
+    const sandbox = new WorkspaceSandbox({
+      driver,
+      workspaceRoot: tempDir(),
+      approvalGate: new ApprovalGate({ requester }),
+    });
+    const capabilities = { fsWrite: [path.join(aleph, 'run', 'x')] };
+    const viaSpawn = await sandbox
+      .spawn({ sessionId: 's', program: 'true', capabilities })
+      .catch((err: AlephError) => err);
+    const session = sandbox.session('s');
+    const viaSession = await session
+      .execute({ program: 'true', capabilities })
+      .catch((err: AlephError) => err);
+    await session.close();
+    for (const e of [viaSpawn, viaSession]) {
+      expect(isAlephError(e) && e.code).toBe('ALEPH_CAPABILITY_DENIED');
+      expect((e as AlephError).message).toMatch(/lies inside the sandbox's state directory/);
+    }
+    expect(requester.requests).toEqual([]);
+    expect(driver.runCount).toBe(0);
+  });
+
   it('a baseline reaching into a hidden path is a configuration error', () => {
     const { aleph, hidden } = alephHome();
     const e = thrown(
