@@ -13,8 +13,21 @@
 #include "../common/compat.h"
 #include "../common/errors.h"
 
+/* Empties the permitted, effective, inheritable and ambient sets. */
+static void capabilities_empty(void) {
+  prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  struct __user_cap_header_struct head = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+  struct __user_cap_data_struct none[2];
+  memset(none, 0, sizeof none);
+  if (syscall(SYS_capset, &head, none) < 0) die("capset: %s", strerror(errno));
+}
+
 void drop_identity(long uid, long gid) {
-  if (uid < 0) return;
+  if (uid < 0) {
+    /* A user namespace's uid (tier 2): only what bwrap kept for the bridge's low ports goes. */
+    capabilities_empty();
+    return;
+  }
   /* Empty the bounding set (needs CAP_SETPCAP, kept by bwrap for this) and the ambient set. bwrap as root
    * leaves the bounding set full, so every capability is dropped, up to the kernel's last one (EINVAL). */
   for (int cap = 0; cap <= 63; cap++) {
@@ -28,9 +41,6 @@ void drop_identity(long uid, long gid) {
   if (setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) < 0) die("setresuid(%ld): %s", uid, strerror(errno));
   /* A uid change from 0 clears the permitted and effective sets, not the inheritable one bwrap filled
    * with what it kept: empty it too, and make sure nothing came back. */
-  struct __user_cap_header_struct head = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
-  struct __user_cap_data_struct none[2];
-  memset(none, 0, sizeof none);
-  if (syscall(SYS_capset, &head, none) < 0) die("capset: %s", strerror(errno));
+  capabilities_empty();
   if (setresuid(0, 0, 0) == 0) die("could still regain uid 0 after dropping identity");
 }

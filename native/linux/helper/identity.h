@@ -5,8 +5,9 @@
 #ifndef ALEPH_HELPER_IDENTITY_H
 #define ALEPH_HELPER_IDENTITY_H
 
-/* Becomes UID and GID (nothing when UID < 0): empties the bounding, ambient and inheritable capability
- * sets and the supplementary groups first, and checks uid 0 cannot be regained. */
+/* Becomes UID and GID: empties the bounding, ambient and inheritable capability sets and the
+ * supplementary groups first, and checks uid 0 cannot be regained. With UID < 0 (a user namespace's own
+ * uid) it only empties the capability sets (what bwrap kept for the bridge's sockets). */
 void drop_identity(long uid, long gid);
 
 #endif

@@ -5,6 +5,7 @@
 #ifndef ALEPH_HELPER_OPTIONS_H
 #define ALEPH_HELPER_OPTIONS_H
 
+#include "../bridge/bridge.h"
 #include "landlock.h"
 #include "rlimits.h"
 
@@ -12,8 +13,7 @@ struct options {
   long uid, gid;
   struct rlimit_set rlimits;
   struct landlock_rules landlock;
-  long bridge_port;
-  const char *bridge_path;
+  struct bridge_plan bridge;
   int seccomp_fd;
   int env_fd;
   const char *chdir; /* after the mounts and the identity drop */
