@@ -85,10 +85,12 @@ export {
   type RefuseLoaderEnvOptions,
   refuseLoaderEnv,
 } from './loader-env.js';
+export { denialsOf, type NetworkRefusal, networkDenial } from './network-denial.js';
 export { NoopSandbox } from './noop-sandbox.js';
 export {
   createSandboxOutput,
   type KillReason,
+  type SandboxDenial,
   type SandboxOutput,
   type SandboxOutputFields,
   type SandboxOutputJson,
