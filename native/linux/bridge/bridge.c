@@ -89,7 +89,7 @@ static void proxy_accept(const struct bridge_ctx *b, int lfd) {
 
 static void dispatch(const struct bridge_ctx *b, const struct bridge_plan *p, struct watch *w, uint32_t events) {
   if (w->kind == W_SIDE) relay_event(b->ep, w);
-  else if (w->kind == W_DIAL) dial_event(b, w, events);
+  else if (w->kind == W_DIAL || w->kind == W_DIAL_TIMER) dial_event(b, w, events);
   else if (w->kind == W_DNS_TCP) dns_tcp_event(b, &p->names, w);
   if (w->kind < W_LISTEN_PROXY || w->kind == W_DNS_TCP) return;
   int fd = ((struct listener *)w)->fd;

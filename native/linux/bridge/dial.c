@@ -4,7 +4,8 @@
  * upstream sends after it stays in the socket for the relay. The client's own bytes (a TLS ClientHello
  * with its SNI, an HTTP request) wait in its socket until the tunnel stands, then pass through untouched.
  * A refusal reaches a client that spoke HTTP (its first byte a letter) as the proxy's own reply, whose
- * status line says why (`403 Forbidden by aleph-proxy: …`); any other client sees a reset.
+ * status line says why (`403 Forbidden by aleph-proxy: …`); any other client sees a reset, and one that
+ * has said nothing a second after the refusal (a protocol where the server speaks first) too.
  */
 #define _GNU_SOURCE
 #include "dial.h"
@@ -16,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <stddef.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -25,9 +28,11 @@
 #define HEAD_MAX 4096
 
 struct dial {
-  struct watch w; /* W_DIAL */
-  int client;     /* the accepted client, or the host connection */
-  int other;      /* the proxy connection, or the connection to the published port */
+  struct watch w;       /* W_DIAL */
+  struct watch timer_w; /* W_DIAL_TIMER */
+  int client;           /* the accepted client, or the host connection */
+  int other;            /* the proxy connection, or the connection to the published port */
+  int timer;            /* refused before the client said anything: how long to wait for it, or -1 */
   int published;
 };
 
@@ -51,11 +56,18 @@ int dial_proxy(const char *path) {
   return fd;
 }
 
-static void dial_fail(const struct bridge_ctx *b, struct dial *d) {
+/* Ends D: its proxy connection and timer closed, its client reset (RESET) or closed. */
+static void dial_end(const struct bridge_ctx *b, struct dial *d, int reset) {
   watch_close(b->ep, d->other);
-  close_reset(d->client);
+  watch_close(b->ep, d->timer);
+  epoll_ctl(b->ep, EPOLL_CTL_DEL, d->client, NULL);
+  if (reset) close_reset(d->client);
+  else close(d->client);
+  d->timer_w.kind = W_DEAD;
   retire(&d->w, d);
 }
+
+static void dial_fail(const struct bridge_ctx *b, struct dial *d) { dial_end(b, d, 1); }
 
 static struct dial *dial_new(const struct bridge_ctx *b, int client, int other, int published, uint32_t events) {
   struct dial *d = calloc(1, sizeof *d);
@@ -65,7 +77,7 @@ static struct dial *dial_new(const struct bridge_ctx *b, int client, int other, 
     close_reset(client);
     return NULL;
   }
-  *d = (struct dial){.w = {W_DIAL}, .client = client, .other = other, .published = published};
+  *d = (struct dial){.w = {W_DIAL}, .timer_w = {W_DIAL_TIMER}, .client = client, .other = other, .timer = -1, .published = published};
   return d;
 }
 
@@ -108,27 +120,51 @@ static int read_reply(int fd) {
   return recv(fd, head, len, 0) == (ssize_t)len ? 1 : -1;
 }
 
-/* The refusal in D's proxy connection, passed on to a client that spoke HTTP; resets any other. */
-static void refuse(const struct bridge_ctx *b, struct dial *d) {
-  char buf[HEAD_MAX];
-  unsigned char first;
-  if (recv(d->client, &first, 1, MSG_PEEK | MSG_DONTWAIT) != 1 || !((first | 0x20) >= 'a' && (first | 0x20) <= 'z')) {
+/* Waits (a second at most) for a refused client that has not said anything yet. */
+static void await_client(const struct bridge_ctx *b, struct dial *d) {
+  struct itimerspec second = {.it_value = {.tv_sec = 1}};
+  d->timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (d->timer < 0 || timerfd_settime(d->timer, 0, &second, NULL) < 0 || watch_add(b->ep, d->timer, &d->timer_w, EPOLLIN) < 0 ||
+      watch_add(b->ep, d->client, &d->w, EPOLLIN | EPOLLRDHUP) < 0) {
     dial_fail(b, d);
     return;
   }
+  epoll_ctl(b->ep, EPOLL_CTL_DEL, d->other, NULL); /* the reply waits in it */
+}
+
+/* The refusal in D's proxy connection, passed on to a client that spoke HTTP (its first byte a letter);
+ * any other is reset. A client that has said nothing yet is waited for. */
+static void refuse(const struct bridge_ctx *b, struct dial *d) {
+  unsigned char first;
+  ssize_t got = recv(d->client, &first, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (got < 0 && errno == EAGAIN && d->timer < 0) {
+    await_client(b, d);
+    return;
+  }
+  if (got != 1 || !((first | 0x20) >= 'a' && (first | 0x20) <= 'z')) {
+    dial_fail(b, d);
+    return;
+  }
+  char buf[HEAD_MAX];
   ssize_t n = recv(d->other, buf, sizeof buf, MSG_DONTWAIT);
   char sink[HEAD_MAX];
   while (recv(d->client, sink, sizeof sink, MSG_DONTWAIT) > 0) {
   } /* what it sent is read, so closing it sends no reset over the reply */
   if (n > 0) send(d->client, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
   shutdown(d->client, SHUT_WR);
-  close(d->client);
-  watch_close(b->ep, d->other);
-  retire(&d->w, d);
+  dial_end(b, d, 0);
 }
 
 void dial_event(const struct bridge_ctx *b, struct watch *w, uint32_t events) {
+  if (w->kind == W_DIAL_TIMER) {
+    dial_fail(b, (struct dial *)((char *)w - offsetof(struct dial, timer_w))); /* it said nothing */
+    return;
+  }
   struct dial *d = (struct dial *)w;
+  if (d->timer >= 0) {
+    refuse(b, d); /* the refused client spoke, or hung up */
+    return;
+  }
   int ok;
   if (d->published) {
     int err = 0;

@@ -16,7 +16,7 @@ void dial_connect(const struct bridge_ctx *b, int client, const char *name, unsi
 /* Connects to 127.0.0.1:PORT of this network namespace for the host connection HOST; relays once
  * connected, resets HOST when nothing listens there. */
 void dial_published(const struct bridge_ctx *b, int host, unsigned port);
-/* Moves a dial on after an event on W. */
+/* Moves a dial on after an event on W (its connection, or its timer). */
 void dial_event(const struct bridge_ctx *b, struct watch *w, uint32_t events);
 /* Closes FD so that its peer sees a reset, not an orderly end. */
 void close_reset(int fd);

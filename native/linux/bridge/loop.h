@@ -12,6 +12,7 @@ enum watch_kind {
   W_DEAD,          /* retired in this batch */
   W_SIDE,          /* one side of a relayed connection (relay.c) */
   W_DIAL,          /* a connection being made: CONNECT to the proxy, or a published port (dial.c) */
+  W_DIAL_TIMER,    /* how long a refused client may take to show whether it speaks HTTP (dial.c) */
   W_LISTEN_PROXY,  /* 127.0.0.1:PORT of the proxy variables: relayed to the proxy as is */
   W_LISTEN_EGRESS, /* a transparent port: CONNECT name:port for the synthetic address dialled */
   W_DNS_UDP,       /* 127.0.0.53:53 over UDP (dns-io.c) */

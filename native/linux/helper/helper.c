@@ -6,7 +6,8 @@
  *      ones bwrap made from descriptors (--verify): mounts.c;
  *   1. makes the network bridge's listening sockets (the proxy port, the resolver on 127.0.0.53:53, the
  *      transparent ports 80, 443, …): while it may still bind ports below 1024 (bwrap keeps
- *      CAP_NET_BIND_SERVICE for this), ../bridge/bridge.c;
+ *      CAP_NET_BIND_SERVICE for this), ../bridge/bridge.c; in tier 2 in a network namespace of its own
+ *      (--own-netns, netns.c), as bwrap's belongs to a user namespace where the sandbox holds nothing;
  *   2. drops to an unprivileged identity when asked (--uid/--gid; the host runs as root), clearing the
  *      capability bounding set first, so the program keeps neither capabilities nor root's file identity;
  *      without --uid (a user namespace) it drops whatever capability bwrap kept: identity.c;
@@ -42,6 +43,7 @@
 #include "identity.h"
 #include "landlock.h"
 #include "mounts.h"
+#include "netns.h"
 #include "options.h"
 #include "rlimits.h"
 #include "seccomp.h"
@@ -69,6 +71,7 @@ int helper_main(int argc, char **argv) {
   mount_ops_apply();
   char **env = o.env_fd >= 0 ? read_env(o.env_fd) : NULL;
   int bridge = !direct && bridge_wanted(&o.bridge);
+  if (bridge && o.bridge.own_netns) enter_own_netns();
   if (bridge) bridge_open(&o.bridge);
   if (direct && o.uid < 0) direct_drop_capabilities();
   else drop_identity(o.uid, o.gid);

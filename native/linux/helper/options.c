@@ -1,6 +1,6 @@
 /*
  * The helper's command line (options.h): --uid, --gid, --rlimit, --landlock and the --ll-* rules, the
- * bridge's (--bridge PORT:PATH, --egress-port, --dns, --dns-allow, --dns-deny, --publish-fd),
+ * bridge's (--bridge PORT:PATH, --egress-port, --dns, --dns-allow, --dns-deny, --own-netns, --publish-fd),
  * --seccomp-fd, --env-fd, --chdir and the mount operations (mounts.c).
  */
 #define _GNU_SOURCE
@@ -37,6 +37,8 @@ static int bridge_option(struct bridge_plan *p, const char *a, char *v) {
     p->dns = strcmp(v, "on") == 0;
   } else if (strcmp(a, "--dns-allow") == 0 || strcmp(a, "--dns-deny") == 0) {
     names_add(&p->names, v, strcmp(a, "--dns-deny") == 0);
+  } else if (strcmp(a, "--own-netns") == 0) {
+    p->own_netns = strcmp(v, "on") == 0;
   } else if (strcmp(a, "--publish-fd") == 0) {
     p->publish_fd = (int)parse_long(v, "fd");
   } else {
