@@ -72,7 +72,7 @@ export function privateAddressDenial(target: Target, address: string, why: strin
   return {
     kind: 'network.private-address',
     target: formatTarget(target),
-    reason: `${target.host} resolves to ${address}, ${why}; an allowed name may lead there only when the address is allowed too`,
+    reason: `${target.host} resolves to ${address}, ${why}`,
     allowEntry: addressEntry(address),
     address,
   };

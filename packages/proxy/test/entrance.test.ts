@@ -92,10 +92,10 @@ describe('entrances: refusals attributed to one user, typed', () => {
       /^HTTP\/1\.1 403 Forbidden by aleph-proxy: private\.test resolves to 10\.1\.2\.3, .*; allow with the allowlist entry "10\.1\.2\.3"$/,
     );
     expect(await line('GET http://evil.test/x HTTP/1.1\r\nHost: evil.test\r\n\r\n')).toBe(
-      'HTTP/1.1 403 Forbidden by aleph-proxy: not on the allowlist; allow with the allowlist entry "evil.test"',
+      'HTTP/1.1 403 Forbidden by aleph-proxy: evil.test is not on the allowlist; allow with the allowlist entry "evil.test"',
     );
     expect(await line('CONNECT blocked.test:443 HTTP/1.0\r\n\r\n')).toBe(
-      'HTTP/1.0 403 Forbidden by aleph-proxy: denied by blocked.test; the deny list entry "blocked.test" refuses it',
+      'HTTP/1.0 403 Forbidden by aleph-proxy: blocked.test is on the deny list (blocked.test); the deny list entry "blocked.test" refuses it',
     );
   });
 

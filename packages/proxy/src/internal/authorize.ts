@@ -81,7 +81,11 @@ export function createAuthorizer(allowlist: Allowlist, resolver: Resolver, timeo
           status: 'deny',
           reason: `${target.host} resolves to ${ip.host}, denied by ${denied.source}`,
           pattern: denied.source,
-          denial: { ...listDenial(allowlist, target, denied.source), address: ip.host },
+          denial: {
+            ...listDenial(allowlist, target, denied.source),
+            reason: `${target.host} resolves to ${ip.host}, denied by ${denied.source}`,
+            address: ip.host,
+          },
         };
       const why = forbiddenReason(ip.host, ip.family);
       if (why !== undefined && !allowlist.allowsAddressExplicitly(ipTarget.host, target.port)) {

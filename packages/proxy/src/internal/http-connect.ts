@@ -46,7 +46,8 @@ export function createConnectHandler(ctx: ProxyContext, heads: HeadTimers): Conn
       ctx.decided(client, auth.ok ? undefined : auth);
       if (!auth.ok) {
         audit.refused('connect', target, auth);
-        if (auth.status === 'deny') rawReply(client, version, 403, forbiddenText(auth), auth.reason);
+        if (auth.status === 'deny')
+          rawReply(client, version, 403, forbiddenText(auth), auth.denial?.reason ?? auth.reason);
         else rawReply(client, version, 502, 'Bad Gateway', auth.reason);
         return;
       }

@@ -201,7 +201,8 @@ function forwardRequest(ctx: ProxyContext, req: http.IncomingMessage, res: http.
     ctx.decided(req.socket, auth.ok ? undefined : auth);
     if (!auth.ok) {
       audit.refused('http', target, auth);
-      if (auth.status === 'deny') failResponse(res, 403, auth.reason, forbiddenText(auth));
+      if (auth.status === 'deny')
+        failResponse(res, 403, auth.denial?.reason ?? auth.reason, forbiddenText(auth));
       else fail(502, auth.reason);
       return;
     }

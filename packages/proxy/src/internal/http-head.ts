@@ -46,7 +46,7 @@ export function forbiddenText(refusal: Refusal): string {
       : d.deniedBy !== undefined
         ? `; the deny list entry "${d.deniedBy}" refuses it`
         : `; allow with the allowlist entry "${d.allowEntry}"`;
-  return headerSafe(`Forbidden by aleph-proxy: ${refusal.reason}${fix}`);
+  return headerSafe(`Forbidden by aleph-proxy: ${d?.reason ?? refusal.reason}${fix}`);
 }
 
 /** Ends `socket` with a plain-text HTTP reply that carries the reason in `X-Aleph-Proxy-Reason`. */
