@@ -123,6 +123,7 @@ export class PlanBuilder {
       cpuQuotaPercent: s.cpuQuotaPercent,
       tier,
       notEnforced,
+      network: s.network,
     };
   }
 }

@@ -15,6 +15,7 @@ import { namespaceHelperArgs, profileRlimits } from './helper-args.js';
 import { hidePaths } from './hidden-paths.js';
 import { namespaceLauncherArgs } from './launcher-args.js';
 import { bwrapArgs, profileIdentity } from './namespaces.js';
+import { type NetworkPlan, networkPlanInWords, planNetwork } from './network-plan.js';
 import { newDraft, type PlanDraft } from './plan-draft.js';
 import { limitsSection, seccompSection } from './profile-sections.js';
 import { describeMounts, namespaceSummary } from './profile-summary.js';
@@ -43,9 +44,10 @@ export function buildLinuxProfile(
   const devInHelper = privileged && inputs.devInHelper !== false;
   const rendered = renderMounts(draft.mounts, { inHelper: privileged, devInHelper });
   const sharedNetwork = net.kind === 'allowAll';
+  const netPlan = planNetwork(caps, inputs.network ?? {}, privileged);
   const bwrap = bwrapArgs(
-    { sharedNetwork, privileged, devInHelper, innerUid: inputs.innerUid },
-    rendered.bwrap,
+    { sharedNetwork, privileged, devInHelper, innerUid: inputs.innerUid, bindLowPorts: netPlan.bindLowPorts },
+    [...rendered.bwrap, ...netPlan.bwrap],
   );
   const seccompNetwork =
     net.kind === 'none' ? 'loopback' : net.kind === 'allowHosts' ? 'proxy-routed' : 'unrestricted';
@@ -63,6 +65,7 @@ export function buildLinuxProfile(
     landlock: inputs.landlock,
     rules,
     bridge: net.kind === 'allowHosts',
+    network: netPlan.helper,
     cwd,
   });
   const launch = namespaceLauncherArgs({
@@ -72,6 +75,7 @@ export function buildLinuxProfile(
     plan: draft.plan,
     writableRoots: fsPlan.writableRoots,
     clones: rendered.clones,
+    publish: netPlan.launcher,
   });
   const tier = inputs.tier ?? (privileged ? 'namespaces' : 'user-namespace');
   const notEnforced = inputs.notEnforced ?? [];
@@ -79,7 +83,7 @@ export function buildLinuxProfile(
   const facts = { ...fsPlan, tier, notEnforced, identity, privileged, mountSummary, rules, seccomp, rlimits };
   return {
     driver: 'linux',
-    summary: namespaceSummary(net, inputs, facts),
+    summary: [...namespaceSummary(net, inputs, facts), ...networkPlanInWords(netPlan)],
     tier,
     notEnforced,
     identity,
@@ -91,7 +95,7 @@ export function buildLinuxProfile(
     landlock: { mode: inputs.landlock, rules, tcp: null, scoped: true },
     seccomp: seccompSection(seccomp, seccompNetwork, caps),
     limits: limitsSection(rlimits, caps, inputs),
-    network: networkSection(net, inputs.proxySocket),
+    network: networkSection(net, inputs.proxySocket, netPlan),
     mounts: mountSummary,
     stubs: [...fsPlan.protection.stubs, ...fsPlan.homeProtection.stubs],
     cwd,
@@ -128,8 +132,12 @@ function planFilesystem(
 function networkSection(
   net: SandboxCapabilities['network'],
   proxySocket: string | undefined,
+  plan: NetworkPlan,
 ): LinuxProfile['network'] {
   return {
+    resolver: plan.resolver,
+    egressPorts: plan.egressPorts,
+    publish: plan.publish,
     policy: net.kind,
     namespace: net.kind === 'allowAll' ? 'shared' : 'own',
     proxySocket: net.kind === 'allowHosts' ? (proxySocket ?? null) : null,

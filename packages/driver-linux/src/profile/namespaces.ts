@@ -27,6 +27,8 @@ export function bwrapArgs(
     readonly privileged: boolean;
     readonly devInHelper: boolean;
     readonly innerUid: number | undefined;
+    /** The helper binds the bridge's ports below 1024 (the resolver's 53, egress 80 and 443). */
+    readonly bindLowPorts: boolean;
   },
   mountArgs: readonly string[],
 ): string[] {
@@ -55,12 +57,21 @@ export function bwrapArgs(
     );
     // The helper makes /dev's device nodes (devfs.c).
     if (options.devInHelper) bwrap.push('--cap-add', 'CAP_MKNOD');
+    // The helper binds the bridge's low ports before it drops its identity (and every capability).
+    if (options.bindLowPorts) bwrap.push('--cap-add', 'CAP_NET_BIND_SERVICE');
   } else {
     bwrap.push('--unshare-user');
     // Root without CAP_SYS_ADMIN (tier 2): root is shown as another uid inside, so its files are not root's.
     if (options.innerUid !== undefined)
       bwrap.push('--uid', String(options.innerUid), '--gid', String(options.innerUid));
     bwrap.push('--disable-userns', '--cap-drop', 'ALL');
+    // Only for the helper: bwrap's network namespace belongs to an outer user namespace, where no port
+    // below 1024 can be bound, so it makes one of its own for the bridge (--own-netns) and binds its ports
+    // there; then it empties every capability set, the bounding one included, before the program runs
+    // (native/linux/helper/netns.c, identity.c).
+    if (options.bindLowPorts)
+      for (const cap of ['CAP_SYS_ADMIN', 'CAP_NET_ADMIN', 'CAP_NET_BIND_SERVICE', 'CAP_SETPCAP'])
+        bwrap.push('--cap-add', cap);
   }
   bwrap.push('--die-with-parent', '--new-session', '--hostname', 'aleph-sandbox');
   bwrap.push(...mountArgs, '--chdir', '/');
