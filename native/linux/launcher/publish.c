@@ -67,7 +67,15 @@ void publish_listen_early(char **argv) {
     if (strcmp(*p, "--publish") != 0 || nports >= MAX_PUBLISHED) continue;
     long port = strtol(p[1], NULL, 10);
     int fd = port >= 1 && port <= 65535 ? listen_loopback(port) : -1;
-    ports[nports++] = (struct published){.port = port, .fd = fd, .error = fd < 0 ? errno : 0, .early = 1};
+    int e = errno;
+    if (fd >= 0) {
+      /* Above where the fork server puts the run's own descriptors (0, 1, 2, 3, …) next. */
+      int high = fcntl(fd, F_DUPFD_CLOEXEC, 64);
+      close(fd);
+      fd = high;
+      e = errno;
+    }
+    ports[nports++] = (struct published){.port = port, .fd = fd, .error = fd < 0 ? e : 0, .early = 1};
   }
 }
 
