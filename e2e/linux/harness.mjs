@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Runs a list of commands through WorkspaceSandbox + the Linux driver and prints one JSON result per
 // step. The e2e tests run it as root and, through setpriv, as an unprivileged uid.
-// Input (stdin): { workspaceRoot, driver: { maxPids?, resolve?: { name: [ips] }, … },
+// Input (stdin): { workspaceRoot, driver: { maxPids?, resolve?: { name: [ips] }, proxy?: { egressPorts?, deny? }, … },
 //   steps: [{ id, session?, command, hold? }],
 //   parallel?: run every step at once instead of one after the other; a step may then have
 //     repeat (run N times in a row, ids `id#k`, `{k}` in its session replaced by k), waitFor (a host path that must exist before it starts)
@@ -15,10 +15,10 @@ import { createStaticResolver } from '@aleph/proxy';
 import { ApprovalGate, WorkspaceSandbox } from '@aleph/sandbox-core';
 
 const plan = JSON.parse(readFileSync(0, 'utf8'));
-const { resolve, ...driverOptions } = plan.driver ?? {};
+const { resolve, proxy, ...driverOptions } = plan.driver ?? {};
 const driver = createLinuxDriver({
   ...driverOptions,
-  ...(resolve ? { proxy: { resolver: createStaticResolver(resolve, false) } } : {}),
+  proxy: { ...proxy, ...(resolve ? { resolver: createStaticResolver(resolve, false) } : {}) },
 });
 const probe = await driver.probe();
 const outcome = plan.approve === 'none' ? 'denied' : 'approved';
@@ -48,6 +48,7 @@ async function runStep(step, id, k = 0) {
       stderr: out.stderrText,
       timedOut: out.timedOut,
       notEnforced: out.details.notEnforced,
+      denials: out.details.denials ?? [],
     };
   } catch (error) {
     return { id, workspace, error: { code: error.code, message: error.message } };
