@@ -10,6 +10,7 @@ export {
 export { PROXY_CHANNEL, type ProxyRecord } from './audit.js';
 export { addressEntry, type ProxyDenial } from './denial.js';
 export { parseParentProxy } from './parent.js';
+export { findPrivateNames, type PrivateName } from './private-names.js';
 export {
   DEFAULT_LIMITS,
   type ParentProxy,

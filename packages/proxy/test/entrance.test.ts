@@ -186,3 +186,26 @@ describe('entrances: refusals attributed to one user, typed', () => {
     }
   });
 });
+
+describe('findPrivateNames', () => {
+  it('lists the allowed names the proxy would refuse, with the address entries that would allow them', async () => {
+    const { findPrivateNames } = await import('../src/index.js');
+    const resolver = createStaticResolver(
+      { 'lan.test': ['10.1.2.3', '93.184.216.34'], 'pub.test': ['93.184.216.34'], 'ok.test': ['10.9.9.9'] },
+      false,
+    );
+    expect(
+      await findPrivateNames(
+        ['lan.test', 'pub.test', 'ok.test:8443', '10.9.9.9', '*.wild.test', 'gone.test'],
+        { resolver },
+      ),
+    ).toEqual([
+      {
+        entry: 'lan.test',
+        name: 'lan.test',
+        addresses: [{ address: '10.1.2.3', reason: expect.stringMatching(/private/) }],
+        allowEntries: ['10.1.2.3'],
+      },
+    ]);
+  });
+});
