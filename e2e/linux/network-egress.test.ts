@@ -29,6 +29,7 @@ interface StepResult {
   stderr?: string;
   timedOut?: boolean;
   denials?: SandboxDenial[];
+  audit?: { outcome: string; denials: SandboxDenial[] };
   error?: { code: string; message: string };
 }
 
@@ -48,7 +49,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
       const gaps = new Set(gapNames(declaredGaps(identity)));
       const transparent = !gaps.has('transparent-egress');
       /** `it`, skipped where this tier declares it cannot egress transparently. */
-      const inNamespace = transparent ? it : it.skip;
+      const inNamespace = it.skipIf(!transparent);
       const why = transparent ? '' : ' [skipped: the tier declares transparent-egress]';
       let base = '';
       const servers: LocalServer[] = [];
@@ -171,9 +172,14 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         },
       );
 
-      it('a host off the allowlist through the proxy: 403 naming it, recorded as network.host', () => {
+      it('a host off the allowlist through the proxy: 403 naming it, recorded as network.host in details and in the audit record, through execute() and spawn()', () => {
         const r = get('host-denied');
         expect(r.stdout).toBe('403');
+        expect(r.audit).toEqual({ outcome: 'completed', denials: r.denials });
+        const spawned = get('host-denied-spawn');
+        expect(spawned.stdout).toBe('403');
+        expect(spawned.denials).toEqual(r.denials);
+        expect(spawned.audit).toEqual({ outcome: 'completed', denials: r.denials });
         expect(r.denials).toEqual([
           {
             kind: 'network.host',
@@ -196,6 +202,48 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
             /^HTTP\/1\.1 403 Forbidden by aleph-proxy: api\.test is allowed only on port \d+, not 80; allow with the allowlist entry "api\.test:80"/,
           );
           expect(r.denials.map((d) => [d.kind, d.target])).toEqual([['network.port', 'api.test:80']]);
+        },
+      );
+
+      inNamespace(
+        `clients that ignore the proxy variables (Node's fetch, curl --noproxy, a Python socket, git) are refused a name off the allowlist, each run with its network.dns denial${why}`,
+        () => {
+          const refused = (id: string, exitCode: number, stdout: string, stderr: RegExp) => {
+            const r = get(id);
+            expect([r.exitCode, r.stdout], id).toEqual([exitCode, stdout]);
+            expect(r.stderr, id).toMatch(stderr);
+            expect(
+              r.denials.map((d) => [d.kind, d.target, d.reason]),
+              id,
+            ).toEqual([
+              [
+                'network.dns',
+                'evil.test',
+                "evil.test is not on the allowlist: the sandbox's resolver answered NXDOMAIN",
+              ],
+            ]);
+            expect(r.denials[0]?.allowWith, id).toMatch(
+              /^add "evil\.test" to the allowed hosts: aleph-sandbox run --net /,
+            );
+          };
+          refused('node-fetch-denied', 0, 'ENOTFOUND\n', /^$/);
+          refused('curl-noproxy-denied', 6, '', /Could not resolve host: evil\.test/);
+          refused('python-socket-denied', 0, 'gaierror True\n', /^$/);
+          refused('git-denied', 128, '', /Could not resolve host: evil\.test/);
+        },
+      );
+
+      inNamespace(
+        `clients that ignore the proxy variables are refused an allowed name on a port it is not allowed on, with a network.port denial${why}`,
+        () => {
+          const fetched = get('node-fetch-port-denied');
+          expect(fetched.stdout).toMatch(/^403 /);
+          expect(fetched.denials.map((d) => [d.kind, d.target])).toEqual([['network.port', 'api.test:80']]);
+          expect(fetched.denials[0]?.allowWith).toMatch(/"api\.test:80"/);
+          const raw = get('python-socket-port-denied');
+          // Bytes that are not HTTP (a TLS record here): the client sees a reset, not the proxy's reply.
+          expect(raw.stdout).toBe('ConnectionResetError\n');
+          expect(raw.denials.map((d) => [d.kind, d.target])).toEqual([['network.port', 'raw.test:443']]);
         },
       );
 

@@ -81,7 +81,7 @@ const UNSET_PROXY = 'env -u http_proxy -u HTTP_PROXY -u https_proxy -u HTTPS_PRO
 export function egressSteps(
   ports: { http: number; echo: number; registry: number },
   transparent: boolean,
-): { id: string; session?: string; command: unknown }[] {
+): { id: string; session?: string; via?: 'spawn'; command: unknown }[] {
   const h = ports.http;
   const hosts = [
     `api.test:${h}`,
@@ -96,6 +96,12 @@ export function egressSteps(
     { id: 'curl-proxy', command: sh(`curl -sS http://api.test:${h}/ok`, hosts) },
     {
       id: 'host-denied',
+      command: sh(`curl -sS -o /dev/null -w '%{http_code}' http://evil.test:${h}/`, hosts),
+    },
+    {
+      // The same through the session API: spawn(), its output streamed, then wait().
+      id: 'host-denied-spawn',
+      via: 'spawn' as const,
       command: sh(`curl -sS -o /dev/null -w '%{http_code}' http://evil.test:${h}/`, hosts),
     },
     {
@@ -156,6 +162,41 @@ export function egressSteps(
     {
       id: 'port-denied',
       command: sh(`curl -sS --noproxy '*' -i http://api.test/ | head -n1 | tr -d '\\r'`, hosts),
+    },
+    // The proxy-ignoring clients again, each on its own run, towards a name off the allowlist (refused by
+    // the resolver) and towards an allowed name on a port it is not allowed on (refused by the proxy).
+    {
+      id: 'node-fetch-denied',
+      command: sh(
+        `node -e "fetch('http://evil.test:${h}/ok').then((r) => console.log(r.status), (e) => console.log(e.cause.code))"`,
+        hosts,
+      ),
+    },
+    { id: 'curl-noproxy-denied', command: sh(`curl -sS --noproxy '*' http://evil.test:${h}/ok`, hosts) },
+    {
+      id: 'python-socket-denied',
+      command: py(
+        `import socket\ntry:\n    socket.create_connection(("evil.test", ${ports.echo}), timeout=5); print("connected")\nexcept socket.gaierror as e:\n    print("gaierror", e.errno == socket.EAI_NONAME)`,
+        hosts,
+      ),
+    },
+    {
+      id: 'git-denied',
+      command: sh(`${UNSET_PROXY} git clone -q http://evil.test:${h}/repo.git c`, hosts),
+    },
+    {
+      id: 'node-fetch-port-denied',
+      command: sh(
+        `node -e "fetch('http://api.test/ok').then(async (r) => console.log(r.status, (await r.text()).split(':')[0]), (e) => console.log(e.cause.code))"`,
+        hosts,
+      ),
+    },
+    {
+      id: 'python-socket-port-denied',
+      command: py(
+        'import socket\ns = socket.create_connection(("raw.test", 443), timeout=5)\ns.sendall(b"\\x16\\x03\\x01\\x00\\x05hello")\ntry:\n    print("got", s.recv(100))\nexcept OSError as e:\n    print(type(e).__name__)',
+        hosts,
+      ),
     },
     { id: 'probe-host-loopback', command: sh(probe('host loopback', `http://127.0.0.1:${h}/ok`), hosts) },
     {
