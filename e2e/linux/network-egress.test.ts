@@ -6,7 +6,14 @@ import type { SandboxDenial } from '@aleph/sandbox-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { linuxStack, REQUIRED, requiredButMissing, runHarness } from '../support.js';
 import { identities as allIdentities, declaredGaps } from './hosts.js';
-import { type LocalServer, makeDumbRepo, startEcho, startHttp, startRegistry } from './network-servers.js';
+import {
+  type LocalServer,
+  makeDumbRepo,
+  startEcho,
+  startHttp,
+  startHttps,
+  startRegistry,
+} from './network-servers.js';
 import { egressSteps } from './network-steps.js';
 
 /**
@@ -54,7 +61,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
       let base = '';
       const servers: LocalServer[] = [];
       let results = new Map<string, StepResult>();
-      let ports = { http: 0, echo: 0, registry: 0 };
+      let ports = { http: 0, echo: 0, registry: 0, tls: 0 };
       let registryRequests = () => 0;
 
       beforeAll(async () => {
@@ -63,9 +70,10 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         const web = await startHttp(makeDumbRepo(path.join(base, 'git')));
         const echo = await startEcho();
         const registry = await startRegistry(path.join(base, 'registry'), 'registry.test');
-        servers.push(web, echo, registry);
+        const tls = await startHttps(path.join(base, 'tls'));
+        servers.push(web, echo, registry, tls);
         registryRequests = registry.requests;
-        ports = { http: web.port, echo: echo.port, registry: registry.port };
+        ports = { http: web.port, echo: echo.port, registry: registry.port, tls: tls.port };
         const workspaceRoot = path.join(base, 'workspaces');
         mkdirSync(workspaceRoot, { mode: 0o755 });
         if (identity.uid !== process.getuid?.()) chownSync(workspaceRoot, identity.uid, identity.uid);
@@ -75,6 +83,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
             resolve: {
               'api.test': ['127.0.0.1'],
               'raw.test': ['127.0.0.1'],
+              'tls.test': ['127.0.0.1'],
               'evil.test': ['127.0.0.1'],
               'registry.test': ['127.0.0.1'],
               'lan.test': ['10.255.0.1'],
@@ -120,6 +129,13 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         `curl --noproxy '*' reaches an allowed host through the resolver and egress ports${why}`,
         () => {
           expect(ok('curl-noproxy')).toBe('hello');
+        },
+      );
+
+      inNamespace(
+        `curl --noproxy '*' over TLS: the ClientHello and its server name pass through untouched${why}`,
+        () => {
+          expect(ok('curl-noproxy-tls')).toBe('hello tls.test');
         },
       );
 

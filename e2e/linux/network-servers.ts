@@ -1,14 +1,17 @@
 /**
  * Servers on the host's loopback for the network e2e tests (nothing leaves the machine): an HTTP server
  * that also serves a git repository over git's dumb HTTP protocol and answers websocket upgrades with an
- * echo, a raw TCP echo server, and an npm registry stub serving one tiny package. Each counts what it saw.
+ * echo, a TLS server that says which name the client asked for (SNI), a raw TCP echo server, and an npm
+ * registry stub serving one tiny package. Each counts what it saw.
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
 import path from 'node:path';
+import type { TLSSocket } from 'node:tls';
 
 /** A running server: its port, how many connections it accepted, and how to stop it. */
 export interface LocalServer {
@@ -88,6 +91,44 @@ export async function startHttp(repo: string): Promise<LocalServer> {
     );
     socket.on('data', (d) => socket.write(d));
   });
+  return handle(server, await listening(server), () => count);
+}
+
+/**
+ * HTTPS on loopback with a self-signed certificate made in `dir` (openssl): every request is answered
+ * `hello NAME`, NAME being the server name the client sent in its TLS ClientHello (SNI), or `none`.
+ */
+export async function startHttps(dir: string): Promise<LocalServer> {
+  mkdirSync(dir, { recursive: true });
+  const key = path.join(dir, 'key.pem');
+  const cert = path.join(dir, 'cert.pem');
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=tls.test',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+    ],
+    { stdio: 'pipe' },
+  );
+  let count = 0;
+  const server = https.createServer({ key: readFileSync(key), cert: readFileSync(cert) }, (req, res) => {
+    const name = (req.socket as TLSSocket).servername;
+    res.end(`hello ${name === undefined || name === false ? 'none' : name}`);
+  });
+  server.on('secureConnection', () => count++);
   return handle(server, await listening(server), () => count);
 }
 

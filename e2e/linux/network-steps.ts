@@ -79,16 +79,18 @@ const UNSET_PROXY = 'env -u http_proxy -u HTTP_PROXY -u https_proxy -u HTTPS_PRO
 
 /** Every step, the transparent ones only where the tier has a network namespace. */
 export function egressSteps(
-  ports: { http: number; echo: number; registry: number },
+  ports: { http: number; echo: number; registry: number; tls: number },
   transparent: boolean,
 ): { id: string; session?: string; via?: 'spawn'; command: unknown }[] {
   const h = ports.http;
   const hosts = [
     `api.test:${h}`,
+    `tls.test:${ports.tls}`,
     `raw.test:${ports.echo}`,
     'lan.test',
     `127.0.0.1:${h}`,
     `127.0.0.1:${ports.echo}`,
+    `127.0.0.1:${ports.tls}`,
   ];
   const registry = `http://registry.test:${ports.registry}/`;
   const npm = `npm install aleph-tiny --registry ${registry} --no-audit --no-fund --no-update-notifier --cache "$HOME/.npm-e2e" --fetch-timeout 20000`;
@@ -130,6 +132,11 @@ export function egressSteps(
       ),
     },
     { id: 'curl-noproxy', command: sh(`curl -sS --noproxy '*' http://api.test:${h}/ok`, hosts) },
+    {
+      // TLS through transparent egress: the ClientHello (and its SNI) reaches the server untouched.
+      id: 'curl-noproxy-tls',
+      command: sh(`curl -sS -k --noproxy '*' https://tls.test:${ports.tls}/`, hosts),
+    },
     {
       id: 'python-socket',
       command: py(
