@@ -10,7 +10,8 @@ import { linuxStack, REQUIRED, repoRoot, runAsync, tempDirs } from '../support.j
  * The network as the CLI user sees it: refusals printed on stderr after the command's own output, each
  * with what allows it, and in the audit record; `--publish` approved like any other capability, the dev
  * server reached from the host while the command runs; `profile` and `doctor` naming allowed names that
- * lead to a private address (localhost resolves to 127.0.0.1 through /etc/hosts: no DNS needed).
+ * lead to a private address (localhost resolves to 127.0.0.1 through /etc/hosts, and the other entry is an
+ * address, which is not looked up: no DNS query leaves the machine).
  */
 
 const stack = linuxStack();
@@ -170,12 +171,12 @@ while not os.path.exists("stop"): time.sleep(0.05)`;
     it('profile and doctor name the allowed names that resolve to a private address, and the --net that allows them', async () => {
       const h = home('[sandbox.network]\nallow = ["localhost"]\n');
       const profile = await cliRun(
-        ['profile', '--config', h.config, '--net', 'localhost,example.invalid', '--', 'true'],
+        ['profile', '--config', h.config, '--net', 'localhost,203.0.113.7', '--', 'true'],
         h.home,
       );
       expect(profile.status).toBe(0);
       expect(profile.stdout).toMatch(
-        /private: localhost resolves to 127\.0\.0\.1 \(a loopback, .*\): the proxy refuses it unless the address is allowed too: --net (example\.invalid,localhost|localhost,example\.invalid),127\.0\.0\.1 /,
+        /private: localhost resolves to 127\.0\.0\.1 \(a loopback, .*\): the proxy refuses it unless the address is allowed too: --net (203\.0\.113\.7,localhost|localhost,203\.0\.113\.7),127\.0\.0\.1 /,
       );
       const json = await cliRun(
         ['profile', '--config', h.config, '--json', '--net', 'localhost', '--', 'true'],
