@@ -1,24 +1,28 @@
 #!/usr/bin/env node
 // Runs a list of commands through WorkspaceSandbox + the Linux driver and prints one JSON result per
 // step. The e2e tests run it as root and, through setpriv, as an unprivileged uid.
-// Input (stdin): { workspaceRoot, driver: { maxPids?, resolve?: { name: [ips] }, … },
-//   steps: [{ id, session?, command, hold? }],
+// Input (stdin): { workspaceRoot, driver: { maxPids?, resolve?: { name: [ips] }, proxy?: { egressPorts?, deny? }, … },
+//   steps: [{ id, session?, command, hold?, via? }] (via 'spawn': through the session API, spawn() with its
+//     output streamed, then wait(); default execute()),
 //   parallel?: run every step at once instead of one after the other; a step may then have
 //     repeat (run N times in a row, ids `id#k`, `{k}` in its session replaced by k), waitFor (a host path that must exist before it starts)
 //     and background (an attacker: it is not waited for before `stopFile` is created),
 //   stopFile?: created on the host once every step that is not `background` has finished,
 //   workspaces?: { session: path } (workspaceFor), approve?: 'all' (default) | 'none' }
+// A step run on its own (not parallel) also returns `audit`: the outcome and details.denials of the
+// capability_ledger record its execution published.
+import diagnosticsChannel from 'node:diagnostics_channel';
 import { existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLinuxDriver } from '@aleph/driver-linux';
 import { createStaticResolver } from '@aleph/proxy';
-import { ApprovalGate, WorkspaceSandbox } from '@aleph/sandbox-core';
+import { ApprovalGate, CAPABILITY_LEDGER_CHANNEL, WorkspaceSandbox } from '@aleph/sandbox-core';
 
 const plan = JSON.parse(readFileSync(0, 'utf8'));
-const { resolve, ...driverOptions } = plan.driver ?? {};
+const { resolve, proxy, ...driverOptions } = plan.driver ?? {};
 const driver = createLinuxDriver({
   ...driverOptions,
-  ...(resolve ? { proxy: { resolver: createStaticResolver(resolve, false) } } : {}),
+  proxy: { ...proxy, ...(resolve ? { resolver: createStaticResolver(resolve, false) } : {}) },
 });
 const probe = await driver.probe();
 const outcome = plan.approve === 'none' ? 'denied' : 'approved';
@@ -33,21 +37,50 @@ const sandbox = new WorkspaceSandbox({
 // An open descriptor on a secret, to prove descriptors do not leak into the sandbox.
 if (plan.secretFile) openSync(plan.secretFile, 'r');
 
+// The ledger records published while a step runs on its own.
+const ledger = [];
+diagnosticsChannel.subscribe(CAPABILITY_LEDGER_CHANNEL, (record) => ledger.push(record));
+
+/** A stream's text, read to its end. */
+async function text(stream) {
+  let out = '';
+  const decoder = new TextDecoder();
+  for await (const chunk of stream) out += decoder.decode(chunk, { stream: true });
+  return out + decoder.decode();
+}
+
+/** The step's command through execute(), or through spawn() with its output streamed (`via: 'spawn'`). */
+async function runCommand(step, input) {
+  if (step.via !== 'spawn') {
+    const out = await sandbox.execute(input);
+    return { out, stdout: out.stdoutText, stderr: out.stderrText };
+  }
+  const proc = await sandbox.spawn(input);
+  const [stdout, stderr, out] = await Promise.all([text(proc.stdout), text(proc.stderr), proc.wait()]);
+  return { out, stdout, stderr };
+}
+
 async function runStep(step, id, k = 0) {
   const sessionId = (step.session ?? 'e2e').replaceAll('{k}', String(k));
   const workspace = sandbox.workspacePath(sessionId);
   const command = JSON.parse(JSON.stringify(step.command).replaceAll('{ws}', workspace));
+  ledger.length = 0;
   try {
-    const out = await sandbox.execute({ sessionId, ...command });
+    const { out, stdout, stderr } = await runCommand(step, { sessionId, ...command });
+    const record = plan.parallel ? undefined : ledger.find((r) => r.type === 'capability_ledger');
     return {
       id,
       workspace,
       exitCode: out.exitCode,
       signal: out.signal,
-      stdout: out.stdoutText,
-      stderr: out.stderrText,
+      stdout,
+      stderr,
       timedOut: out.timedOut,
       notEnforced: out.details.notEnforced,
+      denials: out.details.denials ?? [],
+      ...(record === undefined
+        ? {}
+        : { audit: { outcome: record.outcome, denials: record.details?.denials ?? [] } }),
     };
   } catch (error) {
     return { id, workspace, error: { code: error.code, message: error.message } };

@@ -7,20 +7,24 @@
  *   1. sets the limits of the sandbox's own namespaces it is given (tier 2: pid_max of its PID namespace,
  *      the per-user counts of its user namespace, through descriptors of the host's /proc/sys the launcher
  *      opened): ns-limits.c;
- *   1b. drops to an unprivileged identity when asked (--uid/--gid; the host runs as root), clearing the
+ *   1b. makes the network bridge's listening sockets (the proxy port, the resolver on 127.0.0.53:53, the
+ *      transparent ports 80, 443, …): while it may still bind ports below 1024 (bwrap keeps
+ *      CAP_NET_BIND_SERVICE for this), ../bridge/bridge.c; in tier 2 in a network namespace of its own
+ *      (--own-netns, netns.c), as bwrap's belongs to a user namespace where the sandbox holds nothing;
+ *   2. drops to an unprivileged identity when asked (--uid/--gid; the host runs as root), clearing the
  *      capability bounding set first, so the program keeps neither capabilities nor root's file identity;
- *      without --uid it keeps its uid and drops every capability (tier 2 kept CAP_SYS_RESOURCE and
- *      CAP_SETPCAP for step 1): identity.c;
- *   2. sets no_new_privs;
- *   3. applies a Landlock ruleset (--ll-ro/--ll-rw/--ll-dev paths, optional TCP connect ports, scoping),
+ *      without --uid it keeps its uid and drops every capability (tier 2 kept CAP_SYS_RESOURCE,
+ *      CAP_SETPCAP and the bridge's for steps 1 and 1b): identity.c;
+ *   3. sets no_new_privs;
+ *   4. applies a Landlock ruleset (--ll-ro/--ll-rw/--ll-dev paths, optional TCP connect ports, scoping),
  *      in best-effort or required mode: landlock.c;
- *   4. forks the network bridge (--bridge PORT:PATH): 127.0.0.1:PORT inside the namespace, relayed to the
- *      host proxy's Unix socket: bridge.c;
- *   5. applies resource limits (--rlimit): after the identity change, so RLIMIT_NPROC counts the new uid,
+ *   5. forks the network bridge, which relays to the host proxy's Unix socket, answers DNS and takes in
+ *      published ports' host connections: ../bridge/bridge.c;
+ *   6. applies resource limits (--rlimit): after the identity change, so RLIMIT_NPROC counts the new uid,
  *      and after the bridge fork, so the limit is the program's alone: rlimits.c;
- *   6. closes every file descriptor above 2;
- *   7. loads the seccomp-BPF program read from --seccomp-fd: seccomp.c;
- *   8. execs the program with the environment read from --env-fd (NUL-separated NAME=VALUE entries):
+ *   7. closes every file descriptor above 2;
+ *   8. loads the seccomp-BPF program read from --seccomp-fd: seccomp.c;
+ *   9. execs the program with the environment read from --env-fd (NUL-separated NAME=VALUE entries):
  *      the command's environment never passes through bwrap or this helper's own environment (env.c).
  * `--direct` does the same steps on the host itself, without namespaces: see direct.c.
  */
@@ -37,12 +41,13 @@
 
 #include "../common/compat.h"
 #include "../common/errors.h"
-#include "bridge.h"
+#include "../bridge/bridge.h"
 #include "direct.h"
 #include "env.h"
 #include "identity.h"
 #include "landlock.h"
 #include "mounts.h"
+#include "netns.h"
 #include "ns-limits.h"
 #include "options.h"
 #include "rlimits.h"
@@ -71,15 +76,17 @@ int helper_main(int argc, char **argv) {
   mount_ops_apply();
   char **env = o.env_fd >= 0 ? read_env(o.env_fd) : NULL;
   ns_limits_apply(&o.ns_limits);
+  int bridge = !direct && bridge_wanted(&o.bridge);
+  if (bridge && o.bridge.own_netns) enter_own_netns();
+  if (bridge) bridge_open(&o.bridge);
   if (o.uid < 0) drop_capabilities();
   else drop_identity(o.uid, o.gid);
   if (o.chdir != NULL && chdir(o.chdir) < 0) die("cannot change to the directory %s: %s", o.chdir, strerror(errno));
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die("PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
 
-  /* The bridge's listening socket exists before Landlock, so no bind right is needed afterwards. */
-  int lfd = o.bridge_path != NULL ? bridge_listen(o.bridge_port) : -1;
+  /* The bridge's sockets exist before Landlock, so no bind right is needed afterwards. */
   apply_landlock(&o.landlock);
-  if (lfd >= 0) start_bridge(o.bridge_path, lfd);
+  if (bridge) start_bridge(&o.bridge);
   apply_rlimits(&o.rlimits);
 
   struct sock_fprog prog = {0};

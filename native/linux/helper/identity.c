@@ -14,25 +14,42 @@
 #include "../common/compat.h"
 #include "../common/errors.h"
 
-void drop_identity(long uid, long gid) {
-  if (uid < 0) return;
-  /* Empty the bounding set (needs CAP_SETPCAP, kept by bwrap for this) and the ambient set. bwrap as root
-   * leaves the bounding set full, so every capability is dropped, up to the kernel's last one (EINVAL). */
+/* Empties the permitted, effective, inheritable and ambient sets. */
+static void capabilities_empty(void) {
+  prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  struct __user_cap_header_struct head = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+  struct __user_cap_data_struct none[2];
+  memset(none, 0, sizeof none);
+  if (syscall(SYS_capset, &head, none) < 0) die("capset: %s", strerror(errno));
+}
+
+/* Empties the bounding set (needs CAP_SETPCAP, kept by bwrap for this; without it nothing is dropped, and
+ * no_new_privs with a uid other than 0 still gains nothing at an execve), up to the kernel's last
+ * capability (EINVAL). */
+static void bounding_empty(void) {
   for (int cap = 0; cap <= 63; cap++) {
     if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) continue;
     if (errno == EINVAL) break;
     if (errno != EPERM) die("PR_CAPBSET_DROP: %s", strerror(errno));
   }
+}
+
+void drop_identity(long uid, long gid) {
+  if (uid < 0) {
+    /* A user namespace's uid (tier 2): only what bwrap kept for the bridge's network goes. */
+    bounding_empty();
+    capabilities_empty();
+    return;
+  }
+  /* bwrap as root leaves the bounding set full, so every capability is dropped. */
+  bounding_empty();
   prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
   if (setgroups(0, NULL) < 0) die("setgroups: %s", strerror(errno));
   if (setresgid((gid_t)gid, (gid_t)gid, (gid_t)gid) < 0) die("setresgid(%ld): %s", gid, strerror(errno));
   if (setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) < 0) die("setresuid(%ld): %s", uid, strerror(errno));
   /* A uid change from 0 clears the permitted and effective sets, not the inheritable one bwrap filled
    * with what it kept: empty it too, and make sure nothing came back. */
-  struct __user_cap_header_struct head = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
-  struct __user_cap_data_struct none[2];
-  memset(none, 0, sizeof none);
-  if (syscall(SYS_capset, &head, none) < 0) die("capset: %s", strerror(errno));
+  capabilities_empty();
   if (setresuid(0, 0, 0) == 0) die("could still regain uid 0 after dropping identity");
 }
 

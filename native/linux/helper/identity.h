@@ -6,8 +6,9 @@
 #ifndef ALEPH_HELPER_IDENTITY_H
 #define ALEPH_HELPER_IDENTITY_H
 
-/* Becomes UID and GID (nothing when UID < 0): empties the bounding, ambient and inheritable capability
- * sets and the supplementary groups first, and checks uid 0 cannot be regained. */
+/* Becomes UID and GID: empties the bounding, ambient and inheritable capability sets and the
+ * supplementary groups first, and checks uid 0 cannot be regained. With UID < 0 (a user namespace's own
+ * uid) it only empties the capability sets (what bwrap kept for the bridge's sockets). */
 void drop_identity(long uid, long gid);
 /* Keeps the uid and drops every capability (without --uid: tier 2, where the helper kept CAP_SYS_RESOURCE
  * and CAP_SETPCAP to set its namespace's limits, and tier 3): securebits that make uid 0 ordinary on execve,

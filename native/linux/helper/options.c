@@ -1,7 +1,8 @@
 /*
- * The helper's command line (options.h): --uid, --gid, --rlimit, --landlock and the --ll-* rules,
- * --bridge PORT:PATH, --seccomp-fd, --env-fd, --chdir, the namespace limits (ns-limits.c: --sysctl-kernel,
- * --sysctl-user, --pid-max, --userns-limit) and the mount operations (mounts.c).
+ * The helper's command line (options.h): --uid, --gid, --rlimit, --landlock and the --ll-* rules, the
+ * bridge's (--bridge PORT:PATH, --egress-port, --dns, --dns-allow, --dns-deny, --own-netns, --publish-fd),
+ * --seccomp-fd, --env-fd, --chdir, the namespace limits (ns-limits.c: --sysctl-kernel, --sysctl-user,
+ * --pid-max, --userns-limit) and the mount operations (mounts.c).
  */
 #define _GNU_SOURCE
 #include "options.h"
@@ -21,6 +22,33 @@ static char path_rule_kind(const char *a) {
   return 0;
 }
 
+/* A bridge option A with its value V into P; 0 when A is not one. */
+static int bridge_option(struct bridge_plan *p, const char *a, char *v) {
+  if (strcmp(a, "--bridge") == 0) {
+    char *colon = strchr(v, ':');
+    if (colon == NULL) die("bad --bridge %s (want PORT:PATH)", v);
+    *colon = '\0';
+    p->proxy_port = parse_long(v, "bridge port");
+    p->proxy_path = colon + 1;
+  } else if (strcmp(a, "--egress-port") == 0) {
+    if (p->negress >= BRIDGE_MAX_EGRESS) die("too many --egress-port (at most %d)", BRIDGE_MAX_EGRESS);
+    long port = parse_long(v, "egress port");
+    if (port < 1 || port > 65535) die("bad --egress-port %s", v);
+    p->egress_ports[p->negress++] = port;
+  } else if (strcmp(a, "--dns") == 0) {
+    p->dns = strcmp(v, "on") == 0;
+  } else if (strcmp(a, "--dns-allow") == 0 || strcmp(a, "--dns-deny") == 0) {
+    names_add(&p->names, v, strcmp(a, "--dns-deny") == 0);
+  } else if (strcmp(a, "--own-netns") == 0) {
+    p->own_netns = strcmp(v, "on") == 0;
+  } else if (strcmp(a, "--publish-fd") == 0) {
+    p->publish_fd = (int)parse_long(v, "fd");
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
 void parse_args(int argc, char **argv, struct options *o) {
   memset(o, 0, sizeof *o);
   o->uid = o->gid = -1;
@@ -28,6 +56,7 @@ void parse_args(int argc, char **argv, struct options *o) {
   o->seccomp_fd = -1;
   o->env_fd = -1;
   ns_limits_init(&o->ns_limits);
+  o->bridge.publish_fd = -1;
   struct landlock_rules *ll = &o->landlock;
   int i = 1;
   for (; i < argc; i++) {
@@ -53,12 +82,7 @@ void parse_args(int argc, char **argv, struct options *o) {
       if (ll->nconnect >= 16) die("too many --ll-connect");
       ll->connect_ports[ll->nconnect++] = parse_long(v, "port");
     } else if (strcmp(a, "--ll-scope") == 0) ll->scope = strcmp(v, "on") == 0;
-    else if (strcmp(a, "--bridge") == 0) {
-      char *colon = strchr(v, ':');
-      if (colon == NULL) die("bad --bridge %s (want PORT:PATH)", v);
-      *colon = '\0';
-      o->bridge_port = parse_long(v, "bridge port");
-      o->bridge_path = colon + 1;
+    else if (bridge_option(&o->bridge, a, (char *)v)) {
     } else if (strcmp(a, "--seccomp-fd") == 0) o->seccomp_fd = (int)parse_long(v, "fd");
     else if (strcmp(a, "--env-fd") == 0) o->env_fd = (int)parse_long(v, "fd");
     else if (strcmp(a, "--chdir") == 0) o->chdir = v;

@@ -5,6 +5,7 @@
 #ifndef ALEPH_HELPER_OPTIONS_H
 #define ALEPH_HELPER_OPTIONS_H
 
+#include "../bridge/bridge.h"
 #include "landlock.h"
 #include "ns-limits.h"
 #include "rlimits.h"
@@ -14,8 +15,7 @@ struct options {
   struct rlimit_set rlimits;
   struct ns_limits ns_limits;
   struct landlock_rules landlock;
-  long bridge_port;
-  const char *bridge_path;
+  struct bridge_plan bridge;
   int seccomp_fd;
   int env_fd;
   const char *chdir; /* after the mounts and the identity drop */

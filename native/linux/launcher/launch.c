@@ -21,6 +21,8 @@
  * --net-pool KEY: where the fork server put this process in a network namespace of its pool
  * (spawner/netpool.c), PROGRAM's first `--unshare-net` is dropped, so PROGRAM runs in that one instead of
  * making its own.
+ * --publish PORT: while PROGRAM runs, host connections to 127.0.0.1:PORT are passed to the sandbox's bridge
+ * (publish.c), which connects them to PORT inside; `@PUBLISH` in PROGRAM's arguments is its end.
  * After PROGRAM: --reap kills what it left behind (tier 3, after-run/reap.c), --git-sweep sets aside the
  * control files of repositories it created or changed (after-run/sweep.c), and --guard ROOT REL (tier 3,
  * no read-only mounts) puts back the protected paths it changed, from a snapshot taken before it
@@ -40,6 +42,7 @@
 #include "nodes.h"
 #include "options.h"
 #include "program.h"
+#include "publish.h"
 #include "roots.h"
 #include "sweeps.h"
 
@@ -54,6 +57,7 @@ int launch_main(int argc, char **argv) {
   prepare_guards(report);
   unlock_roots_mutex();
   if (o.net_pool && launch_joined_net) drop_unshare_net(prog);
+  publish_pass_on(prog);
   substitute_args(prog, o.uid);
   /* The descriptors PROGRAM passes on to the helper inside; every other one of ours is close-on-exec. */
   pass_nodes_on();
@@ -62,7 +66,7 @@ int launch_main(int argc, char **argv) {
   struct timespec start;
   pid_t c = start_program(prog, &old_mask, &start);
   close_nodes();
-  int status = wait_program(c);
+  int status = publish_serve(c);
   idmap_reap();
   if (o.reap) reap_descendants();
   sweep_roots(&start, report);

@@ -11,6 +11,7 @@
  *   --guard NAME REL             tier 3: guard REL below NAME (roots.c, after-run/guard.c)
  *   --report FILE                what the checks after the run did (common/report.c)
  *   --clone NAME ro|rw           a root host's detached, idmapped mount of NAME (clone.c)
+ *   --publish PORT               listen on the host's 127.0.0.1:PORT for the sandbox (publish.c)
  */
 #define _GNU_SOURCE
 #include "options.h"
@@ -21,6 +22,7 @@
 #include "../common/errors.h"
 #include "clone.h"
 #include "nodes.h"
+#include "publish.h"
 #include "roots.h"
 #include "state.h"
 #include "sweeps.h"
@@ -74,6 +76,8 @@ int read_launch_options(int argc, char **argv, struct launch_options *o) {
       i += 2;
     } else if (strcmp(a, "--report") == 0 && left >= 1) {
       o->report = argv[++i];
+    } else if (strcmp(a, "--publish") == 0 && left >= 1) {
+      publish_option(argv[++i]);
     } else if (strcmp(a, "--clone") == 0 && left >= 2) {
       clone_node(argv[i + 1], argv[i + 2], o->uid);
       i += 2;

@@ -20,15 +20,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <net/if.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../common/loopback.h"
 #include "../common/nschild.h"
 
 #define MAX_IDLE 8
@@ -42,19 +40,6 @@ static struct {
   unsigned long long used;
 } idle[MAX_IDLE], lent[MAX_LENT];
 static unsigned long long clock_ticks;
-
-static int loopback_up(void) {
-  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (s < 0) return -1;
-  struct ifreq ifr;
-  memset(&ifr, 0, sizeof ifr);
-  strcpy(ifr.ifr_name, "lo");
-  int ok = ioctl(s, SIOCGIFFLAGS, &ifr) == 0;
-  ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-  ok = ok && ioctl(s, SIOCSIFFLAGS, &ifr) == 0;
-  close(s);
-  return ok ? 0 : -1;
-}
 
 /* Run inside the new namespace: /proc/sys/net shows the writer's own. */
 static int no_time_wait(void) {

@@ -20,6 +20,7 @@
 
 #include "../common/compat.h"
 #include "../launcher/launch.h"
+#include "../launcher/publish.h"
 #include "answer.h"
 #include "netpool.h"
 #include "request.h"
@@ -43,6 +44,8 @@ static void run_child(const struct request *q, int net, int in_process, int stat
   int fds[3 + REQUEST_MAX_EXTRA];
   memcpy(fds, q->fds, sizeof fds);
   netpool_close_in_child(net);
+  /* Published ports listen on the host's loopback: made here, before this process leaves its namespace. */
+  if (net >= 0 && in_process) publish_listen_early(q->argv);
   if (net >= 0) {
     launch_joined_net = setns(net, CLONE_NEWNET) == 0;
     close(net);

@@ -294,7 +294,8 @@ const throughBridge = async () => {
     cwd: '/',
     timeoutMs: 60_000,
     maxOutputBytes: 1 << 16,
-    extraFds: [seccomp, childEnv],
+    // 3: the seccomp program, 4: the environment, 5: the sandbox's resolv.conf (allowHosts plans mount it).
+    extraFds: [seccomp, childEnv, Buffer.from('nameserver 127.0.0.53\n')],
   });
   if (r.exitCode !== 0) throw new Error(`bridge client failed: ${Buffer.from(r.stderr).toString()}`);
   return parse(Buffer.from(r.stdout).toString());

@@ -64,6 +64,7 @@ export {
   defaultMaxOpenFiles,
   tmpfsSizeBytes,
 } from './profile/limits.js';
+export { DEFAULT_EGRESS_PORTS, type NetworkInputs, RESOLVER_ADDRESS } from './profile/network-plan.js';
 export type { LandlockRule, LinuxProfile, ProfileInputs } from './profile/profile-types.js';
 export {
   AUDIT_ARCH,

@@ -86,6 +86,12 @@ export interface LinuxDriverOptions {
     readonly idleMs?: number;
     /** A parent HTTP proxy (CONNECT) the managed proxy reaches allowed hosts through. */
     readonly parent?: ParentProxy;
+    /**
+     * Transparent egress (tiers 1–2): the TCP ports on which a connection to an allowed name's address
+     * (as the sandbox's resolver gave it) reaches the managed proxy as `CONNECT name:port`, for clients
+     * that ignore the proxy variables. Every port an allowHosts entry names is added. Default `[80, 443]`.
+     */
+    readonly egressPorts?: readonly number[];
   };
   /**
    * The weakest tier a command may run in: 1 bubblewrap namespaces (root with `CAP_SYS_ADMIN`), 2 bubblewrap

@@ -42,6 +42,7 @@ describe('Linux tiers', () => {
       'host-tmp',
       'dev-shm',
       'host-network',
+      'transparent-egress',
       'protected-paths-during-run',
       'root-listing',
       'grants-by-path',

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, lstatSync, mkdirSync, readdirSync, realpathSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { type ProxyLease, ProxyPool } from '@aleph/proxy/pool';
+import { ProxyPool } from '@aleph/proxy/pool';
 import {
   createSandboxOutput,
   DEFAULT_ENV_ALLOWLIST,
@@ -26,6 +26,7 @@ import {
 } from '@aleph/sandbox-core';
 import { createMacosFiles } from './files.js';
 import { nodeMacosFs } from './files-binding.js';
+import { openRunNetwork, type RunNetwork } from './network-run.js';
 import { DEFAULT_PATH, DEFAULT_SANDBOX_EXEC, type MacosDriverOptions, SYSTEM_READ_PATHS } from './options.js';
 import { type MacosProbe, probeMacos } from './probe.js';
 import {
@@ -214,19 +215,23 @@ export function createMacosDriver(options: MacosDriverOptions = {}): MacosDriver
       if (profile.driver !== 'macos' || typeof profile.sbpl !== 'string') {
         throw new DriverError('ALEPH_DRIVER_FAILED', 'macos', 'the profile was not made by the macOS driver');
       }
-      let lease: ProxyLease | undefined;
+      let network: RunNetwork | undefined;
       // This execution's own log tag and TMPDIR, swapped into the profile's placeholders.
       const tag = `aleph-${randomBytes(6).toString('hex')}`;
       const scratchDir = path.join(hostPaths().scratchBase, tag);
       let scratchMade = false;
       try {
         if (request.capabilities.network.kind === 'allowHosts') {
-          lease = await pool.acquire(request.capabilities.network.hosts);
-          const port = lease.proxy.address?.port;
-          if (profile.network.mode !== 'proxy' || profile.network.port !== port) {
-            // The proxy was restarted since the profile was made: same rules, its new port.
-            profile = buildMacosProfile(request.capabilities, request.cwd, request.workspace, inputs(port));
-          }
+          // The run's own entrance of the proxy, so its refusals are known to be this run's: same rules,
+          // its own port.
+          network = await openRunNetwork(pool, request.capabilities.network.hosts);
+          if (profile.network.mode !== 'proxy' || profile.network.port !== network.port)
+            profile = buildMacosProfile(
+              request.capabilities,
+              request.cwd,
+              request.workspace,
+              inputs(network.port),
+            );
         }
         const { sbpl, params: paramTable } = forExecution(profile, tag, scratchDir);
         const problems = checkSbpl(sbpl, paramTable);
@@ -246,7 +251,7 @@ export function createMacosDriver(options: MacosDriverOptions = {}): MacosDriver
           HOME: request.workspace,
           TMPDIR: `${scratchDir}/`,
           ...request.env,
-          ...(lease === undefined ? {} : lease.proxy.env()),
+          ...network?.env,
         };
         const memoryKb =
           request.capabilities.maxMemoryMb === undefined
@@ -301,6 +306,7 @@ export function createMacosDriver(options: MacosDriverOptions = {}): MacosDriver
             `sandbox-exec could not apply the profile: ${stderr.trim()}`,
           );
         }
+        const denials = (await network?.denials()) ?? [];
         const failed = result.exitCode !== 0 || result.signal !== null;
         const report =
           collect && failed
@@ -321,6 +327,7 @@ export function createMacosDriver(options: MacosDriverOptions = {}): MacosDriver
             ...(report === undefined ? {} : { violations: report.violations }),
             ...(report?.error == null ? {} : { violationsError: report.error }),
             ...(result.killedBy === null ? {} : { killedBy: result.killedBy }),
+            ...(denials.length === 0 ? {} : { denials }),
           },
         });
       } catch (error) {
@@ -334,7 +341,7 @@ export function createMacosDriver(options: MacosDriverOptions = {}): MacosDriver
           },
         );
       } finally {
-        lease?.release();
+        network?.release();
         if (scratchMade) rmSync(scratchDir, { recursive: true, force: true });
       }
     },

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import type { ProbeMechanism, ProbeResult } from '@aleph/sandbox-core';
+import { MACOS_NETWORK_GAP } from './network-run.js';
 
 /** What the macOS probe saw. */
 export interface MacosProbe extends ProbeResult {
@@ -80,5 +81,6 @@ export function probeMacos(options: {
     mechanisms,
     problems,
     macosVersion: version,
+    notEnforced: [MACOS_NETWORK_GAP],
   };
 }

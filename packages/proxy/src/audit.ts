@@ -1,4 +1,5 @@
 import diagnosticsChannel from 'node:diagnostics_channel';
+import type { ProxyDenial } from './denial.js';
 import type { Target } from './target.js';
 
 /** The diagnostics channel every proxy decision is published on. */
@@ -8,7 +9,8 @@ const channel = diagnosticsChannel.channel(PROXY_CHANNEL);
 /** The record published on `aleph:proxy` for every decision. */
 export interface ProxyRecord {
   readonly type: 'proxy';
-  readonly entry: 'connect' | 'http' | 'socks5';
+  /** The entry path; `dns` for a name the sandbox's resolver refused and reported. */
+  readonly entry: 'connect' | 'http' | 'socks5' | 'dns';
   readonly host: string;
   readonly port: number;
   readonly verdict: 'allow' | 'deny' | 'unreachable' | 'malformed';
@@ -40,6 +42,8 @@ export interface Refusal {
   readonly status: 'deny' | 'unreachable';
   readonly reason: string;
   readonly pattern: string | null;
+  /** A denial (`status: 'deny'`), typed: what was refused and what would allow it. */
+  readonly denial?: ProxyDenial;
 }
 
 /** Counts and publishes each outcome of a request. */

@@ -8,10 +8,14 @@ export {
   type Verdict,
 } from './allowlist.js';
 export { PROXY_CHANNEL, type ProxyRecord } from './audit.js';
+export { addressEntry, type ProxyDenial } from './denial.js';
 export { parseParentProxy } from './parent.js';
+export { findPrivateNames, type PrivateName } from './private-names.js';
 export {
   DEFAULT_LIMITS,
   type ParentProxy,
+  type ProxyEntrance,
+  type ProxyEntranceOptions,
   type ProxyLimits,
   type ProxyOptions,
   type ProxyServer,

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { ParentProxy, ProxyServer, Resolver } from './proxy.js';
+import type { ParentProxy, ProxyEntrance, ProxyServer, Resolver } from './proxy.js';
 
 interface Entry {
   proxy: Promise<ProxyServer>;
@@ -30,7 +30,18 @@ export interface ProxyPoolOptions {
 /** A proxy in use by one execution; `release` when the execution ends (idempotent). */
 export interface ProxyLease {
   readonly proxy: ProxyServer;
+  /**
+   * The execution's own entrance (`acquire(hosts, { entrance: true })`): a Unix socket beside the pool's,
+   * or a loopback port, whose refusals are the execution's. Closed by `release`.
+   */
+  readonly entrance: ProxyEntrance | undefined;
   release(): void;
+}
+
+/** Options of {@link ProxyPool.acquire}. */
+export interface AcquireOptions {
+  /** Open an entrance of the execution's own (see {@link ProxyLease.entrance}). */
+  readonly entrance?: boolean;
 }
 
 /**
@@ -53,6 +64,7 @@ export class ProxyPool {
   readonly #idleMs: number;
   readonly #transport: ProxyPoolOptions['transport'];
   #dir: string | undefined;
+  #entrances = 0;
 
   constructor(options: ProxyPoolOptions) {
     this.#deny = options.deny ?? [];
@@ -87,7 +99,7 @@ export class ProxyPool {
   }
 
   /** Starts (or reuses) the proxy for `hosts`; call `release` when the execution ends. */
-  async acquire(hosts: readonly string[]): Promise<ProxyLease> {
+  async acquire(hosts: readonly string[], options: AcquireOptions = {}): Promise<ProxyLease> {
     const key = ProxyPool.#key(hosts);
     let entry = this.#entries.get(key);
     if (entry === undefined) {
@@ -114,13 +126,23 @@ export class ProxyPool {
     const current = entry;
     clearTimeout(current.idle);
     current.refs++;
-    const proxy = await current.proxy;
+    let proxy: ProxyServer;
+    let entrance: ProxyEntrance | undefined;
+    try {
+      proxy = await current.proxy;
+      if (options.entrance === true) entrance = await proxy.openEntrance(this.#entranceWhere(key));
+    } catch (error) {
+      current.refs--;
+      throw error;
+    }
     let released = false;
     return {
       proxy,
+      entrance,
       release: () => {
         if (released) return;
         released = true;
+        void entrance?.close();
         if (--current.refs === 0) {
           current.idle = setTimeout(() => {
             if (current.refs === 0) {
@@ -132,6 +154,17 @@ export class ProxyPool {
         }
       },
     };
+  }
+
+  /** Where the next entrance of the proxy `key` listens. */
+  #entranceWhere(key: string) {
+    const transport = this.#transport;
+    return transport.kind === 'unix'
+      ? {
+          unixPath: path.join(this.#stateDir(), `${key}-${++this.#entrances}.sock`),
+          unixMode: transport.socketMode,
+        }
+      : { tcp: { host: '127.0.0.1', port: 0 } };
   }
 
   async dispose(): Promise<void> {

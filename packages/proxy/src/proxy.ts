@@ -2,8 +2,15 @@ import { chmodSync, existsSync, unlinkSync } from 'node:fs';
 import net from 'node:net';
 import { type Allowlist, compileAllowlist } from './allowlist.js';
 import { createAudit, type ProxyCounters } from './audit.js';
+import type { ProxyDenial } from './denial.js';
 import { createAuthorizer, defaultResolver } from './internal/authorize.js';
 import type { ProxyContext } from './internal/context.js';
+import {
+  type EntranceState,
+  type EntranceWhere,
+  type OpenEntrance,
+  openEntrance,
+} from './internal/entrance.js';
 import { createConnectHandler } from './internal/http-connect.js';
 import { createHttpServer } from './internal/http-forward.js';
 import { createHeadTimers } from './internal/http-head.js';
@@ -98,7 +105,34 @@ export interface ProxyServer {
    */
   env(at?: { host: string; port: number }): Record<string, string>;
   stats(): ProxyStats;
+  /**
+   * Opens another listener of this proxy (a Unix socket, or a TCP port on loopback) whose connections are
+   * attributed to one user, a sandbox run: its refusals are kept, typed ({@link ProxyDenial}), for
+   * {@link ProxyEntrance.settle}. The same allowlist decides; only the attribution differs.
+   */
+  openEntrance(where: ProxyEntranceOptions): Promise<ProxyEntrance>;
   /** Stops listening, ends every tunnel, removes the socket file. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Where an entrance listens: `unixPath` (mode `unixMode`, default 0600), else `tcp` (default 127.0.0.1:0). */
+export type ProxyEntranceOptions = EntranceWhere;
+
+/** One entrance of a running proxy (see {@link ProxyServer.openEntrance}). */
+export interface ProxyEntrance extends OpenEntrance {
+  /** Its Unix socket, when it has one. */
+  readonly unixPath: string | undefined;
+  /** Its TCP address, when it has one. */
+  readonly address: { readonly host: string; readonly port: number } | null;
+  /**
+   * Waits until no connection that came in through this entrance still waits for a decision (the user is
+   * gone, so each ends soon), at most `timeoutMs` (default 250), then gives its refusals, deduplicated,
+   * in order.
+   */
+  settle(timeoutMs?: number): Promise<readonly ProxyDenial[]>;
+  /** Its refusals so far. */
+  denials(): readonly ProxyDenial[];
+  /** Stops listening and removes the socket file; connections already in run to their end. */
   close(): Promise<void>;
 }
 
@@ -133,6 +167,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
     tunnels: 0,
   };
   let closing = false;
+  const entranceOf = new WeakMap<net.Socket, EntranceState>();
   const ctx: ProxyContext = {
     limits,
     parent: options.parent,
@@ -145,6 +180,13 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
       sockets.add(socket);
       socket.once('close', () => sockets.delete(socket));
       socket.on('error', () => socket.destroy());
+    },
+    entranceOf,
+    decided(client, refusal) {
+      const entrance = entranceOf.get(client);
+      if (entrance === undefined) return;
+      if (refusal?.denial !== undefined) entrance.note(refusal.denial);
+      entrance.decided(client);
     },
   };
   const heads = createHeadTimers(limits.handshakeTimeoutMs);
@@ -181,6 +223,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
   if (servers.length === 0) throw new Error('startProxy needs a TCP listen address or a unixPath');
 
   let closed: Promise<void> | undefined;
+  const entrances = new Set<OpenEntrance>();
   return {
     address,
     unixPath: options.unixPath,
@@ -230,9 +273,15 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyServer> {
         bytesDown: counters.bytesDown,
       };
     },
+    async openEntrance(where) {
+      const entrance = await openEntrance(entranceOf, onConnection, where, listen);
+      entrances.add(entrance);
+      return entrance;
+    },
     close() {
       closed ??= (async () => {
         closing = true;
+        await Promise.all([...entrances].map((e) => e.close()));
         const done = Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
         for (const s of sockets) s.destroy();
         httpServer.closeAllConnections();

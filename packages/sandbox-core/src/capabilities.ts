@@ -1,6 +1,7 @@
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
+import { type CidrEntry, HostEntrySchema, parseCidrEntry } from './host-patterns.js';
 
 /**
  * What network a command may reach.
@@ -37,6 +38,12 @@ export interface SandboxCapabilities {
   readonly maxFileMb?: number;
   /** Wall-clock timeout in seconds, below the configured default. */
   readonly timeoutSecs?: number;
+  /**
+   * Loopback ports of the command's own network that are reachable on the host's loopback
+   * (`127.0.0.1:PORT`) while it runs (`aleph-sandbox run --publish 3000`): a dev server an agent starts,
+   * shown to the user or to a browser test on the host. Closed when the run ends. Default none.
+   */
+  readonly publishPorts?: readonly number[];
 }
 
 const NUL = '\u0000';
@@ -47,90 +54,6 @@ const AbsolutePathSchema = z
   .refine((p) => !p.includes(NUL), { message: 'contains a NUL byte; remove it' })
   .refine((p) => path.isAbsolute(p), {
     message: 'is not absolute; use an absolute path such as /data/project',
-  });
-
-const HOST_LABEL = /^[\p{L}\p{M}\p{N}_-]{1,63}$/u;
-
-/** `10.0.0.0/8`, `10.0.0.0/8:443`, `2001:db8::/32`, `[2001:db8::]/32:443`, `[2001:db8::/32]:443`. */
-const CIDR_ENTRY =
-  /^(?:\[([0-9a-fA-F:.]+)(?:\/([0-9]{1,3}))?\](?:\/([0-9]{1,3}))?|([0-9a-fA-F:.]+)\/([0-9]{1,3}))(?::([^:\]]*))?$/;
-
-interface CidrEntry {
-  readonly family: 4 | 6;
-  readonly address: string;
-  readonly prefix: number;
-  readonly port: string | undefined;
-}
-
-/** A CIDR entry's parts, a problem in words, or undefined when `entry` is not CIDR-shaped. */
-function parseCidrEntry(entry: string): CidrEntry | string | undefined {
-  const m = CIDR_ENTRY.exec(entry);
-  if (m === null) return undefined;
-  const address = (m[1] ?? m[4]) as string;
-  const bits = m[2] ?? m[3] ?? m[5];
-  if (bits === undefined || (m[2] !== undefined && m[3] !== undefined)) return undefined;
-  if (m[6] !== undefined && m[4]?.includes(':')) {
-    return 'puts a port after a bare IPv6 range; write it as [2001:db8::/32]:443';
-  }
-  const family = isIPv4(address) ? 4 : isIPv6(address) ? 6 : undefined;
-  if (family === undefined) return `is not a CIDR range: ${JSON.stringify(address)} is not an IP address`;
-  if (Number(bits) > (family === 4 ? 32 : 128)) return `has a prefix length above ${family === 4 ? 32 : 128}`;
-  return { family, address, prefix: Number(bits), port: m[6] };
-}
-
-/**
- * Why `entry` is not a host pattern (`name`, `*.suffix`, an IPv4 literal, or an IPv6 literal bare or in
- * brackets, each but the bare IPv6 with an optional `:port`), or undefined when it is one. The managed
- * proxy parses patterns again, fully (IDN, numeric IPv4 spellings); this catches every malformed shape at
- * the edge, before a request goes to approval.
- */
-function hostPatternProblem(entry: string): string | undefined {
-  const shape = 'use name, *.suffix or an IP literal or CIDR range, optionally with :port';
-  if (entry.includes('/') && !entry.includes('://')) {
-    const cidr = parseCidrEntry(entry);
-    if (typeof cidr === 'string') return cidr;
-    if (cidr !== undefined) {
-      const { port } = cidr;
-      if (port !== undefined && !(/^[1-9][0-9]{0,4}$/.test(port) && Number(port) <= 65535)) {
-        return `has a bad port ${JSON.stringify(port)}; use a port from 1 to 65535, or none for any port`;
-      }
-      return undefined;
-    }
-  }
-  if (/[\s/\\@?#]/u.test(entry)) return `is not a host pattern (no scheme, path, user or spaces); ${shape}`;
-  if (/^[0-9a-f]*:[0-9a-f]*:[0-9a-f:.]*$/i.test(entry)) return undefined; // a bare IPv6 literal
-  const m = /^(\*\.)?(\[[0-9a-fA-F:.]+\]|[^:[\]]+)(?::([^:]*))?$/u.exec(entry);
-  if (m === null) return `is not a host pattern; ${shape}`;
-  const [, wildcard, host = '', port] = m;
-  if (port !== undefined && !(/^[1-9][0-9]{0,4}$/.test(port) && Number(port) <= 65535)) {
-    return `has a bad port ${JSON.stringify(port)}; use a port from 1 to 65535, or none for any port`;
-  }
-  if (host.startsWith('['))
-    return wildcard === undefined ? undefined : 'combines * with an IP address; use the address alone';
-  if (host.includes('*')) return 'uses * other than as a whole leading label; write it as *.example.com';
-  const name = host.endsWith('.') ? host.slice(0, -1) : host;
-  if (name.length > 253 || !name.split('.').every((label) => HOST_LABEL.test(label))) {
-    return `is not a host pattern (empty, over-long or invalid label); ${shape}`;
-  }
-  // The URL standard's host parser, as the proxy uses: it rejects 256.1.1.1, 1.2.3.4.5, bad punycode.
-  let parsed: string;
-  try {
-    parsed = new URL(`http://${name}/`).hostname;
-  } catch {
-    return `is not a valid host name or IP address; ${shape}`;
-  }
-  if (wildcard !== undefined && /^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$/.test(parsed)) {
-    return 'combines * with an IP address; use the address alone';
-  }
-  return undefined;
-}
-
-const HostEntrySchema = z
-  .string()
-  .min(1, { message: 'is empty; use a host name such as api.example.com' })
-  .superRefine((entry, ctx) => {
-    const problem = hostPatternProblem(entry);
-    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
   });
 
 /** Zod schema of {@link NetworkPolicy}. */
@@ -162,6 +85,16 @@ export const SandboxCapabilitiesSchema = z
       .positive({ message: 'must be a positive number of MiB, e.g. 100' })
       .optional(),
     timeoutSecs: z.number().positive({ message: 'must be a positive number of seconds, e.g. 30' }).optional(),
+    publishPorts: z
+      .array(
+        z
+          .number()
+          .int({ message: 'must be a whole port number, e.g. 3000' })
+          .min(1, { message: 'must be a port from 1 to 65535, e.g. 3000' })
+          .max(65535, { message: 'must be a port from 1 to 65535, e.g. 3000' }),
+      )
+      .max(16, { message: 'publishes more than 16 ports; publish at most 16' })
+      .optional(),
   })
   .strict();
 
@@ -174,6 +107,7 @@ export interface SandboxCapabilitiesInput {
   readonly maxMemoryMb?: number;
   readonly maxFileMb?: number;
   readonly timeoutSecs?: number;
+  readonly publishPorts?: readonly number[];
 }
 
 /**
@@ -305,6 +239,13 @@ export function explainNotWithin(requested: SandboxCapabilities, ceiling: Sandbo
     if (extra.length > 0) reasons.push(`network access to ${extra.join(', ')}`);
   }
   if (requested.spawnSubprocess && !ceiling.spawnSubprocess) reasons.push('permission to spawn subprocesses');
+  const publish = [...new Set(requested.publishPorts ?? [])].filter(
+    (p) => !(ceiling.publishPorts ?? []).includes(p),
+  );
+  if (publish.length > 0)
+    reasons.push(
+      `publishing ${publish.length === 1 ? 'port' : 'ports'} ${publish.join(', ')} of its network on the host's loopback (127.0.0.1)`,
+    );
   if (ceiling.maxMemoryMb !== undefined) {
     if (requested.maxMemoryMb === undefined) {
       reasons.push(`no memory limit (ceiling ${ceiling.maxMemoryMb} MiB)`);
@@ -332,7 +273,8 @@ export function explainNotWithin(requested: SandboxCapabilities, ceiling: Sandbo
 /**
  * The spec's `is_within`: true when `requested` asks for nothing beyond `ceiling`. Monotonic checks:
  * fsRead ⊆ (fsRead ∪ fsWrite) by path prefix, fsWrite ⊆ fsWrite, network none ⊆ allowHosts ⊆ allowAll
- * (host sets compared pattern by pattern), spawnSubprocess false ⊆ anything, and the numeric limits (a
+ * (host sets compared pattern by pattern), spawnSubprocess false ⊆ anything, publishPorts ⊆ publishPorts
+ * (port sets), and the numeric limits (a
  * request may only ask for less memory, smaller files and a shorter timeout than a ceiling that sets them).
  *
  * Paths are compared lexically; `WorkspaceSandbox` resolves symlinks before it calls this.
@@ -348,7 +290,7 @@ export function isWithin(requested: SandboxCapabilities, ceiling: SandboxCapabil
 
 /**
  * Canonical form: paths resolved, deduplicated and sorted; host entries lowercased, deduplicated and
- * sorted. Two capability sets that mean the same thing normalise to deep-equal values.
+ * sorted; published ports deduplicated and sorted (none: the field is left out). Two capability sets that mean the same thing normalise to deep-equal values.
  */
 export function normalizeCapabilities(caps: SandboxCapabilities): SandboxCapabilities {
   const paths = (list: readonly string[]) => [...new Set(list.map((p) => path.resolve(p)))].sort();
@@ -367,6 +309,7 @@ export function normalizeCapabilities(caps: SandboxCapabilities): SandboxCapabil
     maxMemoryMb?: number;
     maxFileMb?: number;
     timeoutSecs?: number;
+    publishPorts?: number[];
   } = {
     fsRead: paths(caps.fsRead),
     fsWrite: paths(caps.fsWrite),
@@ -376,5 +319,7 @@ export function normalizeCapabilities(caps: SandboxCapabilities): SandboxCapabil
   if (caps.maxMemoryMb !== undefined) out.maxMemoryMb = caps.maxMemoryMb;
   if (caps.maxFileMb !== undefined) out.maxFileMb = caps.maxFileMb;
   if (caps.timeoutSecs !== undefined) out.timeoutSecs = caps.timeoutSecs;
+  if (caps.publishPorts !== undefined && caps.publishPorts.length > 0)
+    out.publishPorts = [...new Set(caps.publishPorts)].sort((a, b) => a - b);
   return out;
 }

@@ -141,6 +141,7 @@ function stripUndefined(caps: z.output<typeof SandboxCapabilitiesSchema>): Sandb
     maxMemoryMb?: number;
     maxFileMb?: number;
     timeoutSecs?: number;
+    publishPorts?: number[];
   } = {
     fsRead: caps.fsRead,
     fsWrite: caps.fsWrite,
@@ -150,6 +151,7 @@ function stripUndefined(caps: z.output<typeof SandboxCapabilitiesSchema>): Sandb
   if (caps.maxMemoryMb !== undefined) out.maxMemoryMb = caps.maxMemoryMb;
   if (caps.maxFileMb !== undefined) out.maxFileMb = caps.maxFileMb;
   if (caps.timeoutSecs !== undefined) out.timeoutSecs = caps.timeoutSecs;
+  if (caps.publishPorts !== undefined && caps.publishPorts.length > 0) out.publishPorts = caps.publishPorts;
   return out;
 }
 

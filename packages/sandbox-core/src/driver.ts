@@ -37,6 +37,8 @@ export const DRIVER_CAPABILITY_IDS = [
   'net.allowlist',
   /** Can give a command the host's network. */
   'net.all',
+  /** Can publish loopback ports of a command's own network on the host's loopback (`publishPorts`). */
+  'net.publish',
   /** Can stop a command from creating processes. */
   'proc.deny-spawn',
   /** Can cap a command's memory. */
@@ -61,6 +63,7 @@ export function requiredDriverCapabilities(caps: SandboxCapabilities): DriverCap
   if (caps.network.kind === 'none') out.push('net.none');
   else if (caps.network.kind === 'allowHosts') out.push('net.allowlist');
   else out.push('net.all');
+  if ((caps.publishPorts ?? []).length > 0) out.push('net.publish');
   if (!caps.spawnSubprocess) out.push('proc.deny-spawn');
   if (caps.maxMemoryMb !== undefined) out.push('limit.memory');
   if (caps.maxFileMb !== undefined) out.push('limit.file-size');

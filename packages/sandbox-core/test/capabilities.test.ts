@@ -125,6 +125,15 @@ describe('isWithin', () => {
   ])('file size: $requested within $ceiling is $within', ({ requested, ceiling, within }) => {
     expect(isWithin(caps(requested), caps(ceiling))).toBe(within);
   });
+  it.each([
+    { requested: { publishPorts: [3000] }, ceiling: { publishPorts: [3000, 8080] }, within: true },
+    { requested: { publishPorts: [] }, ceiling: {}, within: true },
+    { requested: {}, ceiling: { publishPorts: [3000] }, within: true },
+    { requested: { publishPorts: [3000] }, ceiling: {}, within: false },
+    { requested: { publishPorts: [3000, 9000] }, ceiling: { publishPorts: [3000] }, within: false },
+  ])('published ports: $requested within $ceiling is $within', ({ requested, ceiling, within }) => {
+    expect(isWithin(caps(requested), caps(ceiling))).toBe(within);
+  });
 });
 
 describe('explainNotWithin', () => {
@@ -139,6 +148,9 @@ describe('explainNotWithin', () => {
       'unrestricted network access',
       'permission to spawn subprocesses',
     ]);
+    expect(
+      explainNotWithin(caps({ publishPorts: [3000, 9000, 9000] }), caps({ publishPorts: [3000] })),
+    ).toEqual(["publishing port 9000 of its network on the host's loopback (127.0.0.1)"]);
   });
 });
 
@@ -151,5 +163,9 @@ describe('normalizeCapabilities', () => {
       caps({ fsRead: ['/a', '/b'], network: { kind: 'allowHosts', hosts: ['a.com', 'b.com'] } }),
     );
     expect(a).toEqual(b);
+    expect(normalizeCapabilities(caps({ publishPorts: [8080, 3000, 8080] })).publishPorts).toEqual([
+      3000, 8080,
+    ]);
+    expect('publishPorts' in normalizeCapabilities(caps({ publishPorts: [] }))).toBe(false);
   });
 });

@@ -97,6 +97,7 @@ async function platformDriver(
         : { cpuQuotaPercent: config.linux.cpuQuotaPercent }),
       proxy: {
         deny: config.network.deny,
+        egressPorts: config.network.egressPorts,
         ...(resolver === undefined ? {} : { resolver }),
         ...(config.network.parentProxy === undefined ? {} : { parent: config.network.parentProxy }),
       },

@@ -40,6 +40,10 @@ export interface AlephConfig {
   readonly network: {
     readonly allow: readonly string[];
     readonly deny: readonly string[];
+    /** Ports commands may publish without approval (the baseline's `publishPorts`). */
+    readonly publish: readonly number[];
+    /** Linux transparent egress ports (the driver's `proxy.egressPorts`). */
+    readonly egressPorts: readonly number[];
     /** The parent proxy the managed proxy goes through, if any. */
     readonly parentProxy?: ParentProxy;
   };
@@ -87,6 +91,7 @@ export function toConfig(file: FileConfig, home: string, source?: string): Aleph
     network,
     spawnSubprocess: file.baseline.spawn_subprocess,
     ...(file.baseline.max_memory_mb === undefined ? {} : { maxMemoryMb: file.baseline.max_memory_mb }),
+    ...(file.network.publish.length === 0 ? {} : { publishPorts: file.network.publish }),
   };
   return {
     workspaceRoot: abs(file.workspace_root),
@@ -105,6 +110,8 @@ export function toConfig(file: FileConfig, home: string, source?: string): Aleph
     network: {
       allow: file.network.allow,
       deny: file.network.deny,
+      publish: file.network.publish,
+      egressPorts: file.network.egress_ports,
       ...(file.network.parent_proxy === undefined
         ? {}
         : { parentProxy: parseParentProxy(file.network.parent_proxy) }),

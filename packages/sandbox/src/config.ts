@@ -22,6 +22,12 @@ const protectedPathFields = {
     .describe('Protect all of .git.'),
 };
 
+const portSchema = z
+  .number({ error: 'must be a port number; e.g. 3000' })
+  .int({ message: 'must be a whole port number; e.g. 3000' })
+  .min(1, { message: 'must be a port from 1 to 65535; e.g. 3000' })
+  .max(65535, { message: 'must be a port from 1 to 65535; e.g. 3000' });
+
 const absoluteOrHome = z
   .string({ error: 'must be a path string; e.g. "~/projects"' })
   .min(1, { message: 'is empty; give a path such as "~/projects"' });
@@ -154,6 +160,19 @@ export const ConfigFileSchema = z
               .array(HostPatternSchema)
               .default([])
               .describe('Hosts never reachable; wins over any allow.'),
+            publish: z
+              .array(portSchema)
+              .max(16, { message: 'lists more than 16 ports; publish at most 16' })
+              .default([])
+              .describe(
+                "Loopback ports a command may publish on the host's 127.0.0.1 without approval (aleph-sandbox run --publish PORT).",
+              ),
+            egress_ports: z
+              .array(portSchema)
+              .default([80, 443])
+              .describe(
+                "Linux: ports on which a connection to an allowed name's address reaches the proxy for clients that ignore the proxy variables (transparent egress); every port an allow entry names is added.",
+              ),
             parent_proxy: z
               .string({ error: 'must be a proxy address such as "proxy.example.com:3128"' })
               .superRefine((value, ctx) => {

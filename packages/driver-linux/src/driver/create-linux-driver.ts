@@ -37,6 +37,7 @@ export const LINUX_CAPABILITIES: readonly DriverCapabilityId[] = [
   'net.none',
   'net.allowlist',
   'net.all',
+  'net.publish',
   'proc.deny-spawn',
   'limit.memory',
   'limit.file-size',

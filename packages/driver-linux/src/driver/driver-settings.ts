@@ -2,6 +2,7 @@
  * The driver's settings: `LinuxDriverOptions` resolved once, with their defaults and this host's facts,
  * into the values every plan and run uses.
  */
+import { readlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { ProxyPoolOptions } from '@aleph/proxy/pool';
 import {
@@ -16,6 +17,7 @@ import { resolveHelperPath } from '../host/helper-path.js';
 import { type HostFacts, readHostFacts } from '../host/host-facts.js';
 import { DEFAULT_MAX_PIDS, DEFAULT_SANDBOX_UID_RANGE, type LinuxDriverOptions } from '../options.js';
 import { defaultMaxOpenFiles, readFileMax, readOpenFilesHardLimit } from '../profile/limits.js';
+import type { NetworkInputs } from '../profile/network-plan.js';
 import type { SeccompArch } from '../seccomp/bpf.js';
 import { hostSeccompArch } from '../seccomp/seccomp-program.js';
 import type { LinuxTierNumber } from '../tiers/tiers.js';
@@ -55,10 +57,30 @@ export interface DriverSettings {
   readonly envAllowlist: readonly string[];
   /** The managed proxies' settings (their transport is the pool's own). */
   readonly poolOptions: Omit<ProxyPoolOptions, 'transport'>;
+  /** The resolver's and transparent egress's settings. */
+  readonly network: NetworkInputs;
   readonly minimumTier: LinuxTierNumber;
   readonly cgroupRoot: string | undefined;
   /** Start launchers through the fork server. */
   readonly forkServer: boolean;
+}
+
+/**
+ * Where `file` really is: the end of its chain of symlinks, resolved as text (the target need not exist:
+ * systemd-resolved's /etc/resolv.conf points into /run), at most 8 links; `file` itself when it is none.
+ */
+export function linkTarget(file: string): string {
+  let at = file;
+  for (let hops = 0; hops < 8; hops++) {
+    let target: string;
+    try {
+      target = readlinkSync(at);
+    } catch {
+      return at;
+    }
+    at = path.resolve(path.dirname(at), target);
+  }
+  return at;
 }
 
 /** Resolves `options` against their defaults and this host. */
@@ -108,6 +130,11 @@ export function resolveSettings(options: LinuxDriverOptions): DriverSettings {
       ...(options.proxy?.resolver === undefined ? {} : { resolver: options.proxy.resolver }),
       ...(options.proxy?.idleMs === undefined ? {} : { idleMs: options.proxy.idleMs }),
       ...(options.proxy?.parent === undefined ? {} : { parent: options.proxy.parent }),
+    },
+    network: {
+      egressPorts: options.proxy?.egressPorts,
+      proxyDeny: options.proxy?.deny,
+      resolvConfPath: linkTarget('/etc/resolv.conf'),
     },
     minimumTier: options.minimumTier ?? 3,
     cgroupRoot: options.cgroupRoot,

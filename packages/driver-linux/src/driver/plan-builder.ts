@@ -128,6 +128,7 @@ export class PlanBuilder {
       tier,
       notEnforced,
       ...(tier === 'user-namespace' ? { nsLimits: namespaceLimits(facts, s.maxPids) } : {}),
+      network: s.network,
     };
   }
 }

@@ -15,6 +15,7 @@ import { namespaceHelperArgs, profileRlimits } from './helper-args.js';
 import { hidePaths } from './hidden-paths.js';
 import { namespaceLauncherArgs } from './launcher-args.js';
 import { bwrapArgs, profileIdentity } from './namespaces.js';
+import { type NetworkPlan, networkPlanInWords, planNetwork } from './network-plan.js';
 import { namespaceLimitArgs } from './ns-limits.js';
 import { newDraft, type PlanDraft } from './plan-draft.js';
 import { limitsSection, seccompSection } from './profile-sections.js';
@@ -45,12 +46,14 @@ export function buildLinuxProfile(
   const net = caps.network;
   const identity = profileIdentity(inputs, privileged);
   const sharedNetwork = net.kind === 'allowAll';
+  const netPlan = planNetwork(caps, inputs.network ?? {}, privileged);
   const { rendered, bwrap, helper, nsLimits, seccomp, seccompNetwork, rlimits } = processArgs(
     draft,
     caps,
     cwd,
     inputs,
     { privileged, identity },
+    netPlan,
   );
   const rules = draft.landlock;
   const launch = namespaceLauncherArgs({
@@ -60,6 +63,7 @@ export function buildLinuxProfile(
     plan: draft.plan,
     writableRoots: fsPlan.writableRoots,
     clones: rendered.clones,
+    publish: netPlan.launcher,
   });
   const tier = inputs.tier ?? (privileged ? 'namespaces' : 'user-namespace');
   const notEnforced = inputs.notEnforced ?? [];
@@ -78,7 +82,7 @@ export function buildLinuxProfile(
   };
   return {
     driver: 'linux',
-    summary: namespaceSummary(net, inputs, facts),
+    summary: [...namespaceSummary(net, inputs, facts), ...networkPlanInWords(netPlan)],
     tier,
     notEnforced,
     identity,
@@ -90,7 +94,7 @@ export function buildLinuxProfile(
     landlock: { mode: inputs.landlock, rules, tcp: null, scoped: true },
     seccomp: seccompSection(seccomp, seccompNetwork, caps),
     limits: limitsSection(rlimits, caps, { ...inputs, nsLimits }),
-    network: networkSection(net, inputs.proxySocket),
+    network: networkSection(net, inputs.proxySocket, netPlan),
     mounts: mountSummary,
     stubs: [...fsPlan.protection.stubs, ...fsPlan.homeProtection.stubs],
     cwd,
@@ -109,6 +113,7 @@ function processArgs(
   cwd: string,
   inputs: ProfileInputs,
   who: { readonly privileged: boolean; readonly identity: LinuxProfile['identity'] },
+  netPlan: NetworkPlan,
 ) {
   const { privileged, identity } = who;
   const net = caps.network;
@@ -123,8 +128,9 @@ function processArgs(
       devInHelper,
       innerUid: inputs.innerUid,
       helperCapabilities: limitArgs.capabilities,
+      bindLowPorts: netPlan.bindLowPorts,
     },
-    rendered.bwrap,
+    [...rendered.bwrap, ...netPlan.bwrap],
   );
   const seccompNetwork =
     net.kind === 'none' ? 'loopback' : net.kind === 'allowHosts' ? 'proxy-routed' : 'unrestricted';
@@ -141,6 +147,7 @@ function processArgs(
     landlock: inputs.landlock,
     rules: draft.landlock,
     bridge: net.kind === 'allowHosts',
+    network: netPlan.helper,
     cwd,
   });
   return { rendered, bwrap, helper, nsLimits, seccomp, seccompNetwork, rlimits } as const;
@@ -175,8 +182,12 @@ function planFilesystem(
 function networkSection(
   net: SandboxCapabilities['network'],
   proxySocket: string | undefined,
+  plan: NetworkPlan,
 ): LinuxProfile['network'] {
   return {
+    resolver: plan.resolver,
+    egressPorts: plan.egressPorts,
+    publish: plan.publish,
     policy: net.kind,
     namespace: net.kind === 'allowAll' ? 'shared' : 'own',
     proxySocket: net.kind === 'allowHosts' ? (proxySocket ?? null) : null,

@@ -29,6 +29,20 @@ const SYSV_IPC = [
   'msgctl',
 ] as const;
 
+/**
+ * Tier 3 has no network namespace of the command's own to publish from: a port it could listen on would be
+ * the host's, on every interface it chose.
+ */
+function refusePublish(caps: SandboxCapabilities): void {
+  const ports = caps.publishPorts ?? [];
+  if (ports.length === 0 || caps.network.kind === 'allowAll') return;
+  throw new DriverError(
+    'ALEPH_CAPABILITY_UNSUPPORTED',
+    'linux',
+    `publishing port ${ports.join(', ')} needs a network namespace of the command's own, which tier 3 (no namespaces) does not have; run where tier 1 or 2 works (aleph-sandbox doctor says what they need), or run the server without the sandbox`,
+  );
+}
+
 /** In the helper arguments: the driver puts the loopback proxy's port there at run time. */
 export const PROXY_PORT_ARG = '@PROXY_PORT';
 
@@ -43,7 +57,7 @@ export const PROXY_PORT_ARG = '@PROXY_PORT';
  * sweeps the writable roots for repositories the command created or changed, as in the other tiers.
  *
  * @throws {InvalidInputError} for a granted path that does not exist, or a symlinked protected path.
- * @throws {DriverError} `ALEPH_CAPABILITY_UNSUPPORTED` for a grant or workspace covering a hidden path or inside the state directory, or allowHosts without Landlock ABI 4.
+ * @throws {DriverError} `ALEPH_CAPABILITY_UNSUPPORTED` for a grant or workspace covering a hidden path or inside the state directory, allowHosts without Landlock ABI 4, or published ports.
  */
 export function buildDirectProfile(
   caps: SandboxCapabilities,
@@ -52,6 +66,7 @@ export function buildDirectProfile(
   inputs: DirectInputs,
 ): LinuxProfile {
   refuseHiddenGrants(caps, inputs.hiddenPaths);
+  refusePublish(caps);
   const rules = systemRules(inputs.host);
   addGrantRules(rules, caps, workspace, inputs);
   const net = caps.network;
@@ -105,6 +120,9 @@ export function buildDirectProfile(
       proxySocket: null,
       bridge: null,
       hosts: net.kind === 'allowHosts' ? net.hosts : [],
+      resolver: null,
+      egressPorts: [],
+      publish: [],
     },
     mounts: [],
     stubs: [],

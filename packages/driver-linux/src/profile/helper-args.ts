@@ -58,6 +58,8 @@ export function namespaceHelperArgs(options: {
   readonly landlock: ProfileInputs['landlock'];
   readonly rules: readonly LandlockRule[];
   readonly bridge: boolean;
+  /** The bridge's resolver, egress ports and published ports (`network-plan.ts`). */
+  readonly network: readonly string[];
   readonly cwd: string;
 }): string[] {
   const { identity } = options;
@@ -74,6 +76,7 @@ export function namespaceHelperArgs(options: {
   helper.push(...landlockArgs(options.rules));
   helper.push('--ll-scope', 'on');
   if (options.bridge) helper.push('--bridge', `${BRIDGE_PORT}:${INNER_PROXY_SOCKET}`);
+  helper.push(...options.network);
   helper.push('--chdir', options.cwd, '--seccomp-fd', '3', '--env-fd', '4');
   return helper;
 }

@@ -16,6 +16,8 @@ export function namespaceLauncherArgs(options: {
   readonly plan: LaunchPlan;
   readonly writableRoots: readonly string[];
   readonly clones: RenderedMounts['clones'];
+  /** `--publish PORT` for each published port. */
+  readonly publish: readonly string[];
 }): string[] {
   const { identity, plan } = options;
   const launch: string[] = ['--state', options.stateDir];
@@ -30,5 +32,6 @@ export function namespaceLauncherArgs(options: {
   // files it wrote (renamed aside, reported): host git runs none of them.
   for (const root of options.writableRoots) launch.push('--git-sweep', plan.open(root));
   for (const clone of options.clones) launch.push('--clone', clone.name, clone.mode);
+  launch.push(...options.publish);
   return launch;
 }

@@ -27,8 +27,10 @@ export function bwrapArgs(
     readonly privileged: boolean;
     readonly devInHelper: boolean;
     readonly innerUid: number | undefined;
-    /** Tier 2: what the helper keeps to set its namespaces' limits, and drops itself (`ns-limits.ts`). */
+    /** Tier 2: what the helper keeps to set its namespaces' limits, and drops itself (`ns-limits.ts`): bwrap's `--cap-add` arguments. */
     readonly helperCapabilities?: readonly string[];
+    /** The helper binds the bridge's ports below 1024 (the resolver's 53, egress 80 and 443). */
+    readonly bindLowPorts: boolean;
   },
   mountArgs: readonly string[],
 ): string[] {
@@ -57,12 +59,23 @@ export function bwrapArgs(
     );
     // The helper makes /dev's device nodes (devfs.c).
     if (options.devInHelper) bwrap.push('--cap-add', 'CAP_MKNOD');
+    // The helper binds the bridge's low ports before it drops its identity (and every capability).
+    if (options.bindLowPorts) bwrap.push('--cap-add', 'CAP_NET_BIND_SERVICE');
   } else {
     bwrap.push('--unshare-user');
     // Root without CAP_SYS_ADMIN (tier 2): root is shown as another uid inside, so its files are not root's.
     if (options.innerUid !== undefined)
       bwrap.push('--uid', String(options.innerUid), '--gid', String(options.innerUid));
-    bwrap.push('--disable-userns', '--cap-drop', 'ALL', ...(options.helperCapabilities ?? []));
+    // Only for the helper, which drops them all itself before the program runs (identity.c): what it
+    // needs to set its namespaces' limits, and, as bwrap's network namespace belongs to an outer user
+    // namespace where no port below 1024 can be bound, what it needs to make one of its own for the
+    // bridge (--own-netns) and bind its ports there (native/linux/helper/netns.c).
+    const keep = new Set((options.helperCapabilities ?? []).filter((arg) => arg !== '--cap-add'));
+    if (options.bindLowPorts)
+      for (const cap of ['CAP_SYS_ADMIN', 'CAP_NET_ADMIN', 'CAP_NET_BIND_SERVICE', 'CAP_SETPCAP'])
+        keep.add(cap);
+    bwrap.push('--disable-userns', '--cap-drop', 'ALL');
+    for (const cap of keep) bwrap.push('--cap-add', cap);
   }
   bwrap.push('--die-with-parent', '--new-session', '--hostname', 'aleph-sandbox');
   bwrap.push(...mountArgs, '--chdir', '/');

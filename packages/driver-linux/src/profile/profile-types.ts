@@ -10,6 +10,7 @@ import type { Stub } from '../mounts/protected-paths.js';
 import type { SeccompArch } from '../seccomp/bpf.js';
 import type { SeccompNetworkMode } from '../seccomp/seccomp-program.js';
 import type { LinuxTierId } from '../tiers/tiers.js';
+import type { NetworkInputs, NetworkPlan } from './network-plan.js';
 import type { NamespaceLimits } from './ns-limits.js';
 
 /** Everything a profile depends on besides the capabilities. */
@@ -54,6 +55,8 @@ export interface ProfileInputs {
   readonly cpuQuotaPercent: number | undefined;
   /** The Unix socket of the managed proxy for `allowHosts` (computed by the driver). */
   readonly proxySocket: string | undefined;
+  /** The resolver's and transparent egress's settings (`network-plan.ts`). */
+  readonly network?: NetworkInputs;
   /**
    * bwrap runs with root's privileges and the helper drops to the sandbox uid (tier 1). Default: the host
    * is root. `false` on a root host is tier 2: bwrap makes a user namespace.
@@ -143,6 +146,12 @@ export interface LinuxProfile extends SandboxProfile {
     readonly proxySocket: string | null;
     readonly bridge: string | null;
     readonly hosts: readonly string[];
+    /** The resolver inside (allowHosts): its address, the name patterns it answers for, and those it refuses. */
+    readonly resolver: NetworkPlan['resolver'];
+    /** Ports on which connections to an allowed name's address reach the proxy (allowHosts). */
+    readonly egressPorts: readonly number[];
+    /** Ports of the sandbox's loopback published on the host's 127.0.0.1 while the command runs. */
+    readonly publish: readonly number[];
   };
   readonly mounts: readonly string[];
   readonly stubs: readonly Stub[];

@@ -14,6 +14,8 @@ export interface ArgvContext {
   readonly helperPath: string;
   readonly bwrapPath: string;
   readonly proxyPort: number | undefined;
+  /** The run's own entrance of the proxy (tiers 1–2), bound in place of the plan's proxy socket. */
+  readonly proxySocket?: string | undefined;
 }
 
 /** The argv of one run. */
@@ -26,11 +28,21 @@ export function commandArgv(profile: LinuxProfile, request: DriverRunRequest, ct
           ...profile.helperArgs.map((a) => (a === PROXY_PORT_ARG ? String(ctx.proxyPort) : a)),
           '--',
         ]
-      : [ctx.bwrapPath, ...profile.bwrapArgs];
+      : [ctx.bwrapPath, ...withSocket(profile.bwrapArgs, profile.network.proxySocket, ctx.proxySocket)];
   // Both end in the helper's `--`: the process limit is one of its options.
   args.splice(args.length - 1, 0, '--rlimit', `NPROC=${processLimit(profile, ctx.host)}`);
   args.push(request.program, ...request.args);
   return args;
+}
+
+/** bwrap's arguments with the plan's proxy socket (the pool's) replaced by the run's own entrance. */
+function withSocket(
+  args: readonly string[],
+  planned: string | null,
+  run: string | undefined,
+): readonly string[] {
+  if (planned === null || run === undefined) return args;
+  return args.map((a) => (a === planned ? run : a));
 }
 
 /**

@@ -13,6 +13,7 @@ import {
   DriverError,
   type DriverRunRequest,
   InvalidInputError,
+  networkDenial,
   runBoundedProcess,
   type SandboxOutput,
   sessionKeyToFilename,
@@ -20,6 +21,7 @@ import {
 import type { CgroupLimits, CgroupManager } from '../host/cgroup.js';
 import type { HostFacts } from '../host/host-facts.js';
 import { BRIDGE_PORT, HOST_SIDE_ENV } from '../options.js';
+import { RESOLV_CONF } from '../profile/network-plan.js';
 import type { LinuxProfile } from '../profile/profile-types.js';
 import { linuxNotEnforced } from '../tiers/not-enforced.js';
 import { commandArgv } from './command-argv.js';
@@ -31,6 +33,8 @@ import type { ProxyPools } from './proxy-pools.js';
 import { launchOutput } from './run-result.js';
 import { checkRunnable, type Runnable } from './runnable.js';
 import { ensureSessionHome } from './session-home.js';
+
+const RESOLV_CONF_BYTES = Buffer.from(RESOLV_CONF);
 
 /** What a run needs of the driver's settings. */
 export interface RunSettings {
@@ -86,10 +90,10 @@ export class CommandRunner {
     refuseLoaderEnv(request.env, this.settings.allowLoaderEnv);
     this.#prepareHost(profile, request);
     const pool = this.parts.pools.forRun(direct);
-    const lease =
-      request.capabilities.network.kind === 'allowHosts'
-        ? await pool.acquire(request.capabilities.network.hosts)
-        : undefined;
+    const hosts =
+      request.capabilities.network.kind === 'allowHosts' ? request.capabilities.network.hosts : undefined;
+    // The run's own entrance on the shared proxy: its refusals are this run's.
+    const lease = hosts === undefined ? undefined : await pool.acquire(hosts, { entrance: true });
     const tmpDir = direct ? (profile.tmpDir as string) : undefined;
     let leaf: string | undefined;
     let reportFile: string | undefined;
@@ -101,16 +105,19 @@ export class CommandRunner {
         helperPath,
         bwrapPath: runnable.bwrapPath,
         proxyPort,
+        proxySocket: lease?.entrance?.unixPath,
       });
       // Written only when the sweep has something to say, under a name of this run's own.
       reportFile = path.join(this.settings.stateDir, `${this.reportPrefix}-${++this.#runs}`);
       const launch = [...profile.launch, '--report', reportFile];
       leaf = await this.#enterLeaf(profile, request, launch);
       const result = await runBoundedProcess(this.#launcherRun(request, profile, launch, argv, env));
+      const refused = (await lease?.entrance?.settle()) ?? [];
       return launchOutput(result, profile, {
         limits: runnable.limits,
         reportFile,
         notEnforced: this.#notEnforced(profile),
+        denials: refused.map((d) => networkDenial(d, hosts ?? [])),
       });
     } catch (error) {
       if (error instanceof DriverError || error instanceof InvalidInputError) throw error;
@@ -180,13 +187,16 @@ export class CommandRunner {
   ): { env: Record<string, string>; proxyPort: number | undefined } {
     const env = commandEnv(profile, request, this.settings.envAllowlist, tmpDir);
     if (tmpDir !== undefined) this.#tmps.acquire(tmpDir);
-    const proxyPort = lease === undefined ? undefined : lease.proxy.address?.port;
+    // Tier 3 connects to the run's entrance on loopback; tiers 1–2 to the bridge inside.
+    const proxyPort = lease?.entrance?.address?.port;
     if (lease !== undefined)
       Object.assign(
         env,
-        profile.tier === 'direct'
-          ? lease.proxy.env()
-          : lease.proxy.env({ host: '127.0.0.1', port: BRIDGE_PORT }),
+        lease.proxy.env(
+          profile.tier === 'direct'
+            ? { host: '127.0.0.1', port: proxyPort as number }
+            : { host: '127.0.0.1', port: BRIDGE_PORT },
+        ),
       );
     return { env, proxyPort };
   }
@@ -226,7 +236,12 @@ export class CommandRunner {
       ...(request.stdin === undefined ? {} : { stdin: request.stdin }),
       timeoutMs: request.timeoutMs,
       maxOutputBytes: request.maxOutputBytes,
-      extraFds: [seccompBytes(profile), encodeEnv(env)],
+      // 3: the seccomp program, 4: the environment, 5: the resolv.conf bwrap mounts (allowHosts).
+      extraFds: [
+        seccompBytes(profile),
+        encodeEnv(env),
+        ...(profile.network.resolver === null ? [] : [RESOLV_CONF_BYTES]),
+      ],
       ...(forkServer === undefined ? {} : { starter: forkServer.start }),
       ...(request.signal === undefined ? {} : { signal: request.signal }),
       ...(request.onStdout === undefined ? {} : { onStdout: request.onStdout }),

@@ -7,6 +7,7 @@ import {
   type BoundedRunResult,
   createSandboxOutput,
   DriverError,
+  type SandboxDenial,
   type SandboxOutput,
 } from '@aleph/sandbox-core';
 import type { LinuxProfile } from '../profile/profile-types.js';
@@ -22,7 +23,13 @@ import { readLaunchReport } from './launch-report.js';
 export function launchOutput(
   result: BoundedRunResult,
   profile: LinuxProfile,
-  run: { readonly limits: string; readonly reportFile: string; readonly notEnforced: readonly string[] },
+  run: {
+    readonly limits: string;
+    readonly reportFile: string;
+    readonly notEnforced: readonly string[];
+    /** What the sandbox refused while the command ran (its proxy entrance's refusals). */
+    readonly denials?: readonly SandboxDenial[];
+  },
 ): SandboxOutput {
   const stderr = Buffer.from(result.stderr).toString('utf8');
   if (
@@ -69,6 +76,7 @@ export function launchOutput(
       ...(sweep.incomplete.length === 0 ? {} : { gitSweepIncomplete: sweep.incomplete }),
       ...(killedBySignal === undefined ? {} : { exitStatus: result.exitCode }),
       ...(result.killedBy === null ? {} : { killedBy: result.killedBy }),
+      ...(run.denials === undefined || run.denials.length === 0 ? {} : { denials: [...run.denials] }),
     },
   });
 }

@@ -20,6 +20,7 @@ const TIER_GAPS = new Set([
   'host-tmp',
   'dev-shm',
   'host-network',
+  'transparent-egress',
   'protected-paths-during-run',
   'root-listing',
   'grants-by-path',

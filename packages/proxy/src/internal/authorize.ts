@@ -1,6 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import { type Allowlist, patternMatches } from '../allowlist.js';
 import type { Refusal } from '../audit.js';
+import { listDenial, privateAddressDenial } from '../denial.js';
 import type { Resolver } from '../proxy.js';
 import { forbiddenReason, normalizeHost, type Target } from '../target.js';
 
@@ -37,7 +38,13 @@ export function createAuthorizer(allowlist: Allowlist, resolver: Resolver, timeo
   return async (target) => {
     const verdict = allowlist.decide(target);
     if (!verdict.allowed)
-      return { ok: false, status: 'deny', reason: verdict.reason, pattern: verdict.pattern ?? null };
+      return {
+        ok: false,
+        status: 'deny',
+        reason: verdict.reason,
+        pattern: verdict.pattern ?? null,
+        denial: listDenial(allowlist, target, verdict.pattern),
+      };
     const pattern = verdict.pattern ?? null;
     if (target.kind === 'ip') return { ok: true, address: target.host, family: target.family, pattern };
     let addresses: readonly string[];
@@ -74,6 +81,11 @@ export function createAuthorizer(allowlist: Allowlist, resolver: Resolver, timeo
           status: 'deny',
           reason: `${target.host} resolves to ${ip.host}, denied by ${denied.source}`,
           pattern: denied.source,
+          denial: {
+            ...listDenial(allowlist, target, denied.source),
+            reason: `${target.host} resolves to ${ip.host}, denied by ${denied.source}`,
+            address: ip.host,
+          },
         };
       const why = forbiddenReason(ip.host, ip.family);
       if (why !== undefined && !allowlist.allowsAddressExplicitly(ipTarget.host, target.port)) {
@@ -82,6 +94,7 @@ export function createAuthorizer(allowlist: Allowlist, resolver: Resolver, timeo
           status: 'deny',
           reason: `${target.host} resolves to ${ip.host}, ${why}`,
           pattern,
+          denial: privateAddressDenial(target, ip.host, why),
         };
       }
     }

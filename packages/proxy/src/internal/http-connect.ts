@@ -2,7 +2,7 @@ import type net from 'node:net';
 import { formatTarget, fromWire, parseAuthority, type Target, TargetError } from '../target.js';
 import type { ProxyContext } from './context.js';
 import { dial, type Upstream } from './dial.js';
-import { type HeadTimers, rawReply } from './http-head.js';
+import { forbiddenText, type HeadTimers, rawReply } from './http-head.js';
 import { relay } from './relay.js';
 
 /** The CONNECT success reply, encoded once: every tunnel sends it. */
@@ -36,15 +36,18 @@ export function createConnectHandler(ctx: ProxyContext, heads: HeadTimers): Conn
       target = parseAuthority(text);
     } catch (error) {
       audit.malformed('connect', authority.slice(0, 200), 0, (error as Error).message);
+      ctx.decided(client);
       rawReply(client, version, 400, 'Bad Request', (error as Error).message);
       return;
     }
     client.pause();
     void (async () => {
       const auth = await ctx.authorize(target);
+      ctx.decided(client, auth.ok ? undefined : auth);
       if (!auth.ok) {
         audit.refused('connect', target, auth);
-        if (auth.status === 'deny') rawReply(client, version, 403, 'Forbidden', auth.reason);
+        if (auth.status === 'deny')
+          rawReply(client, version, 403, forbiddenText(auth), auth.denial?.reason ?? auth.reason);
         else rawReply(client, version, 502, 'Bad Gateway', auth.reason);
         return;
       }

@@ -12,7 +12,7 @@ import {
 import type { ProxyContext } from './context.js';
 import { dialParent } from './dial.js';
 import type { ConnectHandler } from './http-connect.js';
-import { type HeadTimers, headerSafe } from './http-head.js';
+import { forbiddenText, type HeadTimers, headerSafe } from './http-head.js';
 
 const HOP_BY_HOP = new Set([
   'connection',
@@ -149,12 +149,12 @@ export function handOver(
 }
 
 /** Replies to a forwarded request that failed, or drops the response if it already started. */
-function failResponse(res: http.ServerResponse, status: number, reason: string): void {
+function failResponse(res: http.ServerResponse, status: number, reason: string, statusText?: string): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  res.writeHead(status, {
+  res.writeHead(status, statusText ?? (http.STATUS_CODES[status] as string), {
     'X-Aleph-Proxy-Reason': headerSafe(reason),
     'Content-Type': 'text/plain',
     Connection: 'close',
@@ -198,9 +198,12 @@ function forwardRequest(ctx: ProxyContext, req: http.IncomingMessage, res: http.
   req.pause();
   void (async () => {
     const auth = await ctx.authorize(target);
+    ctx.decided(req.socket, auth.ok ? undefined : auth);
     if (!auth.ok) {
       audit.refused('http', target, auth);
-      fail(auth.status === 'deny' ? 403 : 502, auth.reason);
+      if (auth.status === 'deny')
+        failResponse(res, 403, auth.denial?.reason ?? auth.reason, forbiddenText(auth));
+      else fail(502, auth.reason);
       return;
     }
     if (counters.tunnels >= limits.maxTunnels) {

@@ -6,6 +6,7 @@ import type { ProxyContext } from './context.js';
 import type { ConnectHandler } from './http-connect.js';
 import { handOver } from './http-forward.js';
 import type { HeadTimers } from './http-head.js';
+import { readReport } from './report.js';
 
 /** Where the listener hands each connection once its first byte says which protocol it speaks. */
 export interface Protocols {
@@ -62,6 +63,12 @@ export function createSniffer(
         } else {
           handOver(protocols.http, client, start, limits.maxHeaderBytes);
         }
+      } else if (first[0] === 0x41 /* A */ && ctx.entranceOf.has(client)) {
+        // An entrance may carry a report of the sandbox's resolver (`ALEPH dns-refused NAME`).
+        protocols.heads.arm(client);
+        readReport(ctx, client, first, (start) =>
+          handOver(protocols.http, client, start, limits.maxHeaderBytes),
+        );
       } else {
         protocols.heads.arm(client);
         handOver(protocols.http, client, first, limits.maxHeaderBytes);

@@ -23,6 +23,7 @@ export function createSocks5Handler(ctx: ProxyContext): (client: net.Socket, fir
   /** Authorises, dials and relays a parsed CONNECT request; `early` is what the client sent after it. */
   const connect = async (client: net.Socket, target: Target, early: Buffer, handshake: NodeJS.Timeout) => {
     const auth = await ctx.authorize(target);
+    ctx.decided(client, auth.ok ? undefined : auth);
     if (!auth.ok) {
       audit.refused('socks5', target, auth);
       client.end(socksReply(auth.status === 'deny' ? 0x02 : 0x04));

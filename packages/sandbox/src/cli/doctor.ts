@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { helpRequested } from './help.js';
+import { type PrivateNameReport, privateNamesOf } from './private-names.js';
 import { loadSandboxModules } from './run-flags.js';
 
 type Modules = Awaited<ReturnType<typeof loadSandboxModules>>;
@@ -55,6 +56,7 @@ async function diagnose(config: Config, buildSandbox: Modules['buildSandbox']): 
         mechanisms['sandboxed-run'] = { available: trial.ok, detail: trial.detail };
         if (!trial.ok) problems.push(`sandboxed-run: ${trial.detail}`);
       }
+      const privateNames = await privateNamesOf(config.baseline.network, config.network.deny);
       return {
         platform: process.platform,
         node: process.version,
@@ -63,6 +65,7 @@ async function diagnose(config: Config, buildSandbox: Modules['buildSandbox']): 
         available: (probe?.available ?? true) && trial?.ok === true,
         mechanisms,
         problems,
+        privateNames,
       };
     } finally {
       await sandbox.dispose();
@@ -115,6 +118,7 @@ function printReport(report: Report): void {
     const fix = gapFixes[gap.slice(0, gap.indexOf(':'))];
     if (fix !== undefined) process.stdout.write(`         fix: ${fix}\n`);
   }
+  for (const n of (report.privateNames ?? []) as PrivateNameReport[]) process.stdout.write(`${n.summary}\n`);
   for (const p of (report.problems ?? []) as string[]) process.stdout.write(`problem: ${p}\n`);
   process.stdout.write(
     report.available

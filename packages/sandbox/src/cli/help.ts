@@ -26,6 +26,8 @@ Flags:
   --allow-read PATH    grant read access (repeatable)
   --allow-write PATH   grant write access (repeatable)
   --net none|all|HOST,HOST...   network: none (default), everything, or only these hosts (through the proxy)
+  --publish PORT       make the command's 127.0.0.1:PORT reachable on the host's 127.0.0.1:PORT while it
+                       runs (repeatable; a dev server to show; needs approval unless [network] publish lists it)
   --allow-spawn        allow the command to start subprocesses (needed by most shell scripts)
   --memory MB          memory limit
   --timeout S          wall-clock timeout in seconds
@@ -34,17 +36,23 @@ Flags:
   --json               print the result as JSON instead of streaming
   --config FILE        config file (default ~/.aleph/config.toml)
 
+What the sandbox refused while the command ran (a host, a port, a name, a private address) is printed on
+stderr after its output, each with what would allow it (in --json: details.denials).
+
 Exit codes: the command's own; 124 timeout; 128+N signal; 2 usage or config error;
 125 the sandbox could not run it; 126 denied (command policy, capability, rate limit).`,
   profile: `aleph-sandbox profile [run flags] [--json] -- PROGRAM [ARGS...]
 
 Prints the plan the sandbox would apply to this command (mounts, Landlock rules, seccomp rules in words,
-limits, network), without running anything. --json prints the whole profile.`,
+limits, network), without running anything, and the allowed names that resolve to a loopback, private or
+reserved address (the proxy refuses those unless the address is allowed too). --json prints the whole
+profile, with privateNames.`,
   doctor: `aleph-sandbox doctor [--json] [--config FILE]
 
 Reports the driver for this host, each enforcement mechanism as it behaved when used (the helper, seccomp,
 Landlock, user namespaces, cgroups, each tier running a sandboxed \`true\`), the tier in use, what it does not
-enforce, and for anything missing the exact command that fixes it. "ready" only after a command ran sandboxed.`,
+enforce, and for anything missing the exact command that fixes it, and the names of [network] allow that resolve
+to a private address. "ready" only after a command ran sandboxed.`,
   'build-helper': `aleph-sandbox build-helper
 
 Builds the Linux sandbox helper from the C source @aleph/driver-linux ships, for a machine no prebuilt

@@ -5,6 +5,7 @@
  */
 import { existsSync, realpathSync } from 'node:fs';
 import { UsageError } from './help.js';
+import { privateNamesOf } from './private-names.js';
 import { loadSandboxModules, parseRun, resolveCwd } from './run-flags.js';
 
 export async function profile(argv: string[]): Promise<number> {
@@ -29,12 +30,14 @@ export async function profile(argv: string[]): Promise<number> {
       fsWrite: caps.fsWrite.map((p) => (existsSync(p) ? realpathSync(p) : p)),
     };
     const p = await sandbox.driver.profileFor(resolved, cwd, { sessionId: plan.sessionId, workspace });
-    if (plan.values.json) process.stdout.write(`${JSON.stringify(p, null, 2)}\n`);
+    const privateNames = await privateNamesOf(caps.network, config.network.deny);
+    if (plan.values.json) process.stdout.write(`${JSON.stringify({ ...p, privateNames }, null, 2)}\n`);
     else {
       process.stdout.write(
         `profile for: ${[plan.program, ...plan.args].join(' ')}\nworkspace: ${workspace}\n`,
       );
       for (const line of p.summary) process.stdout.write(`  ${line}\n`);
+      for (const n of privateNames) process.stdout.write(`  ${n.summary}\n`);
       if (Array.isArray(p.bwrapArgs) && p.bwrapArgs.length > 0)
         process.stdout.write(
           `bwrap ${(p.bwrapArgs as string[]).join(' ')} ${[plan.program, ...plan.args].join(' ')}\n`,

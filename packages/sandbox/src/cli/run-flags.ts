@@ -15,6 +15,7 @@ export const RUN_OPTIONS = {
   'allow-read': { type: 'string', multiple: true },
   'allow-write': { type: 'string', multiple: true },
   net: { type: 'string' },
+  publish: { type: 'string', multiple: true },
   'allow-spawn': { type: 'boolean' },
   memory: { type: 'string' },
   timeout: { type: 'string' },
@@ -31,6 +32,7 @@ export type RunValues = {
   'allow-read'?: string[];
   'allow-write'?: string[];
   net?: string;
+  publish?: string[];
   'allow-spawn'?: boolean;
   memory?: string;
   timeout?: string;
@@ -48,6 +50,15 @@ function positiveNumber(flag: string, value: string | undefined, integer: boolea
       `--${flag} ${JSON.stringify(value)} must be a positive ${integer ? 'whole ' : ''}number`,
     );
   }
+  return n;
+}
+
+function publishPort(value: string): number {
+  const n = Number(value);
+  if (!/^[0-9]+$/.test(value) || n < 1 || n > 65535)
+    throw new UsageError(
+      `--publish ${JSON.stringify(value)} must be a port from 1 to 65535, e.g. --publish 3000`,
+    );
   return n;
 }
 
@@ -88,6 +99,7 @@ export function parseRun(argv: string[], command: 'run' | 'profile'): RunPlan {
     throw new UsageError(`--approve ${JSON.stringify(v.approve)} must be prompt, all or none`);
   }
   const memory = positiveNumber('memory', v.memory, true);
+  const publish = (v.publish ?? []).map(publishPort);
   const timeoutS = positiveNumber('timeout', v.timeout, false);
   const capabilities: SandboxCapabilitiesInput = {
     fsRead: (v['allow-read'] ?? []).map((p) => path.resolve(p)),
@@ -95,6 +107,7 @@ export function parseRun(argv: string[], command: 'run' | 'profile'): RunPlan {
     network: parseNet(v.net),
     spawnSubprocess: v['allow-spawn'] === true,
     ...(memory === undefined ? {} : { maxMemoryMb: memory }),
+    ...(publish.length === 0 ? {} : { publishPorts: publish }),
   };
   return {
     values: v,

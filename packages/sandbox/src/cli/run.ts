@@ -101,6 +101,19 @@ export async function run(argv: string[]): Promise<number> {
   }
 }
 
+/**
+ * What the sandbox refused while the command ran, after the command's own output: one line each, and
+ * what would allow it.
+ */
+function printDenials(out: SandboxOutput): void {
+  const list = out.details?.denials;
+  if (!Array.isArray(list)) return;
+  for (const d of list as { kind?: string; target?: string; reason?: string; allowWith?: string }[])
+    process.stderr.write(
+      `aleph-sandbox: denied ${d.kind} ${d.target}: ${d.reason}\naleph-sandbox:   to allow it: ${d.allowWith}\n`,
+    );
+}
+
 /** Runs the planned command once, streams or prints its output, and says what to exit with. */
 async function execute(
   sandbox: Sandbox,
@@ -130,7 +143,8 @@ async function execute(
         },
   );
   if (json) process.stdout.write(`${JSON.stringify(out)}\n`);
-  else if (out.stdoutTruncated || out.stderrTruncated) {
+  else printDenials(out);
+  if (!json && (out.stdoutTruncated || out.stderrTruncated)) {
     process.stderr.write('aleph-sandbox: output beyond the budget was not kept (it was streamed)\n');
   }
   if (!json && out.timedOut)

@@ -1,0 +1,177 @@
+/*
+ * The network bridge (bridge.h): its sockets, its process and its event loop. Each listening socket's
+ * events go to what it is for; connections are relayed by relay.c, made by dial.c, and DNS is answered by
+ * dns-io.c and resolver.c.
+ */
+#define _GNU_SOURCE
+#include "bridge.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../common/compat.h"
+#include "../common/errors.h"
+#include "dial.h"
+#include "dns-io.h"
+#include "listen.h"
+#include "loop.h"
+#include "publish.h"
+#include "relay.h"
+
+#define DNS_ADDR 0x7f000035u /* 127.0.0.53 */
+#define MAX_WATCHED (BRIDGE_MAX_EGRESS + 4)
+
+struct listener {
+  struct watch w;
+  int fd;
+};
+
+int bridge_wanted(const struct bridge_plan *p) { return p->proxy_path != NULL || p->publish_fd >= 0; }
+
+void bridge_open(struct bridge_plan *p) {
+  p->proxy_lfd = p->dns_udp = p->dns_tcp = -1;
+  for (int i = 0; i < p->negress; i++) p->egress_lfd[i] = -1;
+  if (p->proxy_path == NULL) return;
+  p->proxy_lfd = listen_tcp(INADDR_LOOPBACK, p->proxy_port);
+  if (p->dns) {
+    p->dns_udp = bind_udp(DNS_ADDR, 53);
+    p->dns_tcp = listen_tcp(DNS_ADDR, 53);
+  }
+  for (int i = 0; i < p->negress; i++) p->egress_lfd[i] = listen_tcp(INADDR_ANY, p->egress_ports[i]);
+}
+
+/* Every descriptor of P, into FDS; how many. */
+static int plan_fds(const struct bridge_plan *p, int *fds) {
+  int n = 0;
+  int single[] = {p->proxy_lfd, p->dns_udp, p->dns_tcp, p->publish_fd};
+  for (size_t i = 0; i < sizeof single / sizeof single[0]; i++)
+    if (single[i] >= 0) fds[n++] = single[i];
+  for (int i = 0; i < p->negress; i++)
+    if (p->egress_lfd[i] >= 0) fds[n++] = p->egress_lfd[i];
+  return n;
+}
+
+/* A transparent connection accepted on LFD: the synthetic address it was made to names the host. */
+static void egress_accept(const struct bridge_ctx *b, int lfd) {
+  for (;;) {
+    int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    struct sockaddr_in local;
+    socklen_t len = sizeof local;
+    const char *name = NULL;
+    if (getsockname(fd, (struct sockaddr *)&local, &len) == 0 && local.sin_family == AF_INET)
+      name = names_lookup(ntohl(local.sin_addr.s_addr));
+    if (name == NULL) close_reset(fd); /* not an address the resolver gave out */
+    else dial_connect(b, fd, name, ntohs(local.sin_port));
+  }
+}
+
+/* A connection to the proxy variables' port, accepted on LFD: relayed to the proxy as it is. */
+static void proxy_accept(const struct bridge_ctx *b, int lfd) {
+  for (;;) {
+    int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    int pfd = dial_proxy(b->proxy_path);
+    if (pfd < 0) close_reset(fd);
+    else relay_start(b->ep, fd, pfd);
+  }
+}
+
+static void dispatch(const struct bridge_ctx *b, const struct bridge_plan *p, struct watch *w, uint32_t events) {
+  if (w->kind == W_SIDE) relay_event(b->ep, w);
+  else if (w->kind == W_DIAL || w->kind == W_DIAL_TIMER) dial_event(b, w, events);
+  else if (w->kind == W_DNS_TCP) dns_tcp_event(b, &p->names, w);
+  if (w->kind < W_LISTEN_PROXY || w->kind == W_DNS_TCP) return;
+  int fd = ((struct listener *)w)->fd;
+  switch (w->kind) {
+  case W_LISTEN_PROXY: proxy_accept(b, fd); break;
+  case W_LISTEN_EGRESS: egress_accept(b, fd); break;
+  case W_DNS_UDP: dns_udp_event(b, &p->names, fd); break;
+  case W_LISTEN_DNS: dns_tcp_accept(b, fd); break;
+  case W_PUBLISH:
+    if (!publish_event(b, fd)) watch_close(b->ep, fd); /* the launcher is gone */
+    break;
+  default: break;
+  }
+}
+
+/* Watches for P's sockets, in LS (room for MAX_WATCHED). */
+static void watch_plan(int ep, const struct bridge_plan *p, struct listener *ls) {
+  int n = 0;
+  struct {
+    int fd;
+    enum watch_kind kind;
+  } all[MAX_WATCHED] = {{p->proxy_lfd, W_LISTEN_PROXY}, {p->dns_udp, W_DNS_UDP}, {p->dns_tcp, W_LISTEN_DNS}, {p->publish_fd, W_PUBLISH}};
+  for (int i = 0; i < p->negress; i++) all[4 + i].fd = p->egress_lfd[i], all[4 + i].kind = W_LISTEN_EGRESS;
+  for (int i = 0; i < 4 + p->negress; i++) {
+    if (all[i].fd < 0) continue;
+    ls[n] = (struct listener){.w = {all[i].kind}, .fd = all[i].fd};
+    if (watch_add(ep, all[i].fd, &ls[n].w, EPOLLIN) < 0) _exit(1);
+    n++;
+  }
+}
+
+static void bridge_loop(const struct bridge_plan *p) {
+  signal(SIGPIPE, SIG_IGN);
+  struct bridge_ctx b = {.ep = epoll_create1(EPOLL_CLOEXEC), .proxy_path = p->proxy_path};
+  if (b.ep < 0) _exit(1);
+  struct listener ls[MAX_WATCHED];
+  watch_plan(b.ep, p, ls);
+  struct epoll_event events[64];
+  for (;;) {
+    int n = epoll_wait(b.ep, events, 64, -1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) _exit(1);
+    for (int k = 0; k < n; k++) dispatch(&b, p, events[k].data.ptr, events[k].events);
+    retired_free();
+  }
+}
+
+/* In the bridge: stdio on /dev/null, every descriptor closed but the N of FDS. */
+static void keep_only(const int *fds, int n) {
+  for (int fd = 0; fd < 3; fd++) {
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0 && null != fd) {
+      dup2(null, fd);
+      close(null);
+    }
+  }
+  int max = 0;
+  for (int i = 0; i < n; i++)
+    if (fds[i] > max) max = fds[i];
+  for (int fd = 3; fd <= max; fd++) {
+    int kept = 0;
+    for (int i = 0; i < n; i++) kept |= fds[i] == fd;
+    if (!kept) close(fd);
+  }
+  syscall(SYS_close_range, max + 1, ~0U, 0);
+}
+
+void start_bridge(struct bridge_plan *p) {
+  int fds[MAX_WATCHED];
+  int n = plan_fds(p, fds);
+  pid_t child = fork();
+  if (child < 0) die("fork bridge: %s", strerror(errno));
+  if (child == 0) {
+    /* Double fork: the bridge is adopted by the namespace's init, not by the program. */
+    pid_t grandchild = fork();
+    if (grandchild != 0) _exit(grandchild < 0 ? 1 : 0);
+    setsid();
+    keep_only(fds, n);
+    bridge_loop(p);
+    _exit(0);
+  }
+  int status;
+  waitpid(child, &status, 0);
+  for (int i = 0; i < n; i++) close(fds[i]);
+}

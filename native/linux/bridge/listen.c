@@ -1,0 +1,39 @@
+/*
+ * The bridge's listening sockets (listen.h): nonblocking, close-on-exec, SO_REUSEADDR (a session's kept
+ * network namespace may still hold a previous run's connections).
+ */
+#define _GNU_SOURCE
+#include "listen.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "../common/errors.h"
+
+static int bound(int type, uint32_t addr, long port) {
+  const char *what = type == SOCK_STREAM ? "TCP" : "UDP";
+  int fd = socket(AF_INET, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) die("bridge: %s socket: %s", what, strerror(errno));
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  a.sin_addr.s_addr = htonl(addr);
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+    char text[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &a.sin_addr, text, sizeof text);
+    die("bridge: cannot bind %s %s:%ld in the sandbox's network namespace: %s", what, text, port, strerror(errno));
+  }
+  return fd;
+}
+
+int listen_tcp(uint32_t addr, long port) {
+  int fd = bound(SOCK_STREAM, addr, port);
+  if (listen(fd, 512) < 0) die("bridge: listen on port %ld: %s", port, strerror(errno));
+  return fd;
+}
+
+int bind_udp(uint32_t addr, long port) { return bound(SOCK_DGRAM, addr, port); }

@@ -1,0 +1,108 @@
+/**
+ * Typed refusals: what the proxy refused and what would allow it, in the shape a sandbox reports in its
+ * output (`details.denials`). Built where the decision is made (the authorizer, the resolver's reports),
+ * so the record says exactly what the decision was.
+ */
+import { type Allowlist, type Pattern, patternMatches } from './allowlist.js';
+import { formatTarget, normalizeHost, type Target } from './target.js';
+
+/** One refusal of the proxy (or of the sandbox's resolver, which reports to it). */
+export interface ProxyDenial {
+  /**
+   * `network.host`: the host is not on the allowlist (or a deny entry names it); `network.port`: the host
+   * is, but only for other ports; `network.private-address`: an allowed name resolved to a loopback,
+   * private, link-local or reserved address; `network.dns`: the sandbox's resolver refused the name.
+   */
+  readonly kind: 'network.host' | 'network.port' | 'network.private-address' | 'network.dns';
+  /** `host:port` (a name for `network.dns`). */
+  readonly target: string;
+  readonly reason: string;
+  /** The allowlist entry that would allow it: `api.example.com`, `api.example.com:8443`, `10.0.0.5`. */
+  readonly allowEntry: string;
+  /** The deny entry that refused it: allowing it means removing that entry. */
+  readonly deniedBy?: string;
+  /** `network.private-address`: the address the name resolved to. */
+  readonly address?: string;
+}
+
+/** An address as an allowlist entry (IPv6 in brackets). */
+export function addressEntry(address: string): string {
+  return address.includes(':') ? `[${address}]` : address;
+}
+
+/** The allow entries that cover `target` but for its port. */
+function otherPorts(allowlist: Allowlist, target: Target): Pattern[] {
+  return allowlist.allow.filter(
+    (p) => p.port !== undefined && p.port !== target.port && patternMatches(p, { ...target, port: p.port }),
+  );
+}
+
+/** The denial of `target`, which the allowlist refused (`deniedBy`: the deny entry that did, if one). */
+export function listDenial(allowlist: Allowlist, target: Target, deniedBy: string | undefined): ProxyDenial {
+  const where = formatTarget(target);
+  const host = addressEntry(target.host);
+  if (deniedBy !== undefined) {
+    return {
+      kind: 'network.host',
+      target: where,
+      reason: `${target.host} is on the deny list (${deniedBy})`,
+      allowEntry: host,
+      deniedBy,
+    };
+  }
+  const ports = otherPorts(allowlist, target);
+  if (ports.length > 0) {
+    return {
+      kind: 'network.port',
+      target: where,
+      reason: `${target.host} is allowed only on port ${[...new Set(ports.map((p) => p.port))].join(', ')}, not ${target.port}`,
+      allowEntry: `${host}:${target.port}`,
+    };
+  }
+  return {
+    kind: 'network.host',
+    target: where,
+    reason: `${target.host} is not on the allowlist`,
+    allowEntry: host,
+  };
+}
+
+/** The denial of the allowed name `target` that resolved to the forbidden `address`. */
+export function privateAddressDenial(target: Target, address: string, why: string): ProxyDenial {
+  return {
+    kind: 'network.private-address',
+    target: formatTarget(target),
+    reason: `${target.host} resolves to ${address}, ${why}`,
+    allowEntry: addressEntry(address),
+    address,
+  };
+}
+
+/**
+ * The denial of a name the sandbox's resolver refused (`ALEPH dns-refused NAME`), checked against this
+ * allowlist: `undefined` when the name is not one (malformed) or is in fact allowed on some port, so a
+ * report can only record what is true.
+ */
+export function dnsDenial(allowlist: Allowlist, name: string): ProxyDenial | undefined {
+  let host: string;
+  try {
+    const n = normalizeHost(name);
+    if (n.kind !== 'name') return undefined;
+    host = n.host;
+  } catch {
+    return undefined;
+  }
+  const anyPort = (p: Pattern) => patternMatches(p, { kind: 'name', host, port: p.port ?? 1 });
+  const denied = allowlist.deny.find((p) => p.port === undefined && anyPort(p));
+  if (denied === undefined && allowlist.allow.some(anyPort)) return undefined;
+  return {
+    kind: 'network.dns',
+    target: host,
+    reason:
+      denied === undefined
+        ? `${host} is not on the allowlist: the sandbox's resolver answered NXDOMAIN`
+        : `${host} is on the deny list (${denied.source}): the sandbox's resolver answered NXDOMAIN`,
+    allowEntry: host,
+    ...(denied === undefined ? {} : { deniedBy: denied.source }),
+  };
+}
