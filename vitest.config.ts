@@ -26,6 +26,7 @@ export default defineConfig({
       project('driver-macos'),
       project('driver-windows'),
       project('sandbox'),
+      project('mcp'),
       { extends: true as const, test: { name: 'e2e', include: ['e2e/**/*.test.ts'] } },
     ],
   },

@@ -1,0 +1,68 @@
+/**
+ * The sandbox sessions of one MCP connection: the connection's own (one connection is one session), and
+ * those the client names with a tool's `session` argument. Handles are opened once and closed with the
+ * connection; a scratch session's workspace (no `--workspace`, no `--session`) is removed then.
+ */
+import { randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import type { AlephSandbox, SandboxSession } from '@aleph/sandbox';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+
+/** At most this many sessions per connection (its own included). */
+export const MAX_SESSIONS = 32;
+
+/** What a client may name a session: letters, digits and `._:@-`, 1 to 128 of them. */
+export const SESSION_NAME = /^[A-Za-z0-9._:@-]{1,128}$/;
+
+export class SessionRegistry {
+  readonly #sandbox: AlephSandbox;
+  readonly #handles = new Map<string, SandboxSession>();
+  readonly #scratch: boolean;
+  /** The connection's own session id. */
+  readonly defaultId: string;
+
+  /**
+   * `sessionId` is the connection's session (default: a new random id). When it is random and the
+   * sandbox keeps workspaces under its root (`scratch`), its workspace is removed by {@link close}.
+   */
+  constructor(sandbox: AlephSandbox, sessionId: string | undefined, scratch: boolean) {
+    this.#sandbox = sandbox;
+    this.defaultId = sessionId ?? `mcp-${randomUUID()}`;
+    this.#scratch = sessionId === undefined && scratch;
+  }
+
+  /** The handle of `name` (a session the client named), or of the connection's own session. */
+  get(name: string | undefined): SandboxSession {
+    const id = name ?? this.defaultId;
+    let handle = this.#handles.get(id);
+    if (handle === undefined) {
+      if (this.#handles.size >= MAX_SESSIONS) {
+        throw new McpError(
+          ErrorCode.InvalidParams,
+          `session: this connection already uses ${MAX_SESSIONS} sessions; reuse one of them (or omit session for the connection's own)`,
+        );
+      }
+      handle = this.#sandbox.session(id);
+      this.#handles.set(id, handle);
+    }
+    return handle;
+  }
+
+  /** True when `id` is a session this connection used. */
+  has(id: unknown): boolean {
+    return typeof id === 'string' && this.#handles.has(id);
+  }
+
+  /** Closes every handle (killing what they run). */
+  async close(): Promise<void> {
+    await Promise.all([...this.#handles.values()].map((h) => h.close()));
+  }
+
+  /** After the sandbox is disposed: removes the scratch workspace, if any. */
+  async removeScratch(): Promise<void> {
+    if (!this.#scratch) return;
+    // Nothing runs any more (the sandbox was disposed), so no command can swap a directory under rm,
+    // and rm never follows links.
+    await rm(this.#sandbox.workspacePath(this.defaultId), { recursive: true, force: true });
+  }
+}
