@@ -84,7 +84,7 @@ export function createMcpApprovalRequester(
       if (!clientCanElicit(mcp)) {
         return refuse(
           'unavailable',
-          'the MCP client cannot ask the user (it declared no elicitation support)',
+          'the MCP client cannot ask the user: it declared no elicitation support',
         );
       }
       const ctx = callContext.getStore();

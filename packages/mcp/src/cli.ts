@@ -7,7 +7,7 @@
  * sandbox could not be built.
  */
 import { loadConfig } from '@aleph/sandbox';
-import { parseRunFlags, UsageError } from '@aleph/sandbox/cli-kit';
+import { parseRunFlags, UsageError, unknownOption } from '@aleph/sandbox/cli-kit';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { type AlephMcpServer, createAlephMcpServer } from './server.js';
 
@@ -75,6 +75,8 @@ start(process.argv.slice(2))
       process.stdout.write(`${(error as Error).message}\n`);
       return;
     }
-    process.stderr.write(`aleph-mcp: ${(error as Error).message.split('\n')[0]}\n`);
+    const e = error as Error & { code?: string };
+    const message = e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? unknownOption(e.message, 'mcp') : e.message;
+    process.stderr.write(`aleph-mcp: ${message.split('\n')[0]}\n`);
     process.exitCode = exitCodeOf(error);
   });

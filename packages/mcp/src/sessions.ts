@@ -1,11 +1,15 @@
 /**
  * The sandbox sessions of one MCP connection: the connection's own (one connection is one session), and
  * those the client names with a tool's `session` argument. Handles are opened once and closed with the
- * connection; a scratch session's workspace (no `--workspace`, no `--session`) is removed then.
+ * connection; a scratch session (no `--workspace`, no `--session`: its id is random, so nothing can use it
+ * again) leaves nothing behind: its workspace and, on Linux, its HOME are removed then.
  */
 import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import type { AlephSandbox, SandboxSession } from '@aleph/sandbox';
+import { sessionKeyToFilename } from '@aleph/sandbox-core';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 
 /** At most this many sessions per connection (its own included). */
@@ -58,11 +62,19 @@ export class SessionRegistry {
     await Promise.all([...this.#handles.values()].map((h) => h.close()));
   }
 
-  /** After the sandbox is disposed: removes the scratch workspace, if any. */
+  /**
+   * After the sandbox is disposed: removes the scratch session's workspace and its HOME (the Linux
+   * driver's `<homeRoot>/<session key>`), if the connection had a scratch session.
+   */
   async removeScratch(): Promise<void> {
     if (!this.#scratch) return;
+    const dirs = [this.#sandbox.workspacePath(this.defaultId)];
+    if (this.#sandbox.driver?.name === 'linux') {
+      const homes = this.#sandbox.config.linux.homeRoot ?? path.join(os.homedir(), '.aleph', 'homes');
+      dirs.push(path.join(homes, sessionKeyToFilename(this.defaultId)));
+    }
     // Nothing runs any more (the sandbox was disposed), so no command can swap a directory under rm,
     // and rm never follows links.
-    await rm(this.#sandbox.workspacePath(this.defaultId), { recursive: true, force: true });
+    await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
   }
 }

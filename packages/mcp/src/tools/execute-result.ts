@@ -75,7 +75,6 @@ export function outputResult(out: SandboxOutput, session: string): CallToolResul
     denials,
     session,
     ...(typeof details.tier === 'string' ? { tier: details.tier } : {}),
-    ...(Array.isArray(details.notEnforced) ? { notEnforced: details.notEnforced as string[] } : {}),
   };
   const ended =
     status === 'timedOut'

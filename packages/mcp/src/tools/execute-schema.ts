@@ -137,8 +137,8 @@ export const ExecuteOutput = z.object({
       approval: z.enum(['unavailable', 'off', 'declined', 'cancelled', 'failed', 'timeout']).optional(),
     })
     .optional(),
+  /** The enforcement tier the command ran in (what it does not enforce: the aleph://doctor resource). */
   tier: z.string().optional(),
-  notEnforced: z.array(z.string()).optional(),
 });
 
 export type ExecuteResult = z.infer<typeof ExecuteOutput>;
