@@ -103,13 +103,17 @@ export function grantHints(requested: SandboxCapabilities, ceiling: SandboxCapab
   const memory = requested.maxMemoryMb;
   const limit = ceiling.maxMemoryMb;
   if (limit !== undefined && (memory === undefined || memory > limit)) {
+    // Asking for no limit is fixed by a limit every command asks for; asking for more, by a higher ceiling.
     const asked = memory === undefined ? 'no memory limit' : `${memory} MiB of memory`;
+    const reason = `${asked} is above the ceiling of ${limit} MiB`;
     hints.push(
-      hint('capability.memory', asked, `${asked} is above the ceiling of ${limit} MiB`, `--memory ${limit}`, {
-        table: 'sandbox.baseline',
-        key: 'max_memory_mb',
-        value: String(memory ?? limit),
-      }),
+      memory === undefined
+        ? hint('capability.memory', asked, reason, `--memory ${limit}`)
+        : hint('capability.memory', asked, reason, `--memory ${memory}`, {
+            table: 'sandbox.baseline',
+            key: 'max_memory_mb',
+            value: String(memory),
+          }),
     );
   }
   return hints;

@@ -92,11 +92,16 @@ export function parseGrants(grants: SandboxCapabilitiesInput | undefined): Sandb
 
 /**
  * The baseline the server runs with: the config's, plus the flag grants (the user granted them by
- * starting the server with them). A memory limit in the grants is what commands get, not a ceiling.
+ * starting the server with them). A memory limit in the grants is what commands get; it raises the
+ * config's memory ceiling when it is above it (a ceiling stays a ceiling: none stays none).
  */
 export function effectiveBaseline(config: AlephConfig, grants: SandboxCapabilities): SandboxCapabilities {
-  const { maxMemoryMb: _memory, ...granted } = grants;
-  return unionCapabilities(config.baseline, granted);
+  const { maxMemoryMb: memory, ...granted } = grants;
+  const baseline = unionCapabilities(config.baseline, granted);
+  const ceiling = config.baseline.maxMemoryMb;
+  return ceiling === undefined || memory === undefined || memory <= ceiling
+    ? baseline
+    : { ...baseline, maxMemoryMb: memory };
 }
 
 /**

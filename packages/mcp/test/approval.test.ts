@@ -114,3 +114,26 @@ describe('approval through the client', () => {
     expect(textOf(r)).toContain('Nobody answered in time');
   });
 });
+
+describe('memory', () => {
+  it('--memory is what every command gets, and it raises a lower memory ceiling of the config', async () => {
+    const { call, driver, asked } = await connect({
+      config: { baseline: { max_memory_mb: 256 } },
+      server: { grants: { maxMemoryMb: 512 } },
+      elicit: () => ({ action: 'decline' }),
+    });
+    expect((await call('execute', { argv: ['true'] })).structuredContent).toMatchObject({
+      status: 'completed',
+    });
+    expect(driver.requests[0]?.capabilities.maxMemoryMb).toBe(512);
+    expect(asked).toHaveLength(0);
+  });
+
+  it("without --memory, commands ask for the config's ceiling, so they run without asking", async () => {
+    const { call, driver } = await connect({ config: { baseline: { max_memory_mb: 256 } } });
+    expect((await call('execute', { argv: ['true'] })).structuredContent).toMatchObject({
+      status: 'completed',
+    });
+    expect(driver.requests[0]?.capabilities.maxMemoryMb).toBe(256);
+  });
+});
