@@ -30,6 +30,22 @@ describe('progress and cancellation', () => {
     expect(driver.requests[0]?.onStdout).toBeTypeOf('function');
   });
 
+  it('stdin is text with a progress token too: "pipe" is given to the command, not an open pipe', async () => {
+    // The fake's command echoes the stdin it was given whole (a stream it would wait on until the timeout).
+    const echo = (request: DriverRunRequest) => ({
+      exitCode: 0,
+      stdout: typeof request.stdin === 'string' ? encode(request.stdin) : (request.stdin as Uint8Array),
+    });
+    const { client, driver } = await connect({ driver: { output: echo } });
+    const r = await client.callTool(
+      { name: 'execute', arguments: { argv: ['cat'], stdin: 'pipe', timeoutSeconds: 5 } },
+      undefined,
+      { onprogress: () => {} },
+    );
+    expect(r.structuredContent).toMatchObject({ status: 'completed', stdout: 'pipe' });
+    expect(driver.requests[0]?.onStdout).toBeTypeOf('function');
+  });
+
   it('without a progress token the command runs buffered (no streams)', async () => {
     const { call, driver } = await connect({ driver: { output: threeLines } });
     const r = await call('execute', { argv: ['talk'] });

@@ -69,7 +69,10 @@ async function runStreaming(
   extra: Extra,
   token: string | number,
 ): Promise<SandboxOutput> {
-  const proc = await session.spawn(command, { signal: extra.signal });
+  // spawn() reads the text "pipe" as an open stdin pipe; the bytes of the text are what the caller gave.
+  const stdin = typeof command.stdin === 'string' ? new TextEncoder().encode(command.stdin) : command.stdin;
+  const input = stdin === undefined ? command : { ...command, stdin };
+  const proc = await session.spawn(input, { signal: extra.signal });
   const progress = new ProgressReporter({ token, sendNotification: (n) => extra.sendNotification(n) });
   const pump = async (stream: ReadableStream<Uint8Array>) => {
     for await (const chunk of stream) progress.push(chunk);
