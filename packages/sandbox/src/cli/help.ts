@@ -49,7 +49,8 @@ Needs the @aleph/mcp package (npm install @aleph/mcp); \`npx -y @aleph/mcp [run 
 Flags (those of run, with these meanings):
   --workspace DIR      work in DIR (created if missing); without it and --session, the connection gets
                        a scratch workspace that is removed when the client disconnects
-  --session ID         the connection's session id: its workspace and grants persist across restarts
+  --session ID         the connection's session id: its workspace is kept across restarts (what the
+                       user approves for the session lasts until the server exits)
   --cwd DIR            default working directory of commands, inside the workspace
   --allow-read PATH    every command may read PATH (repeatable), without asking
   --allow-write PATH   every command may write PATH (repeatable), without asking
