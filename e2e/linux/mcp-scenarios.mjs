@@ -155,7 +155,11 @@ export const mcpScenarios = {
   },
 
   async files({ plan, open }) {
-    return closing(await open(['--workspace', ws(plan, 'files')]), async ({ call }) => {
+    const homes = path.join(plan.home, '.aleph', 'homes');
+    const listHomes = () => (existsSync(homes) ? readdirSync(homes) : []);
+    const homesBefore = listHomes();
+    const added = () => listHomes().filter((h) => !homesBefore.includes(h));
+    const observed = await closing(await open(['--workspace', ws(plan, 'files')]), async ({ call }) => {
       const write = brief(await call('write_file', { path: 'src/app.ts', content: 'l1\nl2\nl3\n' }));
       const result = {
         write,
@@ -170,8 +174,11 @@ export const mcpScenarios = {
         delete: text(await call('delete_file', { path: 'src', recursive: true })),
         listAfter: (await call('list_directory', {})).structuredContent,
       };
-      return { ...result, leftovers: leftovers(ws(plan, 'files')) };
+      return { ...result, homesDuring: added(), leftovers: leftovers(ws(plan, 'files')) };
     });
+    // The session's id was random, so its HOME goes with the server (the workspace is the user's: it stays).
+    const serverGone = await until(() => processesWith(plan.config).length === 0, 10_000);
+    return { ...observed, serverGone, homesAfter: added(), workspaceKept: existsSync(ws(plan, 'files')) };
   },
 
   async symlink({ plan, open }) {

@@ -176,8 +176,11 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           expect(r.text).toContain(`or set in ${run?.config}:`);
         });
 
-        it('file tools on the real file mechanism; protected paths refused; no temp file left', () => {
-          expect(result('files')).toMatchObject({
+        it('file tools on the real file mechanism; protected paths refused; no temp file left; the HOME of a --workspace connection goes with it', () => {
+          const r = result<{ homesDuring: string[] } & Record<string, unknown>>('files');
+          expect(r.homesDuring).toHaveLength(1);
+          expect(r).toMatchObject({ serverGone: true, homesAfter: [], workspaceKept: true });
+          expect(r).toMatchObject({
             write: { isError: false, text: 'wrote 9 bytes to src/app.ts' },
             whole: 'l1\nl2\nl3\n',
             range: 'l2\nl3\n',

@@ -34,8 +34,8 @@ export interface AlephMcpServerOptions {
   /** Default `prompt`. */
   readonly approve?: ApproveMode;
   /**
-   * The connection's session id. Default: a new random one, whose workspace is scratch (removed by
-   * `close()`) unless `workspace` is given.
+   * The connection's session id. Default: a new random one, whose Linux HOME `close()` removes, and
+   * its workspace too unless `workspace` is given (that one is scratch).
    */
   readonly sessionId?: string;
   /** Work in this directory (the user's, in place) instead of a session workspace under `workspace_root`. */

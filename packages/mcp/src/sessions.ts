@@ -1,8 +1,9 @@
 /**
  * The sandbox sessions of one MCP connection: the connection's own (one connection is one session), and
  * those the client names with a tool's `session` argument. Handles are opened once and closed with the
- * connection; a scratch session (no `--workspace`, no `--session`: its id is random, so nothing can use it
- * again) leaves nothing behind: its workspace and, on Linux, its HOME are removed then.
+ * connection. The connection's own session without `--session` has a random id, so nothing can use it
+ * again: it leaves nothing behind (on Linux its HOME is removed, and its workspace too unless it is the
+ * user's `--workspace`).
  */
 import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
@@ -21,18 +22,23 @@ export const SESSION_NAME = /^[A-Za-z0-9._:@-]{1,128}$/;
 export class SessionRegistry {
   readonly #sandbox: AlephSandbox;
   readonly #handles = new Map<string, SandboxSession>();
-  readonly #scratch: boolean;
+  /** The connection's session id is random (nothing can come back to it). */
+  readonly #random: boolean;
+  /** Its workspace is the sandbox's (under `workspace_root`), not the user's directory. */
+  readonly #ownWorkspace: boolean;
   /** The connection's own session id. */
   readonly defaultId: string;
 
   /**
-   * `sessionId` is the connection's session (default: a new random id). When it is random and the
-   * sandbox keeps workspaces under its root (`scratch`), its workspace is removed by {@link close}.
+   * `sessionId` is the connection's session (default: a new random id). When it is random, its HOME is
+   * removed by {@link removeScratch}, and its workspace too when the sandbox keeps workspaces under its
+   * root (`ownWorkspace`: no `--workspace`).
    */
-  constructor(sandbox: AlephSandbox, sessionId: string | undefined, scratch: boolean) {
+  constructor(sandbox: AlephSandbox, sessionId: string | undefined, ownWorkspace: boolean) {
     this.#sandbox = sandbox;
     this.defaultId = sessionId ?? `mcp-${randomUUID()}`;
-    this.#scratch = sessionId === undefined && scratch;
+    this.#random = sessionId === undefined;
+    this.#ownWorkspace = ownWorkspace;
   }
 
   /** The handle of `name` (a session the client named), or of the connection's own session. */
@@ -63,12 +69,12 @@ export class SessionRegistry {
   }
 
   /**
-   * After the sandbox is disposed: removes the scratch session's workspace and its HOME (the Linux
-   * driver's `<homeRoot>/<session key>`), if the connection had a scratch session.
+   * After the sandbox is disposed, when the connection's session id was random: removes its HOME (the
+   * Linux driver's `<homeRoot>/<session key>`) and, unless it was the user's `--workspace`, its workspace.
    */
   async removeScratch(): Promise<void> {
-    if (!this.#scratch) return;
-    const dirs = [this.#sandbox.workspacePath(this.defaultId)];
+    if (!this.#random) return;
+    const dirs = this.#ownWorkspace ? [this.#sandbox.workspacePath(this.defaultId)] : [];
     if (this.#sandbox.driver?.name === 'linux') {
       const homes = this.#sandbox.config.linux.homeRoot ?? path.join(os.homedir(), '.aleph', 'homes');
       dirs.push(path.join(homes, sessionKeyToFilename(this.defaultId)));
