@@ -25,6 +25,26 @@ describe('approval through the client', () => {
     expect(asked).toHaveLength(2);
   });
 
+  it('a client that declares elicitation as {} (the 2025-06-18 way: form only) is asked too', async () => {
+    const { call, asked } = await connect({
+      elicitation: {},
+      elicit: () => ({ action: 'accept', content: { duration: 'once' } }),
+    });
+    expect((await call('execute', SHELL)).structuredContent).toMatchObject({ status: 'completed' });
+    expect(asked).toHaveLength(1);
+  });
+
+  it('a client that declares only URL elicitation cannot show the form: not asked, told how to allow it', async () => {
+    const { call, asked, driver } = await connect({
+      elicitation: { url: {} },
+      elicit: () => ({ action: 'accept', content: { duration: 'once' } }),
+    });
+    const r = await call('execute', SHELL);
+    expect(asked).toHaveLength(0);
+    expect(driver.runCount).toBe(0);
+    expect(r.structuredContent).toMatchObject({ status: 'denied', error: { approval: 'unavailable' } });
+  });
+
   it('accepting for the session caches the grant: the same or a narrower request is not asked again', async () => {
     const { call, asked, driver } = await connect({
       elicit: () => ({ action: 'accept', content: { duration: 'session' } }),

@@ -33,6 +33,8 @@ export interface ConnectOptions {
   readonly driver?: FakeDriverOptions;
   /** Declare elicitation and answer with this; without it the client declares none. */
   readonly elicit?: (request: ElicitRequest['params']) => ElicitResult | Promise<ElicitResult>;
+  /** The elicitation capability the client declares with `elicit`. Default `{ form: {} }`. */
+  readonly elicitation?: Record<string, unknown>;
 }
 
 export async function connect(options: ConnectOptions = {}): Promise<Connected> {
@@ -43,7 +45,9 @@ export async function connect(options: ConnectOptions = {}): Promise<Connected> 
   const asked: ElicitRequest['params'][] = [];
   const client = new Client(
     { name: 'test', version: '0' },
-    options.elicit === undefined ? {} : { capabilities: { elicitation: { form: {} } } },
+    options.elicit === undefined
+      ? {}
+      : { capabilities: { elicitation: options.elicitation ?? { form: {} } } },
   );
   const elicit = options.elicit;
   if (elicit !== undefined) {
