@@ -1,6 +1,7 @@
 import type { DriverRunRequest } from '@aleph/sandbox-core';
 import { ErrorCode, McpError, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
+import { ProgressReporter } from '../src/tools/progress.js';
 import { connect, encode } from './connect.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -25,8 +26,9 @@ describe('progress and cancellation', () => {
     // The last one may race the result (it is never relied on); the first ones arrive.
     expect(seen.length).toBeGreaterThanOrEqual(2);
     expect(seen.map((p) => p.progress)).toEqual(seen.map((_, i) => i + 1));
+    // Each message is the output so far.
     expect(seen[0]?.message).toBe('line 1\n');
-    expect(seen.map((p) => p.message).join('')).toMatch(/^line 1\nline 2\n/);
+    expect(seen[1]?.message).toBe('line 1\nline 2\n');
     expect(driver.requests[0]?.onStdout).toBeTypeOf('function');
   });
 
@@ -85,5 +87,21 @@ describe('progress and cancellation', () => {
     await app.close();
     expect(driver.requests[0]?.signal?.aborted).toBe(true);
     expect(driver.disposed).toBe(true);
+  });
+
+  it('a message is the last 8 KiB of the output so far, marked as cut; quiet, it says how long it has run', async () => {
+    const sent: { progress: number; message?: string }[] = [];
+    const reporter = new ProgressReporter({
+      token: 't',
+      sendNotification: async (n) => {
+        sent.push(n.params as { progress: number; message?: string });
+      },
+    });
+    reporter.push(encode('a'.repeat(20_000)));
+    reporter.push(encode('END'));
+    while (sent.length === 0) await sleep(10);
+    await reporter.stop();
+    expect(sent).toHaveLength(1);
+    expect(sent[0]?.message).toBe(`…${'a'.repeat(8 * 1024 - 3)}END`);
   });
 });

@@ -1,9 +1,10 @@
 /**
- * Progress of a running command, for a client that asked for it (`_meta.progressToken`): the output that
- * arrived since the last notification (stdout and stderr as they came, at most 8 KiB of its tail), at most
- * every 250 ms, and a line every 5 s while nothing arrives, so a client that resets its timeout on
- * progress keeps waiting. Nothing is sent after the command ended: the result carries the whole output,
- * and a notification racing it could arrive after it.
+ * Progress of a running command, for a client that asked for it (`_meta.progressToken`): the output so
+ * far (stdout and stderr as they came; its last 8 KiB, marked `…` when cut) as each notification's
+ * message, so a client that shows the latest message shows the command's recent output. One at most
+ * every 250 ms while output arrives, and one every 5 s while none does, so a client that resets its
+ * timeout on progress keeps waiting. Nothing is sent after the command ended: the result carries the whole
+ * output, and a notification racing it could arrive after it.
  */
 import type { ServerNotification } from '@modelcontextprotocol/sdk/types.js';
 
@@ -22,7 +23,10 @@ export class ProgressReporter {
   readonly #target: ProgressTarget;
   readonly #decoder = new TextDecoder();
   readonly #started = Date.now();
-  #pending = '';
+  /** The last {@link MAX_MESSAGE} characters of the output so far. */
+  #tail = '';
+  /** Whether `#tail` lost its start. */
+  #cut = false;
   #count = 0;
   #lastSent = 0;
   #timer: NodeJS.Timeout | undefined;
@@ -34,7 +38,7 @@ export class ProgressReporter {
   constructor(target: ProgressTarget) {
     this.#target = target;
     this.#heartbeat = setInterval(() => {
-      if (Date.now() - this.#lastSent >= HEARTBEAT_MS) this.#send('');
+      if (Date.now() - this.#lastSent >= HEARTBEAT_MS) this.#send();
     }, HEARTBEAT_MS);
     this.#heartbeat.unref();
   }
@@ -42,29 +46,25 @@ export class ProgressReporter {
   /** Output of the command, as it arrives. */
   push(chunk: Uint8Array): void {
     if (this.#stopped) return;
-    this.#pending += this.#decoder.decode(chunk, { stream: true });
-    if (this.#pending.length > 4 * MAX_MESSAGE) this.#pending = this.#pending.slice(-MAX_MESSAGE);
+    this.#tail += this.#decoder.decode(chunk, { stream: true });
+    if (this.#tail.length > MAX_MESSAGE) {
+      this.#tail = this.#tail.slice(-MAX_MESSAGE);
+      this.#cut = true;
+    }
     if (this.#timer !== undefined) return;
     const wait = Math.max(0, this.#lastSent + INTERVAL_MS - Date.now());
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
-      const text = this.#pending;
-      this.#pending = '';
-      this.#send(text);
+      this.#send();
     }, wait);
   }
 
-  #send(output: string): void {
+  #send(): void {
     if (this.#stopped) return;
     this.#count += 1;
     this.#lastSent = Date.now();
     const seconds = Math.round((this.#lastSent - this.#started) / 1000);
-    const message =
-      output === ''
-        ? `running for ${seconds} s`
-        : output.length > MAX_MESSAGE
-          ? `…${output.slice(-MAX_MESSAGE)}`
-          : output;
+    const message = this.#tail === '' ? `running for ${seconds} s` : `${this.#cut ? '…' : ''}${this.#tail}`;
     this.#sending = this.#target
       .sendNotification({
         method: 'notifications/progress',
