@@ -1,6 +1,7 @@
-import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { connect, textOf } from './connect.js';
 
 describe('file tools', () => {
@@ -59,19 +60,35 @@ describe('file tools', () => {
     await call('write_file', { path: 'keep', content: '' });
     const ws = app.sandbox.workspacePath(app.sessionId);
     symlinkSync(secret, path.join(ws, 'link'));
-    expect(textOf(await call('read_file', { path: 'link' }))).toMatch(
-      /^MCP error -32602: ALEPH_PATH_OUTSIDE_WORKSPACE: /,
-    );
+    const viaLink = textOf(await call('read_file', { path: 'link' }));
+    expect(viaLink).toMatch(/^MCP error -32602: ALEPH_PATH_OUTSIDE_WORKSPACE: /);
+    // A link is never followed whatever is granted: no grant is suggested for it.
+    expect(viaLink).not.toContain('--allow-read');
     expect(textOf(await call('write_file', { path: 'link', content: 'x' }))).toMatch(/ALEPH_INVALID_PATH/);
     expect(textOf(await call('read_file', { path: '../../secret.txt' }))).toMatch(
       /ALEPH_PATH_OUTSIDE_WORKSPACE/,
     );
-    expect(textOf(await call('read_file', { path: secret }))).toMatch(/ALEPH_PATH_OUTSIDE_WORKSPACE/);
+    expect(textOf(await call('read_file', { path: secret }))).toMatch(
+      /ALEPH_PATH_OUTSIDE_WORKSPACE: .*starting it with --allow-read DIR, or with fs_read = \["DIR"\] under \[sandbox.baseline\]/,
+    );
     mkdirSync(path.join(ws, '.git'));
     expect(textOf(await call('write_file', { path: '.git/config', content: 'x' }))).toMatch(
       /^MCP error -32602: ALEPH_PATH_PROTECTED: /,
     );
     expect(existsSync(path.join(ws, '.git', 'config'))).toBe(false);
+  });
+
+  it('inside a read grant (--allow-read) files are read, and a write names --allow-write', async () => {
+    const outside = mkdtempSync(path.join(os.tmpdir(), 'aleph-mcp-grant-'));
+    onTestFinished(() => rmSync(outside, { recursive: true, force: true }));
+    writeFileSync(path.join(outside, 'in.txt'), 'granted\n');
+    const { call } = await connect({ server: { grants: { fsRead: [outside] } } });
+    expect(textOf(await call('read_file', { path: path.join(outside, 'in.txt') }))).toBe('granted\n');
+    const write = textOf(await call('write_file', { path: path.join(outside, 'new.txt'), content: 'x' }));
+    expect(write).toMatch(
+      /may read but not write; .*starting it with --allow-write DIR, or with fs_write = /,
+    );
+    expect(existsSync(path.join(outside, 'new.txt'))).toBe(false);
   });
 
   it('the scratch workspace of the connection is removed by close(); a named --workspace is kept', async () => {

@@ -22,13 +22,24 @@ const PathArg = z
 /** The largest file `read_file` reads (a line range of a larger one is refused too: use a command). */
 const MAX_READ_BYTES = 64 * 1024 * 1024;
 
+/**
+ * How the user lets this server's file tools reach a path outside the workspace (a path the client named
+ * there, not a link that leads out: a link is never followed, whatever is granted).
+ */
+function grantHint(error: FileAccessError): string {
+  if (error.code !== 'ALEPH_PATH_OUTSIDE_WORKSPACE' || error.reason.startsWith('leads out')) return '';
+  const write = error.reason.includes('may read but not write');
+  const [flag, key] = write ? ['--allow-write', 'fs_write'] : ['--allow-read', 'fs_read'];
+  return ` (for this MCP server, the user allows it by starting it with ${flag} DIR, or with ${key} = ["DIR"] under [sandbox.baseline] in the config)`;
+}
+
 /** The sandbox's errors as MCP errors: file refusals name `path` and the code. */
 function fileError(error: unknown): never {
   if (error instanceof McpError) throw error;
-  if (error instanceof FileAccessError || isAlephError(error)) {
-    const code = error instanceof FileAccessError ? ErrorCode.InvalidParams : ErrorCode.InternalError;
-    throw new McpError(code, `${error.code}: ${error.message}`);
+  if (error instanceof FileAccessError) {
+    throw new McpError(ErrorCode.InvalidParams, `${error.code}: ${error.message}${grantHint(error)}`);
   }
+  if (isAlephError(error)) throw new McpError(ErrorCode.InternalError, `${error.code}: ${error.message}`);
   throw error;
 }
 
