@@ -104,6 +104,16 @@ describe.skipIf((!stack.ok || unavailable !== undefined) && !stack.missing.some(
           /a leaf took pids\.max = 16 and memory\.max = \d+, a process moved into it/,
         );
       }
+      // Tier 2's namespace limits (issue 23 §7, §9), as the helper tried them on this kernel.
+      const [major = 0, minor = 0] = os.release().split('.').map(Number);
+      const perNamespace = major > 6 || (major === 6 && minor >= 14);
+      expect(m['pid-max']?.available, m['pid-max']?.detail).toBe(perNamespace);
+      expect(m['pid-max']?.detail).toMatch(
+        perNamespace
+          ? /whatever its uid/
+          : /no pid_max per PID namespace: Linux .* per PID namespace from 6\.14/,
+      );
+      expect(m['userns-limits']?.detail).toMatch(/counts of its own|cannot be set/);
       everyGapHasItsFix(r);
     });
 
@@ -124,6 +134,13 @@ describe.skipIf((!stack.ok || unavailable !== undefined) && !stack.missing.some(
       expect(r.json.gapFixes?.['protected-paths-during-run']).toMatch(
         /^make tier 1 work: .*; or make tier 2 work: /,
       );
+      // Root keeps uid 0 in tier 3: without a delegated cgroup nothing bounds its processes, and doctor says
+      // so with what closes it (issue 23 §7).
+      if (m['cgroup-v2']?.available !== true) {
+        const gap = r.json.notEnforced.find((g) => g.startsWith('process-limit: '));
+        expect(gap, r.text).toMatch(/RLIMIT_NPROC does not bind uid 0.*tier 3 has no PID namespace/);
+        expect(r.json.gapFixes?.['process-limit']).toMatch(/sandbox_uid/);
+      }
     });
 
     it('every mechanism fine but no tier allowed to run: NOT ready, with each tier’s failure and fix', async () => {

@@ -108,9 +108,9 @@ export const asIdentityTitle = (identity: Identity) =>
 const helperFacts = (() => {
   try {
     const out = spawnSync(resolveHelperPath(), ['--probe']);
-    return JSON.parse(String(out.stdout)) as { landlock_abi: number };
+    return JSON.parse(String(out.stdout)) as { landlock_abi: number; pid_max_ns?: string };
   } catch {
-    return { landlock_abi: 0 };
+    return { landlock_abi: 0 } as { landlock_abi: number; pid_max_ns?: string };
   }
 })();
 
@@ -121,5 +121,6 @@ export function declaredGaps(identity: Identity): string[] {
     cgroup: detectCgroup().available,
     landlockAbi: helperFacts.landlock_abi,
     directUid: undefined,
+    pidNamespaceLimit: helperFacts.pid_max_ns === 'ok',
   });
 }

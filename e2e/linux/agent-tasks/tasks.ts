@@ -468,8 +468,9 @@ export const TASKS: Task[] = [
       home: {
         '.cache/agent-tool/entry': 'cached\n',
         '.agentrc': 'rc\n',
-        // Only the identity of the host's ~/.gitconfig.
-        '.gitconfig': /^\[user\]\n\tname = "?Host User"?\n\temail = "?host@example\.test"?\n$/,
+        // Only the identity of the host's ~/.gitconfig (after the line recording what the driver wrote).
+        '.gitconfig':
+          /^# aleph-sandbox wrote [^\n]*\n\[user\]\n\tname = "?Host User"?\n\temail = "?host@example\.test"?\n$/,
       },
     },
   },

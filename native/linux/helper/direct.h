@@ -10,7 +10,5 @@
 /* Checks O fits tier 3 (no mount operations, Landlock asked for), makes Landlock required and starts a
  * new session. */
 void direct_enter(struct options *o);
-/* Without --uid: keeps the host's uid, drops every capability and checks none is left. */
-void direct_drop_capabilities(void);
 
 #endif

@@ -4,9 +4,13 @@
  * bwrap starts this inside the new namespaces. In order it:
  *   0. makes the user-path mounts it is given (--mnt, --tmpfs-at, --mask-at, --dev-at) and checks the
  *      ones bwrap made from descriptors (--verify): mounts.c;
- *   1. drops to an unprivileged identity when asked (--uid/--gid; the host runs as root), clearing the
- *      capability bounding set first, so the program keeps neither capabilities nor root's file identity:
- *      identity.c;
+ *   1. sets the limits of the sandbox's own namespaces it is given (tier 2: pid_max of its PID namespace,
+ *      the per-user counts of its user namespace, through descriptors of the host's /proc/sys the launcher
+ *      opened): ns-limits.c;
+ *   1b. drops to an unprivileged identity when asked (--uid/--gid; the host runs as root), clearing the
+ *      capability bounding set first, so the program keeps neither capabilities nor root's file identity;
+ *      without --uid it keeps its uid and drops every capability (tier 2 kept CAP_SYS_RESOURCE and
+ *      CAP_SETPCAP for step 1): identity.c;
  *   2. sets no_new_privs;
  *   3. applies a Landlock ruleset (--ll-ro/--ll-rw/--ll-dev paths, optional TCP connect ports, scoping),
  *      in best-effort or required mode: landlock.c;
@@ -39,6 +43,7 @@
 #include "identity.h"
 #include "landlock.h"
 #include "mounts.h"
+#include "ns-limits.h"
 #include "options.h"
 #include "rlimits.h"
 #include "seccomp.h"
@@ -65,7 +70,8 @@ int helper_main(int argc, char **argv) {
   if (direct) direct_enter(&o);
   mount_ops_apply();
   char **env = o.env_fd >= 0 ? read_env(o.env_fd) : NULL;
-  if (direct && o.uid < 0) direct_drop_capabilities();
+  ns_limits_apply(&o.ns_limits);
+  if (o.uid < 0) drop_capabilities();
   else drop_identity(o.uid, o.gid);
   if (o.chdir != NULL && chdir(o.chdir) < 0) die("cannot change to the directory %s: %s", o.chdir, strerror(errno));
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die("PR_SET_NO_NEW_PRIVS: %s", strerror(errno));

@@ -1,6 +1,7 @@
 /*
  * The helper's command line (options.h): --uid, --gid, --rlimit, --landlock and the --ll-* rules,
- * --bridge PORT:PATH, --seccomp-fd, --env-fd, --chdir and the mount operations (mounts.c).
+ * --bridge PORT:PATH, --seccomp-fd, --env-fd, --chdir, the namespace limits (ns-limits.c: --sysctl-kernel,
+ * --sysctl-user, --pid-max, --userns-limit) and the mount operations (mounts.c).
  */
 #define _GNU_SOURCE
 #include "options.h"
@@ -9,6 +10,7 @@
 
 #include "../common/errors.h"
 #include "mounts.h"
+#include "ns-limits.h"
 
 /* --ll-ro, --ll-rw, --ll-dev, --ll-list: a path rule of kind 'r', 'w', 'd' or 'l'; 0 for another option. */
 static char path_rule_kind(const char *a) {
@@ -25,6 +27,7 @@ void parse_args(int argc, char **argv, struct options *o) {
   o->landlock.mode = "off";
   o->seccomp_fd = -1;
   o->env_fd = -1;
+  ns_limits_init(&o->ns_limits);
   struct landlock_rules *ll = &o->landlock;
   int i = 1;
   for (; i < argc; i++) {
@@ -60,7 +63,7 @@ void parse_args(int argc, char **argv, struct options *o) {
     else if (strcmp(a, "--env-fd") == 0) o->env_fd = (int)parse_long(v, "fd");
     else if (strcmp(a, "--chdir") == 0) o->chdir = v;
     else if (mount_op_parse(a, argv, argc, &i)) continue;
-    else die("unknown option %s", a);
+    else if (!ns_limits_option(&o->ns_limits, a, v)) die("unknown option %s", a);
     i++;
   }
   if (i >= argc) die("no program given after --");

@@ -6,11 +6,13 @@
 #define ALEPH_HELPER_OPTIONS_H
 
 #include "landlock.h"
+#include "ns-limits.h"
 #include "rlimits.h"
 
 struct options {
   long uid, gid;
   struct rlimit_set rlimits;
+  struct ns_limits ns_limits;
   struct landlock_rules landlock;
   long bridge_port;
   const char *bridge_path;

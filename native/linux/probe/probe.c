@@ -1,6 +1,7 @@
 /*
  * `aleph-sandbox-init --probe`: what this kernel does, found by doing it, as one JSON line:
- *   {"landlock_abi":N,"landlock":"ok","seccomp":true,"seccomp_detail":"ok","userns":"ok","mknod":"ok","uid":U}
+ *   {"landlock_abi":N,"landlock":"ok","seccomp":true,"seccomp_detail":"ok","userns":"ok","mknod":"ok",
+ *    "pid_max_ns":"ok","userns_limits":"ok","uid":U}
  * Each mechanism is exercised in a child process of its own, so this one stays as it was:
  *   seccomp: a filter that makes getppid fail with ENOTRECOVERABLE is loaded, and getppid must fail so;
  *   landlock: the ABI the kernel reports (landlock_abi), and a ruleset refusing directory reads is enforced:
@@ -9,7 +10,9 @@
  *     bubblewrap does without privilege, and what AppArmor's restriction of unprivileged user namespaces
  *     (Ubuntu 24.04 and later) refuses;
  *   mknod: /dev/null's device made in a temporary directory — what the helper does for a root host's /dev
- *     (helper/devfs.c), which a runtime dropping CAP_MKNOD or a device policy refuses.
+ *     (helper/devfs.c), which a runtime dropping CAP_MKNOD or a device policy refuses;
+ *   pid_max_ns, userns_limits: the limits tier 2's helper sets in namespaces of the sandbox's own
+ *     (ns-limits.c).
  * Each says "ok" or the step that failed and its error; "seccomp" is true only when the filter acted.
  */
 #define _GNU_SOURCE
@@ -32,6 +35,7 @@
 #include <unistd.h>
 
 #include "../helper/landlock.h"
+#include "ns-limits.h"
 
 /* Runs FN in a child and returns what it wrote ("ok" or a failure) in BUF. */
 static const char *in_child(const char *(*fn)(char *, size_t), char *buf, size_t len) {
@@ -115,13 +119,16 @@ static const char *mknod_exercise(char *buf, size_t len) {
 }
 
 int probe_main(void) {
-  char ll[256], sc[256], un[256], mk[256];
+  char ll[256], sc[256], un[256], mk[256], pm[256], ul[256];
   int abi = landlock_abi();
   in_child(landlock_exercise, ll, sizeof ll);
   in_child(seccomp_exercise, sc, sizeof sc);
   in_child(userns_exercise, un, sizeof un);
   in_child(mknod_exercise, mk, sizeof mk);
-  printf("{\"landlock_abi\":%d,\"landlock\":\"%s\",\"seccomp\":%s,\"seccomp_detail\":\"%s\",\"userns\":\"%s\",\"mknod\":\"%s\",\"uid\":%d}\n",
-         abi, ll, strcmp(sc, "ok") == 0 ? "true" : "false", sc, un, mk, (int)getuid());
+  in_child(pid_max_exercise, pm, sizeof pm);
+  in_child(userns_limits_exercise, ul, sizeof ul);
+  printf("{\"landlock_abi\":%d,\"landlock\":\"%s\",\"seccomp\":%s,\"seccomp_detail\":\"%s\",\"userns\":\"%s\",\"mknod\":\"%s\","
+         "\"pid_max_ns\":\"%s\",\"userns_limits\":\"%s\",\"uid\":%d}\n",
+         abi, ll, strcmp(sc, "ok") == 0 ? "true" : "false", sc, un, mk, pm, ul, (int)getuid());
   return 0;
 }

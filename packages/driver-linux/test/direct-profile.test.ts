@@ -45,6 +45,7 @@ function inputs(h: { home: string; state: string }, over: Partial<DirectInputs> 
     protectedPaths: [...DEFAULT_PROTECTED_PATHS],
     homeProtectedPaths: [...DEFAULT_HOME_PROTECTED_PATHS],
     vaultPaths: [path.join(h.home, '.aleph', 'data')],
+    hiddenPaths: [{ path: path.join(h.home, '.aleph', 'data'), what: 'the vault' }],
     sandboxUid: undefined,
     sandboxGid: undefined,
     uidRange: [1_879_048_192, 1_879_049_215],
@@ -94,6 +95,15 @@ describe.runIf(process.platform === 'linux')('the tier 3 profile [Linux paths; r
     );
     expect(p.summary.join('\n')).toMatch(/^git: after the run, control files .* are renamed aside/m);
     expect(p.notEnforced).toEqual([]);
+  });
+
+  it('refuses a grant inside a hidden path before anything else, naming the grant and the path', () => {
+    const h = host();
+    const data = path.join(h.home, '.aleph', 'data');
+    mkdirSync(path.join(data, 'db'), { recursive: true });
+    expect(() =>
+      buildDirectProfile(caps({ fsWrite: [path.join(data, 'db')] }), h.ws, h.ws, inputs(h)),
+    ).toThrow(/^capability denied: capabilities\.fsWrite\[0\] .* lies inside the vault/);
   });
 
   it('where .git is a file (a linked worktree, a submodule) that file is guarded instead of what it names', () => {

@@ -152,7 +152,7 @@ describe.runIf(linux)('the platform packages', () => {
     expect(r.status, r.stderr).toBe(0);
     expect(sha(outs[0] as string)).toBe(sha(outs[1] as string));
     if (built(process.arch)) expect(sha(outs[0] as string)).toBe(sha(platformBinary(process.arch)));
-  });
+  }, 180_000); // two optimised builds of the helper: far beyond the default 30 s on a loaded machine
 });
 
 describe.runIf(linux)('probe() with a helper that cannot run', () => {

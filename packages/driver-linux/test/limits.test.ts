@@ -81,6 +81,7 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile: rlimits and tmp
     landlock: 'best-effort',
     protectedPaths: [],
     vaultPaths: [],
+    hiddenPaths: [],
     sandboxUid: 65533,
     sandboxGid: 65533,
     uidRange: [1_879_048_192, 1_879_049_215],
@@ -173,6 +174,14 @@ describe('linuxNotEnforced names what stays unbounded', () => {
       facts: { ...base, cgroup: true, maxFileMb: 10 },
       has: [/^per-uid limits/, /^disk:/],
       hasNot: [/^limit\./],
+    },
+    {
+      name: "unprivileged host, tier 2's own inotify and fanotify counts",
+      facts: { ...base, isRoot: false, uid: 1000, usernsLimits: true },
+      has: [
+        /^per-uid limits: pending signals .*; inotify and fanotify are bounded in each command's user namespace too, at half the user's/,
+      ],
+      hasNot: [/inotify instances and watches, pending signals/],
     },
     {
       name: 'unprivileged host without Landlock',

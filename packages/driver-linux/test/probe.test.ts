@@ -172,6 +172,10 @@ describe('the fix for each gap, as data', () => {
     ],
     ['process-limit: …', /unified_cgroup_hierarchy=1.*; or set a uid for the commands/],
     ['limit.memory: …', /^a delegated cgroup v2, which bounds the whole execution: boot with/],
+    [
+      'limit.pids (uid 0): …',
+      /^a delegated cgroup v2, .*; or a max_pids of 299 or more, which pid_max holds exactly$/,
+    ],
     ['limit.memory (memfd, SysV shm): …', /and set max_file_mb/],
     ['limit.file-size: …', /^set max_file_mb/],
     ['per-uid limits: …', /leave sandbox_uid unset/],
@@ -181,6 +185,12 @@ describe('the fix for each gap, as data', () => {
     it(gap.slice(0, gap.indexOf(':')), () => {
       expect(linuxGapFixes([gap], ctx)[gap.slice(0, gap.indexOf(':'))]).toMatch(fix);
     });
+  it('process-limit in tier 2: a cgroup, or Linux 6.14 for a pid_max of the PID namespace', () => {
+    const fix = linuxGapFixes(['process-limit: …'], { ...ctx, tier: 'user-namespace' })['process-limit'];
+    expect(fix).toMatch(
+      /^a delegated cgroup v2, .*; or Linux 6\.14 or later, where the helper bounds the sandbox's PID namespace with a pid_max of its own/,
+    );
+  });
 });
 
 describe('withTiers: available, and so "ready", only when a tier ran a sandboxed `true`', () => {

@@ -53,6 +53,7 @@ function inputs(over: Partial<ProfileInputs> & { root?: boolean } = {}): Profile
     protectedPaths: ['.git/hooks', '.git/config', '.aleph', '.codex', '.agents'],
     homeProtectedPaths: [],
     vaultPaths: [],
+    hiddenPaths: [],
     sandboxUid: 65533,
     sandboxGid: 65533,
     uidRange: [1_879_048_192, 1_879_049_215],
@@ -187,6 +188,41 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
     expect(p.helperArgs).not.toContain('--uid');
   });
 
+  it("tier 2: the helper sets its namespaces' limits through the launcher's /proc/sys descriptors, and keeps only what that needs", () => {
+    const ws = temp();
+    const nsLimits = { pidMax: 402, userns: { max_inotify_instances: 64, max_user_namespaces: 0 } };
+    for (const root of [false, true]) {
+      const p = buildLinuxProfile(caps(), ws, ws, inputs({ root, privileged: false, nsLimits }));
+      const launch = p.launch.join(' ');
+      const k = /--open (p\d+) \/proc\/sys\/kernel/.exec(launch)?.[1];
+      const u = /--open (p\d+) \/proc\/sys\/user/.exec(launch)?.[1];
+      const helper = p.helperArgs.join(' ');
+      expect(helper).toContain(`--sysctl-kernel @${k} --pid-max 402`);
+      expect(helper).toContain(
+        `--sysctl-user @${u} --userns-limit max_inotify_instances=64 --userns-limit max_user_namespaces=0`,
+      );
+      expect(p.bwrapArgs.join(' ')).toContain(
+        '--disable-userns --cap-drop ALL --cap-add CAP_SYS_RESOURCE --cap-add CAP_SETPCAP',
+      );
+      expect(p.limits).toMatchObject({ pidMax: 402, userns: nsLimits.userns });
+      expect(p.summary.join('\n')).toMatch(
+        /pid_max is 402: at most 400 processes and threads of the command, whatever its uid/,
+      );
+    }
+    // Without userns counts: nothing kept; tier 1 (no user namespace, a uid per run): none of it.
+    const pidOnly = buildLinuxProfile(
+      caps(),
+      ws,
+      ws,
+      inputs({ root: false, nsLimits: { pidMax: 301, userns: {} } }),
+    );
+    expect(pidOnly.bwrapArgs.join(' ')).toContain('--cap-drop ALL --die-with-parent');
+    expect(pidOnly.helperArgs).not.toContain('--sysctl-user');
+    const tier1 = buildLinuxProfile(caps(), ws, ws, inputs({ nsLimits }));
+    expect(tier1.helperArgs.join(' ')).not.toMatch(/--sysctl|--pid-max|--userns-limit/);
+    expect(tier1.limits).toMatchObject({ pidMax: null, userns: {} });
+  });
+
   it('always: new session, dies with parent, fresh /dev and /proc, private /tmp, system dirs read-only, masks', () => {
     const ws = temp();
     const a = buildLinuxProfile(caps(), ws, ws, inputs()).bwrapArgs.join(' ');
@@ -254,6 +290,41 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
     }
     expect(isAlephError(error, 'ALEPH_INVALID_COMMAND')).toBe(true);
     expect((error as Error).message).toMatch(/^capabilities\.fsRead\[0\] does not exist/);
+  });
+
+  it('refuses a grant inside a hidden path (vault, session HOMEs, audit log directory, state), naming both', () => {
+    const home = temp();
+    const aleph = path.join(home, '.aleph');
+    const ws = path.join(aleph, 'workspaces', 'abc');
+    for (const d of [
+      ws,
+      path.join(aleph, 'homes', 'other'),
+      path.join(aleph, 'run'),
+      path.join(aleph, 'data'),
+    ])
+      mkdirSync(d, { recursive: true });
+    const hiddenPaths = [
+      { path: path.join(aleph, 'data'), what: 'the vault' },
+      { path: path.join(aleph, 'homes'), what: "every session's HOME" },
+      { path: path.join(aleph, 'run'), what: "the sandbox's state directory" },
+    ];
+    for (const root of [true, false]) {
+      const build = (c: Partial<SandboxCapabilities>) =>
+        buildLinuxProfile(
+          caps(c),
+          ws,
+          ws,
+          inputs({ root, hiddenPaths, vaultPaths: hiddenPaths.map((h) => h.path) }),
+        );
+      expect(() => build({ fsWrite: [path.join(aleph, 'homes', 'other')] })).toThrow(
+        `capability denied: capabilities.fsWrite[0] ${JSON.stringify(path.join(aleph, 'homes', 'other'))} lies inside every session's HOME (${path.join(aleph, 'homes')}), which no command may see whatever is approved; grant a path outside it`,
+      );
+      expect(() => build({ fsRead: [path.join(aleph, 'run')] })).toThrow(/the sandbox's state directory/);
+      expect(() => build({ fsRead: [path.join(aleph, 'data')] })).toThrow(/lies inside the vault/);
+      // A grant above them builds, with each hidden inside it.
+      const mounts = build({ fsRead: [home] }).mounts;
+      for (const h of hiddenPaths) expect(mounts).toContain(`mount: ${h.path} hidden (empty)`);
+    }
   });
 
   it('hides other sessions and vault paths even when a grant covers them', () => {

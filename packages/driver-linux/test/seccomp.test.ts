@@ -106,6 +106,71 @@ describe.each(['x86_64', 'aarch64'] as const)('seccomp program (%s)', (arch: Sec
     expect(call(p, 'ioctl', [0, 0x5401 /* TCGETS */])).toBe(ALLOW);
   });
 
+  describe('set-id gate', () => {
+    const S_ISUID = 0o4000;
+    const S_ISGID = 0o2000;
+    const O_CREAT = 0o100;
+    const O_TMPFILE = 0o20000000 | (arch === 'x86_64' ? 0o200000 : 0o40000); /* with O_DIRECTORY */
+    const O_WRONLY = 1;
+    const has = (name: keyof typeof SYSCALLS) => SYSCALLS[name][arch] !== undefined;
+    const chmodLike = (['chmod', 'fchmod', 'fchmodat', 'fchmodat2', 'creat'] as const).filter(has);
+    /** The arguments of `name` with `mode` where the call takes its mode. */
+    const withMode = (name: (typeof chmodLike)[number], mode: number) =>
+      name === 'fchmodat' || name === 'fchmodat2' ? [-100, 0, mode, 0] : [0, mode];
+
+    it.each(chmodLike)(
+      '%s: EPERM with S_ISUID or S_ISGID (directories included), allowed without',
+      (name) => {
+        for (const p of [build().bytes, build('unrestricted', true).bytes, build('pairs-only').bytes]) {
+          for (const mode of [0o4755, 0o2755, 0o6755, S_ISUID, S_ISGID, 0o104755, 0xffff0000 | 0o4000])
+            expect(call(p, name, withMode(name, mode)), `${name} ${mode.toString(8)}`).toBe(EPERM);
+          for (const mode of [0o755, 0o644, 0o1777, 0o777, 0o100755])
+            expect(call(p, name, withMode(name, mode)), `${name} ${mode.toString(8)}`).toBe(ALLOW);
+        }
+      },
+    );
+
+    it('openat (and open on x86_64): EPERM creating a file with either bit, the mode ignored without O_CREAT/O_TMPFILE', () => {
+      const p = build().bytes;
+      type Open = [keyof typeof SYSCALLS, (flags: number, mode: number) => number[]];
+      const opens: Open[] = [['openat', (flags, mode) => [-100, 0, flags, mode]]];
+      if (has('open')) opens.push(['open', (flags, mode) => [0, flags, mode]]);
+      for (const [name, args] of opens) {
+        for (const flags of [
+          O_CREAT | O_WRONLY,
+          O_CREAT | 0o200 /* O_EXCL */ | O_WRONLY,
+          O_TMPFILE | O_WRONLY,
+        ])
+          for (const mode of [0o4755, 0o2755, 0o6777])
+            expect(call(p, name, args(flags, mode)), `${name} ${flags.toString(8)} ${mode.toString(8)}`).toBe(
+              EPERM,
+            );
+        expect(call(p, name, args(O_CREAT | O_WRONLY, 0o755))).toBe(ALLOW);
+        expect(call(p, name, args(O_TMPFILE | O_WRONLY, 0o600))).toBe(ALLOW);
+        // Without O_CREAT or O_TMPFILE the kernel ignores the mode: runtimes passing one stay unbroken.
+        expect(call(p, name, args(O_WRONLY, 0o6777))).toBe(ALLOW);
+        expect(call(p, name, args(0, 0xffffffff & ~(O_CREAT | 0o20000000)))).toBe(ALLOW);
+      }
+    });
+
+    it('openat2: ENOSYS (its mode is behind a pointer), so programs fall back to openat', () => {
+      expect(call(build().bytes, 'openat2', [-100, 0, 0, 24])).toBe(ENOSYS);
+      expect(call(build('unrestricted', true).bytes, 'openat2')).toBe(ENOSYS);
+    });
+
+    it('mknod and mknodat stay denied whatever the mode', () => {
+      const p = build().bytes;
+      expect(call(p, 'mknodat', [-100, 0, 0o100644, 0])).toBe(EPERM);
+      if (has('mknod')) expect(call(p, 'mknod', [0, 0o104755, 0])).toBe(EPERM);
+    });
+
+    it('says so in its rules', () => {
+      const rules = build().rules.join('\n');
+      expect(rules).toMatch(/set-id files: chmod, fchmod, fchmodat, fchmodat2 .*S_ISGID on a directory too/);
+      expect(rules).toMatch(/openat2: ENOSYS/);
+    });
+  });
+
   it('unix-only: AF_UNIX sockets and socketpairs only, no connect/bind/listen/accept', () => {
     const p = build('unix-only').bytes;
     expect(call(p, 'socket', [AF_UNIX, 1, 0])).toBe(ALLOW);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { etcRules } from '../src/profile/etc-rules.js';
 import { candidateTiers, gapNames, tierGaps } from '../src/tiers/tiers.js';
 
-const ctx = { isRoot: true, cgroup: false, landlockAbi: 7, directUid: undefined };
+const ctx = { isRoot: true, cgroup: false, landlockAbi: 7, directUid: undefined, pidNamespaceLimit: false };
 
 describe('Linux tiers', () => {
   it('a root host tries 1, 2, 3; a non-root host starts at 2; minimum_tier cuts the weaker ones', () => {
@@ -18,6 +18,21 @@ describe('Linux tiers', () => {
     expect(tierGaps('user-namespace', { ...ctx, isRoot: false })).toEqual([]);
     expect(gapNames(tierGaps('user-namespace', ctx))).toEqual(['root-file-identity', 'process-limit']);
     expect(gapNames(tierGaps('user-namespace', { ...ctx, cgroup: true }))).toEqual(['root-file-identity']);
+    expect(tierGaps('user-namespace', ctx).join('\n')).toMatch(
+      /nor a per-namespace pid_max \(Linux 6\.14\+\)/,
+    );
+  });
+
+  it("tier 2 on a root host with a per-namespace pid_max: the process limit holds, down to the kernel's floor of 299", () => {
+    const pidMax = { ...ctx, pidNamespaceLimit: true };
+    expect(gapNames(tierGaps('user-namespace', pidMax))).toEqual(['root-file-identity']);
+    expect(gapNames(tierGaps('user-namespace', { ...pidMax, maxPids: 299 }))).toEqual(['root-file-identity']);
+    expect(tierGaps('user-namespace', { ...pidMax, maxPids: 200 })).toEqual([
+      expect.stringMatching(/^root-file-identity: /),
+      "limit.pids (uid 0): RLIMIT_NPROC does not bind uid 0, so the PID namespace's pid_max bounds the command instead, and the kernel keeps pid_max at 301 or more: up to 299 processes, not max_pids (200)",
+    ]);
+    // Tier 3 has no PID namespace: pid_max changes nothing there.
+    expect(gapNames(tierGaps('direct', pidMax))).toContain('process-limit');
   });
 
   it('tier 3 names every gap, and how Landlock ABI changes them', () => {

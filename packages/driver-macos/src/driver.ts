@@ -12,6 +12,7 @@ import {
   type DriverRunRequest,
   defaultVaultPaths,
   defineDriver,
+  hiddenPaths,
   InvalidInputError,
   LOADER_ENV_PATTERNS,
   type OsSandboxDriver,
@@ -121,6 +122,12 @@ export function createMacosDriver(options: MacosDriverOptions = {}): MacosDriver
   const sandboxExec = options.sandboxExecPath ?? DEFAULT_SANDBOX_EXEC;
   const protectedPaths = resolveProtectedPaths(options);
   const vaultPaths = options.vaultPaths ?? defaultVaultPaths(os.homedir());
+  const hidden = hiddenPaths({
+    home: os.homedir(),
+    otherHomes: macosHomes(),
+    vaultPaths,
+    auditLogPath: options.auditLogPath,
+  });
   const homeProtectedPaths = options.homeProtectedPaths ?? DEFAULT_HOME_PROTECTED_PATHS;
   const alephDir = options.alephDir ?? path.join(os.homedir(), '.aleph');
   const envAllowlist = options.envAllowlist ?? DEFAULT_ENV_ALLOWLIST;
@@ -160,6 +167,7 @@ export function createMacosDriver(options: MacosDriverOptions = {}): MacosDriver
       homeProtectedPaths,
       alephDir,
       auditLogPath: options.auditLogPath,
+      hiddenPaths: hidden,
       canonical: canonicalPath,
       tag: PROFILE_TAG,
       scratchDir: path.join(host.scratchBase, PROFILE_TAG),
@@ -170,6 +178,7 @@ export function createMacosDriver(options: MacosDriverOptions = {}): MacosDriver
   const driver: MacosDriver = defineDriver({
     name: 'macos' as const,
     capabilities: MACOS_CAPABILITIES,
+    hiddenPaths: hidden,
 
     probe(): Promise<MacosProbe> {
       probed ??= Promise.resolve(probeMacos({ sandboxExecPath: sandboxExec }));

@@ -1,5 +1,11 @@
 import nodePath from 'node:path';
-import { InvalidInputError, type SandboxCapabilities, type SandboxProfile } from '@aleph/sandbox-core';
+import {
+  type HiddenPath,
+  InvalidInputError,
+  refuseHiddenGrants,
+  type SandboxCapabilities,
+  type SandboxProfile,
+} from '@aleph/sandbox-core';
 import { DEVICE_NODES, FIRMLINK_NAMES, MACH_SERVICES, RESOLVER_MACH_SERVICES } from './options.js';
 import { checkSbpl, SbplParams, sbplString } from './sbpl.js';
 
@@ -25,6 +31,11 @@ export interface MacosProfileInputs {
   readonly alephDir?: string | undefined;
   /** The configured audit JSONL file: never readable or writable. */
   readonly auditLogPath?: string | undefined;
+  /**
+   * No grant may lie inside one of these (`hiddenPaths` of sandbox-core: the vault, the audit log or its
+   * directory). Default: the vault paths and the audit log file.
+   */
+  readonly hiddenPaths?: readonly HiddenPath[] | undefined;
   /** Maps a path to the form Seatbelt sees: realpath of its deepest existing ancestor, plus the rest. */
   readonly canonical: (p: string) => string;
   /**
@@ -75,6 +86,14 @@ const unique = <T>(xs: readonly T[]) => [...new Set(xs)];
 /** The log tag a profile carries until an execution swaps in its own. */
 export const PROFILE_TAG = 'aleph-per-run';
 
+/** The vault paths and the audit log, when the driver gave no list of its own. */
+function defaultHidden(inputs: MacosProfileInputs): HiddenPath[] {
+  return [
+    ...inputs.vaultPaths.map((p) => ({ path: p, what: 'the vault' })),
+    ...(inputs.auditLogPath === undefined ? [] : [{ path: inputs.auditLogPath, what: 'the audit log' }]),
+  ];
+}
+
 /** True when `child` is `parent` or lies beneath it (component boundaries). */
 function isPathWithin(child: string, parent: string): boolean {
   return child === parent || child.startsWith(parent === '/' ? '/' : `${parent}/`);
@@ -96,6 +115,7 @@ function ancestors(p: string): string[] {
  * Seatbelt orders overlapping rules.
  *
  * @throws {InvalidInputError} when a granted path cannot be used (not absolute).
+ * @throws {CapabilityDeniedError} for a grant inside a hidden path (the vault, the audit log's directory).
  */
 export function buildMacosProfile(
   caps: SandboxCapabilities,
@@ -104,6 +124,11 @@ export function buildMacosProfile(
   inputs: MacosProfileInputs,
 ): MacosProfile {
   if (!/^[a-z0-9-]{1,64}$/.test(inputs.tag)) throw new Error(`bad log tag ${JSON.stringify(inputs.tag)}`);
+  // A grant inside a hidden path cannot be hidden from itself; macOS filesystems ignore case by default.
+  refuseHiddenGrants(caps, inputs.hiddenPaths ?? defaultHidden(inputs), {
+    canonical: inputs.canonical,
+    ignoreCase: true,
+  });
   const canon = (field: string, p: string, i?: number) => {
     if (!path.isAbsolute(p)) {
       throw new InvalidInputError(

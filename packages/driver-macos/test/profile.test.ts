@@ -261,6 +261,33 @@ describe('profile rules', () => {
     expect(can(p, 'file-write-create', `${odd}/f`)).toBe(true);
   });
 
+  it('refuses a grant inside (or equal to) the vault or the audit log, naming the grant and the hidden path', () => {
+    const refused = (c: Partial<SandboxCapabilities>, over: Partial<MacosProfileInputs> = {}) => {
+      try {
+        buildMacosProfile(caps(c), WS, WS, inputs(over));
+      } catch (e) {
+        return (e as Error).message;
+      }
+      return 'built';
+    };
+    expect(refused({ fsWrite: [`${VAULT[0]}/db`] })).toBe(
+      `capability denied: capabilities.fsWrite[0] "${VAULT[0]}/db" lies inside the vault (${VAULT[0]}), which no command may see whatever is approved; grant a path outside it`,
+    );
+    expect(refused({ fsRead: [VAULT[1] as string] })).toMatch(
+      /capabilities\.fsRead\[0\] .* lies inside the vault/,
+    );
+    expect(refused({ fsRead: [AUDIT] })).toMatch(/lies inside the audit log/);
+    // APFS ignores case: so does the check.
+    expect(refused({ fsRead: [`${HOME}/.ALEPH/Data`] })).toMatch(/lies inside the vault/);
+    // The driver's list: the audit log's own directory, and whatever else it names.
+    const hiddenPaths = [{ path: path.posix.dirname(AUDIT), what: "the audit log's directory" }];
+    expect(refused({ fsRead: [`${path.posix.dirname(AUDIT)}/audit.jsonl.1`] }, { hiddenPaths })).toMatch(
+      /lies inside the audit log's directory/,
+    );
+    // Beside or above them: built, the vault hidden inside the grant instead.
+    expect(refused({ fsRead: [HOME, `${HOME}/.aleph/data-old`] })).toBe('built');
+  });
+
   it('refuses a relative grant, naming the field', () => {
     expect(() => buildMacosProfile({ ...strictCapabilities(), fsRead: ['rel'] }, WS, WS, inputs())).toThrow(
       /capabilities\.fsRead\[0\]/,
@@ -282,7 +309,7 @@ describe('properties', () => {
     `${WS}/.git/hooks`,
     `${WS}/sub`,
     OTHER_WS,
-    ...VAULT,
+    // Not the vault paths themselves: a grant inside the vault is refused outright (see above).
     `${HOME}/project`,
     `${HOME}/project/.git`,
     `${HOME}/project/.aleph`,

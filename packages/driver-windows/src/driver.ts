@@ -10,6 +10,7 @@ import {
   type DriverRunRequest,
   defaultVaultPaths,
   defineDriver,
+  hiddenPaths,
   InvalidInputError,
   LOADER_ENV_PATTERNS,
   type OsSandboxDriver,
@@ -156,6 +157,12 @@ export function createWindowsDriver(options: WindowsDriverOptions = {}): Windows
   const allowLoaderEnv = options.allowLoaderEnv ?? [];
   const homeProtectedPaths = options.homeProtectedPaths ?? WINDOWS_HOME_PROTECTED_PATHS;
   const vaultPaths = options.vaultPaths ?? defaultVaultPaths(os.homedir());
+  const hidden = hiddenPaths({
+    home: os.homedir(),
+    otherHomes: options.homes ?? windowsHomes(),
+    vaultPaths,
+    auditLogPath: options.auditLogPath,
+  });
   const alephDir = options.alephDir ?? path.join(os.homedir(), '.aleph');
   const resolver: HostResolver =
     options.resolver ?? (async (name) => (await lookup(name, { all: true })).map((a) => a.address));
@@ -177,6 +184,7 @@ export function createWindowsDriver(options: WindowsDriverOptions = {}): Windows
   const driver: WindowsDriver = defineDriver({
     name: 'windows' as const,
     capabilities: WINDOWS_CAPABILITIES,
+    hiddenPaths: hidden,
     probe,
     files: () => createWindowsFiles(),
 
@@ -206,6 +214,7 @@ export function createWindowsDriver(options: WindowsDriverOptions = {}): Windows
         alephDir,
         vaultPaths,
         auditLogPath: options.auditLogPath,
+        hiddenPaths: hidden,
       });
     },
 

@@ -3,7 +3,9 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import {
   DEFAULT_HOME_PROTECTED_PATHS,
+  type HiddenPath,
   InvalidInputError,
+  refuseHiddenGrants,
   type SandboxCapabilities,
   type SandboxProfile,
 } from '@aleph/sandbox-core';
@@ -53,6 +55,14 @@ export function isPathWithin(child: string, parent: string): boolean {
   const c = fold(path.resolve(child));
   const p = fold(path.resolve(parent));
   return c === p || c.startsWith(p.endsWith(path.sep) ? p : `${p}${path.sep}`);
+}
+
+/** The vault paths and the audit log, when the driver gave no list of its own. */
+function defaultHidden(options: WindowsPlanOptions): HiddenPath[] {
+  return [
+    ...(options.vaultPaths ?? []).map((p) => ({ path: p, what: 'the vault' })),
+    ...(options.auditLogPath === undefined ? [] : [{ path: options.auditLogPath, what: 'the audit log' }]),
+  ];
 }
 
 /** The realpath of `p`, or `p` resolved when it does not exist. */
@@ -138,6 +148,11 @@ export interface WindowsPlanOptions {
   readonly vaultPaths?: readonly string[];
   /** The audit JSONL file: never readable or writable. */
   readonly auditLogPath?: string | undefined;
+  /**
+   * No grant may lie inside one of these (sandbox-core's `hiddenPaths`: the vault, the audit log or its
+   * directory). Default: the vault paths and the audit log file.
+   */
+  readonly hiddenPaths?: readonly HiddenPath[] | undefined;
   /** Process limit when subprocesses are allowed (JobObject ActiveProcessLimit). */
   readonly maxProcesses: number;
   /** Start at tier 1 (and refuse to go further when `requireAppContainer`). */
@@ -177,6 +192,7 @@ export function assertNoLinkComponents(field: string, p: string): void {
  * paths (existing ones denied, missing ones stubbed) and the job limits.
  *
  * @throws {InvalidInputError} for a writable path with a link component
+ * @throws {CapabilityDeniedError} for a grant inside a hidden path (the vault, the audit log's directory)
  */
 export function planWindowsProfile(
   caps: SandboxCapabilities,
@@ -193,6 +209,8 @@ export function planWindowsProfile(
       'use network none or allowAll (see the ALEPH_CAPABILITY_UNSUPPORTED message for the addresses it would need)',
     );
   }
+  // A grant inside a hidden path cannot be hidden from itself (case-insensitive, as NTFS is).
+  refuseHiddenGrants(caps, options.hiddenPaths ?? defaultHidden(options), { ignoreCase: path.sep === '\\' });
   assertNoLinkComponents('workspace', workspace);
   caps.fsWrite.forEach((p, i) => {
     assertNoLinkComponents(`capabilities.fsWrite[${i}]`, p);

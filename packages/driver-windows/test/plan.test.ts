@@ -195,6 +195,34 @@ describe('the home list and what is never writable or visible', () => {
     expect(q.protected).toMatchObject({ homes: [], neverWritable: [], hidden: [] });
   });
 
+  it('refuses a grant inside (or equal to) a hidden path before planning anything, naming it', () => {
+    const h = host();
+    const logs = path.dirname(h.audit);
+    mkdirSync(logs, { recursive: true });
+    const hiddenPaths = [
+      { path: path.join(h.aleph, 'data'), what: 'the vault' },
+      { path: logs, what: "the audit log's directory" },
+    ];
+    const plan = (fsWrite: string[], fsRead: string[] = []) =>
+      planWindowsProfile(caps({ fsWrite, fsRead }), h.ws, h.ws, {
+        ...options,
+        alephDir: h.aleph,
+        hiddenPaths,
+      });
+    expect(() => plan([path.join(h.aleph, 'data', 'x')])).toThrow(
+      `capability denied: capabilities.fsWrite[0] ${JSON.stringify(path.join(h.aleph, 'data', 'x'))} lies inside the vault (${path.join(h.aleph, 'data')}), which no command may see whatever is approved; grant a path outside it`,
+    );
+    expect(() => plan([], [logs])).toThrow(
+      /capabilities\.fsRead\[0\] .* lies inside the audit log's directory/,
+    );
+    expect(() => plan([], [path.join(logs, 'audit.jsonl.1')])).toThrow(/the audit log's directory/);
+    // Without the driver's list: the vault paths and the audit log file.
+    expect(() =>
+      planWindowsProfile(caps({ fsRead: [h.audit] }), h.ws, h.ws, { ...options, auditLogPath: h.audit }),
+    ).toThrow(/lies inside the audit log \(/);
+    expect(plan([h.dev]).protected.neverWritable).toEqual([h.aleph]);
+  });
+
   it('homes are realpath’d: a grant of the real directory applies the home list of a home reached through a link', () => {
     const h = host();
     const link = path.join(tmp(), 'dev-link');

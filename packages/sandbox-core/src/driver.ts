@@ -1,5 +1,6 @@
 import type { SandboxCapabilities } from './capabilities.js';
 import type { DriverFiles, FilesContext } from './files/driver-files.js';
+import type { HiddenPath } from './hidden-paths.js';
 import type { SandboxOutput } from './output.js';
 import type { OutputCallback } from './runner.js';
 import type { SessionId } from './session.js';
@@ -153,6 +154,11 @@ export interface DriverRunRequest {
 export interface OsSandboxDriver {
   readonly name: string;
   readonly capabilities: readonly DriverCapabilityId[];
+  /**
+   * Paths no grant may lie in (`hiddenPaths`: the vault, the sessions' HOMEs, the audit log's directory,
+   * the state directory). The pipeline refuses such a grant before it asks for approval.
+   */
+  readonly hiddenPaths?: readonly HiddenPath[];
   probe(): Promise<ProbeResult>;
   profileFor(
     caps: SandboxCapabilities,

@@ -111,6 +111,18 @@ export {
   walkBeneath,
 } from './files/walk.js';
 export {
+  canonicalPath,
+  findHiddenGrant,
+  type HiddenGrant,
+  type HiddenGrantCheckOptions,
+  type HiddenPath,
+  type HiddenPathOptions,
+  hiddenGrantReason,
+  hiddenPaths,
+  refuseHiddenBaseline,
+  refuseHiddenGrants,
+} from './hidden-paths.js';
+export {
   HookChain,
   type HookChainResult,
   type HookVerdict,

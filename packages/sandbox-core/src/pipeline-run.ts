@@ -7,6 +7,7 @@ import { parseSandboxCommand, type SandboxCommandInput } from './command.js';
 import { currentSession } from './context.js';
 import type { DriverCapabilityId, DriverRunRequest, OsSandboxDriver } from './driver.js';
 import { AlephError, DriverError, InvalidInputError, isAlephError, PolicyDeniedError } from './errors.js';
+import { HIDDEN_PATHS_FOLD_CASE, refuseHiddenGrants } from './hidden-paths.js';
 import type { HookChain } from './hooks.js';
 import { createSandboxOutput, type SandboxOutput } from './output.js';
 import {
@@ -172,6 +173,8 @@ export async function prepareRun(
   // Step 3: capability check.
   const caps = await resolveCapabilityPaths(cmd.capabilities);
   audit.capabilities = caps;
+  // Before approval: nothing approved, cached or configured can make a grant inside a hidden path.
+  refuseHiddenGrants(caps, ctx.driver.hiddenPaths ?? [], { ignoreCase: HIDDEN_PATHS_FOLD_CASE });
   await assertDriverCan(ctx.driver, ctx.declared, caps);
   audit.decision = await checkCapabilities(
     ctx.gate,

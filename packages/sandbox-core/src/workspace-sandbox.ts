@@ -12,6 +12,7 @@ import type { DriverCapabilityId, OsSandboxDriver } from './driver.js';
 import { AlephError, InvalidInputError } from './errors.js';
 import { createSessionFiles } from './files/session-files.js';
 import type { SandboxFiles } from './files/types.js';
+import { HIDDEN_PATHS_FOLD_CASE, refuseHiddenBaseline } from './hidden-paths.js';
 import { HookChain, type SandboxBeforeHook } from './hooks.js';
 import { monotonicMs } from './internal/clock.js';
 import type { SandboxOutput } from './output.js';
@@ -107,6 +108,9 @@ export class WorkspaceSandbox implements Sandbox {
     this.#options = options;
     this.#driver = options.driver;
     this.#baseline = normalizeCapabilities(options.baseline ?? strictCapabilities());
+    refuseHiddenBaseline(this.#baseline, options.driver.hiddenPaths ?? [], {
+      ignoreCase: HIDDEN_PATHS_FOLD_CASE,
+    });
     this.#state = shared ?? {
       sessions: new Map(),
       pendingApprovals: new Map(),

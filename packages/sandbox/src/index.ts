@@ -38,6 +38,24 @@ export {
   withSession,
 } from '@aleph/sandbox-core';
 export {
+  ADAPTER_OPTION_KEYS,
+  type AdapterSessionOptions,
+  type InlineConfig,
+  type ParsedAdapterOptions,
+  parseAdapterOptions,
+  parseCapabilityOverrides,
+} from './adapter-options.js';
+export { type AdapterSession, type CapabilityRequest, openAdapterSession } from './adapter-session.js';
+export {
+  type AdapterSandboxFacts,
+  DENIAL_CODES,
+  denialsOf,
+  denialText,
+  describeAdapterSandbox,
+  outputNotes,
+  shellExitCode,
+} from './adapter-text.js';
+export {
   type ApprovalAnswer,
   approveAllApprovalRequester,
   createCallbackApprovalRequester,

@@ -85,6 +85,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
   const driver: LinuxDriver = defineDriver({
     name: 'linux' as const,
     capabilities: LINUX_CAPABILITIES,
+    hiddenPaths: settings.hiddenPaths,
     probe: () => {
       probed ??= probeWithTiers(settings, facts, tiers);
       return probed;

@@ -8,6 +8,8 @@ import {
   DEFAULT_ENV_ALLOWLIST,
   DEFAULT_HOME_PROTECTED_PATHS,
   defaultVaultPaths,
+  type HiddenPath,
+  hiddenPaths,
   resolveProtectedPaths,
 } from '@aleph/sandbox-core';
 import { resolveHelperPath } from '../host/helper-path.js';
@@ -43,10 +45,13 @@ export interface DriverSettings {
   /** Protected names at the top of a writable root, for the session's git excludes. */
   readonly topLevelProtected: readonly string[];
   /**
-   * Never visible, whatever is granted: the vault, the audit log, and every session's HOME (each session
-   * sees only its own, at /run/aleph/home).
+   * Never visible, whatever is granted: the vault, the audit log (or its directory), every session's HOME
+   * (each session sees only its own, at /run/aleph/home) and the state directory. A grant containing one
+   * hides it; a grant inside one is refused (`hiddenPaths`).
    */
   readonly vaultPaths: readonly string[];
+  /** The same paths with what each is, for the refusal of a grant inside one. */
+  readonly hiddenPaths: readonly HiddenPath[];
   readonly envAllowlist: readonly string[];
   /** The managed proxies' settings (their transport is the pool's own). */
   readonly poolOptions: Omit<ProxyPoolOptions, 'transport'>;
@@ -63,6 +68,14 @@ export function resolveSettings(options: LinuxDriverOptions): DriverSettings {
     options.homeRoot === false ? undefined : (options.homeRoot ?? path.join(host.home, '.aleph', 'homes'));
   const maxPids = options.maxPids ?? DEFAULT_MAX_PIDS;
   const protectedPaths = resolveProtectedPaths(options);
+  const stateDir = options.stateDir ?? path.join(host.home, '.aleph', 'run');
+  const hidden = hiddenPaths({
+    home: host.home,
+    vaultPaths: options.vaultPaths ?? defaultVaultPaths(host.home),
+    homeRoot,
+    auditLogPath: options.auditLogPath,
+    stateDir,
+  });
   return {
     host,
     arch: hostSeccompArch() ?? 'x86_64',
@@ -73,7 +86,7 @@ export function resolveSettings(options: LinuxDriverOptions): DriverSettings {
     sandboxGid: options.sandboxGid ?? options.sandboxUid,
     uidRange: options.sandboxUidRange ?? DEFAULT_SANDBOX_UID_RANGE,
     homeRoot,
-    stateDir: options.stateDir ?? path.join(host.home, '.aleph', 'run'),
+    stateDir,
     allowLoaderEnv: options.allowLoaderEnv ?? [],
     maxPids,
     maxOpenFiles:
@@ -87,11 +100,8 @@ export function resolveSettings(options: LinuxDriverOptions): DriverSettings {
     topLevelProtected: [
       ...new Set(protectedPaths.filter((p) => !p.startsWith('.git')).map((p) => p.split('/')[0] as string)),
     ],
-    vaultPaths: [
-      ...(options.vaultPaths ?? defaultVaultPaths(host.home)),
-      ...(options.auditLogPath === undefined ? [] : [options.auditLogPath]),
-      ...(homeRoot === undefined ? [] : [homeRoot]),
-    ],
+    vaultPaths: hidden.map((h) => h.path),
+    hiddenPaths: hidden,
     envAllowlist: options.envAllowlist ?? DEFAULT_ENV_ALLOWLIST,
     poolOptions: {
       ...(options.proxy?.deny === undefined ? {} : { deny: options.proxy.deny }),

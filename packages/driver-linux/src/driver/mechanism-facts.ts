@@ -12,6 +12,7 @@ import {
   launcherRunIn,
 } from '../host/cgroup.js';
 import { checkHelperSync, type HelperProbeOutput } from '../host/helper-check.js';
+import { readUserLimits, usernsLimitsFrom } from '../profile/ns-limits.js';
 import { type LinuxTierId, tierGaps } from '../tiers/tiers.js';
 import type { DriverSettings } from './driver-settings.js';
 
@@ -23,6 +24,11 @@ export interface MechanismFacts {
   readonly landlockAbi: number;
   /** The helper could make a device node (a root host's helper then makes /dev). */
   readonly mknod: boolean;
+  /**
+   * Tier 2's namespace limits this host allows (`ns-limits.ts`): pid_max per PID namespace (Linux 6.14+),
+   * and the user namespace's own counts, at half the host user's.
+   */
+  readonly nsLimits: { readonly pidMax: boolean; readonly userns: Readonly<Record<string, number>> };
   readonly cgroup: CgroupInfo;
   /** The manager of the checked cgroup, which makes the runs' leaves; none when the check failed. */
   readonly manager: CgroupManager | undefined;
@@ -44,10 +50,15 @@ export function mechanismFacts(settings: DriverSettings): () => Promise<Mechanis
 async function findFacts({ helperPath, cgroupRoot }: DriverSettings): Promise<MechanismFacts> {
   let landlockAbi = 0;
   let mknod = false;
+  let nsLimits: MechanismFacts['nsLimits'] = { pidMax: false, userns: {} };
   try {
     const said = JSON.parse((await execFileAsync(helperPath, ['--probe'])).stdout) as HelperProbeOutput;
     if (said.landlock === 'ok') landlockAbi = said.landlock_abi;
     mknod = said.mknod === 'ok';
+    nsLimits = {
+      pidMax: said.pid_max_ns === 'ok',
+      userns: said.userns_limits === 'ok' ? usernsLimitsFrom(readUserLimits()) : {},
+    };
   } catch {
     // no helper: every tier fails its preflight and says why
   }
@@ -59,7 +70,7 @@ async function findFacts({ helperPath, cgroupRoot }: DriverSettings): Promise<Me
   } else if (cgroup.available) {
     cgroup = { ...cgroup, available: false, detail: `${cgroup.detail}; not used: the helper cannot run` };
   }
-  return { landlockAbi, mknod, cgroup, manager: cgroup.available ? manager : undefined };
+  return { landlockAbi, mknod, nsLimits, cgroup, manager: cgroup.available ? manager : undefined };
 }
 
 /** What `tier` does not enforce on this host, with this driver's settings. */
@@ -69,5 +80,7 @@ export function gapsOf(settings: DriverSettings, facts: MechanismFacts, tier: Li
     cgroup: facts.cgroup.available,
     landlockAbi: facts.landlockAbi,
     directUid: settings.host.isRoot ? settings.sandboxUid : undefined,
+    pidNamespaceLimit: facts.nsLimits.pidMax,
+    maxPids: settings.maxPids,
   });
 }

@@ -5,11 +5,12 @@
  */
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import type { SandboxCapabilities } from '@aleph/sandbox-core';
+import { refuseHiddenGrants, type SandboxCapabilities } from '@aleph/sandbox-core';
 import { RecordingView, stillAnswers } from '../mounts/fs-view.js';
 import { DEFAULT_SANDBOX_UID } from '../options.js';
 import { buildLinuxProfile } from '../profile/build-profile.js';
 import { buildDirectProfile } from '../profile/direct-profile.js';
+import { type NamespaceLimits, pidMaxFor } from '../profile/ns-limits.js';
 import type { LinuxProfile, ProfileInputs } from '../profile/profile-types.js';
 import type { ProxyPools } from '../run/proxy-pools.js';
 import type { LinuxTierId } from '../tiers/tiers.js';
@@ -38,6 +39,8 @@ export class PlanBuilder {
     workspace: string,
     sessionKey: string | undefined,
   ): Promise<LinuxProfile> {
+    // A cached plan too: a grant inside a hidden path is refused whatever was built before.
+    refuseHiddenGrants(caps, this.settings.hiddenPaths);
     const facts = await this.facts();
     const notEnforced = gapsOf(this.settings, facts, tier);
     const inputs = () => this.#inputs(tier, notEnforced, facts, workspace, sessionKey);
@@ -104,6 +107,7 @@ export class PlanBuilder {
       protectedPaths: s.protectedPaths,
       homeProtectedPaths: s.homeProtectedPaths,
       vaultPaths: s.vaultPaths,
+      hiddenPaths: s.hiddenPaths,
       sandboxUid: s.sandboxUid,
       sandboxGid: s.sandboxGid,
       uidRange: s.uidRange,
@@ -123,6 +127,12 @@ export class PlanBuilder {
       cpuQuotaPercent: s.cpuQuotaPercent,
       tier,
       notEnforced,
+      ...(tier === 'user-namespace' ? { nsLimits: namespaceLimits(facts, s.maxPids) } : {}),
     };
   }
+}
+
+/** Tier 2's namespace limits where this host allows them (`ns-limits.ts`). */
+function namespaceLimits(facts: MechanismFacts, maxPids: number): NamespaceLimits {
+  return { pidMax: facts.nsLimits.pidMax ? pidMaxFor(maxPids) : undefined, userns: facts.nsLimits.userns };
 }

@@ -50,6 +50,10 @@ export interface HelperProbeOutput {
   readonly userns?: string;
   /** `ok` when a device node could be made (a root host's helper makes /dev's), else why not. */
   readonly mknod?: string;
+  /** `ok` when a PID namespace of a child's own took a pid_max of its own (Linux 6.14+), else why not. */
+  readonly pid_max_ns?: string;
+  /** `ok` when a user namespace of a child's own took a max_inotify_instances of its own, else why not. */
+  readonly userns_limits?: string;
   readonly [key: string]: unknown;
 }
 

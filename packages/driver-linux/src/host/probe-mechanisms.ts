@@ -201,3 +201,43 @@ export function identityMechanism(host: HostFacts): ProbeMechanism {
       : `commands run as uid ${host.uid} in a user namespace`,
   };
 }
+
+/**
+ * Tier 2's namespace limits (`profile/ns-limits.ts`), as the helper's `--probe` found them: pid_max of a
+ * PID namespace of its own, which bounds a command's processes whatever its uid (RLIMIT_NPROC does not bind
+ * uid 0), and the user namespace's own inotify and fanotify counts.
+ */
+export function namespaceLimitMechanisms(helper: HelperCheck): {
+  readonly pidMax: ProbeMechanism;
+  readonly userns: ProbeMechanism;
+} {
+  const said = helper.ok ? helper.probe : undefined;
+  const pidMax = said?.pid_max_ns ?? 'the helper did not say';
+  const userns = said?.userns_limits ?? 'the helper did not say';
+  return {
+    pidMax:
+      pidMax === 'ok'
+        ? {
+            available: true,
+            detail:
+              "a PID namespace takes a pid_max of its own: tier 2 bounds a command's processes whatever its uid",
+          }
+        : {
+            available: false,
+            detail: `no pid_max per PID namespace: ${pidMax}; a command keeping uid 0 (tier 2 on a root host) has no process limit but a delegated cgroup v2's`,
+            fix: 'Linux 6.14 or later, or a delegated cgroup v2 (`systemd-run --user --scope -p Delegate=yes <command>`)',
+          },
+    userns:
+      userns === 'ok'
+        ? {
+            available: true,
+            detail:
+              "a user namespace takes counts of its own: tier 2 gives a command half the user's inotify and fanotify counts and no namespaces",
+          }
+        : {
+            available: false,
+            detail: `a user namespace's own counts cannot be set: ${userns}; a command can use up the user's inotify instances`,
+            fix: 'allow unprivileged user namespaces (see user-namespaces)',
+          },
+  };
+}

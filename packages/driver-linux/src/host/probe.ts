@@ -18,6 +18,7 @@ import {
   findBubblewrap,
   identityMechanism,
   kernelByHelper,
+  namespaceLimitMechanisms,
   userNamespacesMechanism,
 } from './probe-mechanisms.js';
 
@@ -85,6 +86,9 @@ export async function probeLinux(options: {
   const cgroup = await checkedCgroup(options.cgroup, options.cgroupRoot, helper.ok, options.helperPath);
   note('cgroup-v2', cgroupMechanism(cgroup), false);
   note('identity', identityMechanism(options.host), false);
+  const nsLimits = namespaceLimitMechanisms(helper);
+  note('pid-max', nsLimits.pidMax, false);
+  note('userns-limits', nsLimits.userns, false);
 
   const { landlockAbi } = kernel;
   const available = problems.length === 0;
@@ -113,6 +117,8 @@ export async function probeLinux(options: {
       maxFileMb: options.maxFileMb,
       cpuQuota: options.cpuQuotaPercent !== undefined,
       landlock: landlockAbi > 0,
+      // A host user's commands run in a user namespace of their own (tier 2), which takes its own counts.
+      usernsLimits: !options.host.isRoot && nsLimits.userns.available,
     }),
   };
 }

@@ -5,7 +5,7 @@
  * paths, network, identity and namespaces, the helper's and the launcher's arguments, and the summary.
  * Tier 3's plan is `direct-profile.ts`; the shapes are in `profile-types.ts`.
  */
-import type { SandboxCapabilities } from '@aleph/sandbox-core';
+import { refuseHiddenGrants, type SandboxCapabilities } from '@aleph/sandbox-core';
 import { liveFs } from '../mounts/fs-view.js';
 import { renderMounts } from '../mounts/render-mounts.js';
 import { BRIDGE_PORT, INNER_HELPER, INNER_HOME, INNER_PROXY_SOCKET } from '../options.js';
@@ -15,6 +15,7 @@ import { namespaceHelperArgs, profileRlimits } from './helper-args.js';
 import { hidePaths } from './hidden-paths.js';
 import { namespaceLauncherArgs } from './launcher-args.js';
 import { bwrapArgs, profileIdentity } from './namespaces.js';
+import { namespaceLimitArgs } from './ns-limits.js';
 import { newDraft, type PlanDraft } from './plan-draft.js';
 import { limitsSection, seccompSection } from './profile-sections.js';
 import { describeMounts, namespaceSummary } from './profile-summary.js';
@@ -27,6 +28,8 @@ import { addSystemMounts } from './system-mounts.js';
  * read-write, protected sub-paths read-only, vault paths and other sessions hidden, sensitive /etc files
  * masked), namespaces and identity, the Landlock rules, the seccomp program, limits and the network plan.
  *
+ * @throws {CapabilityDeniedError} for a grant inside a hidden path (the vault, the HOMEs, the audit log's
+ *   directory, the state directory).
  * @throws {InvalidInputError} for a granted path that does not exist, or a symlinked protected path.
  */
 export function buildLinuxProfile(
@@ -35,36 +38,21 @@ export function buildLinuxProfile(
   workspace: string,
   inputs: ProfileInputs,
 ): LinuxProfile {
+  refuseHiddenGrants(caps, inputs.hiddenPaths);
   const privileged = inputs.privileged ?? inputs.host.isRoot;
   const draft = newDraft(inputs.fs ?? liveFs);
   const fsPlan = planFilesystem(draft, caps, workspace, inputs, privileged);
   const net = caps.network;
   const identity = profileIdentity(inputs, privileged);
-  const devInHelper = privileged && inputs.devInHelper !== false;
-  const rendered = renderMounts(draft.mounts, { inHelper: privileged, devInHelper });
   const sharedNetwork = net.kind === 'allowAll';
-  const bwrap = bwrapArgs(
-    { sharedNetwork, privileged, devInHelper, innerUid: inputs.innerUid },
-    rendered.bwrap,
-  );
-  const seccompNetwork =
-    net.kind === 'none' ? 'loopback' : net.kind === 'allowHosts' ? 'proxy-routed' : 'unrestricted';
-  const seccomp = buildSeccompProgram({
-    arch: inputs.arch,
-    network: seccompNetwork,
-    denySpawn: !caps.spawnSubprocess,
-  });
-  const rlimits = profileRlimits(caps, inputs);
-  const rules = draft.landlock;
-  const helper = namespaceHelperArgs({
-    mountArgs: rendered.helper,
-    identity,
-    rlimits,
-    landlock: inputs.landlock,
-    rules,
-    bridge: net.kind === 'allowHosts',
+  const { rendered, bwrap, helper, nsLimits, seccomp, seccompNetwork, rlimits } = processArgs(
+    draft,
+    caps,
     cwd,
-  });
+    inputs,
+    { privileged, identity },
+  );
+  const rules = draft.landlock;
   const launch = namespaceLauncherArgs({
     stateDir: inputs.stateDir,
     identity,
@@ -76,7 +64,18 @@ export function buildLinuxProfile(
   const tier = inputs.tier ?? (privileged ? 'namespaces' : 'user-namespace');
   const notEnforced = inputs.notEnforced ?? [];
   const mountSummary = describeMounts(draft.mounts);
-  const facts = { ...fsPlan, tier, notEnforced, identity, privileged, mountSummary, rules, seccomp, rlimits };
+  const facts = {
+    ...fsPlan,
+    tier,
+    notEnforced,
+    identity,
+    privileged,
+    mountSummary,
+    rules,
+    seccomp,
+    rlimits,
+    nsLimits,
+  };
   return {
     driver: 'linux',
     summary: namespaceSummary(net, inputs, facts),
@@ -90,13 +89,61 @@ export function buildLinuxProfile(
     // No TCP rules: see `namespaceHelperArgs`.
     landlock: { mode: inputs.landlock, rules, tcp: null, scoped: true },
     seccomp: seccompSection(seccomp, seccompNetwork, caps),
-    limits: limitsSection(rlimits, caps, inputs),
+    limits: limitsSection(rlimits, caps, { ...inputs, nsLimits }),
     network: networkSection(net, inputs.proxySocket),
     mounts: mountSummary,
     stubs: [...fsPlan.protection.stubs, ...fsPlan.homeProtection.stubs],
     cwd,
     workspace,
   };
+}
+
+/**
+ * What starts the command: bubblewrap's arguments (namespaces, capabilities, mounts), the seccomp program,
+ * the rlimits and the helper's arguments, with tier 2's limits of the sandbox's own namespaces (none in
+ * tier 1: no user namespace, and a uid per run).
+ */
+function processArgs(
+  draft: PlanDraft,
+  caps: SandboxCapabilities,
+  cwd: string,
+  inputs: ProfileInputs,
+  who: { readonly privileged: boolean; readonly identity: LinuxProfile['identity'] },
+) {
+  const { privileged, identity } = who;
+  const net = caps.network;
+  const devInHelper = privileged && inputs.devInHelper !== false;
+  const rendered = renderMounts(draft.mounts, { inHelper: privileged, devInHelper });
+  const nsLimits = privileged ? undefined : inputs.nsLimits;
+  const limitArgs = namespaceLimitArgs(draft.plan, nsLimits);
+  const bwrap = bwrapArgs(
+    {
+      sharedNetwork: net.kind === 'allowAll',
+      privileged,
+      devInHelper,
+      innerUid: inputs.innerUid,
+      helperCapabilities: limitArgs.capabilities,
+    },
+    rendered.bwrap,
+  );
+  const seccompNetwork =
+    net.kind === 'none' ? 'loopback' : net.kind === 'allowHosts' ? 'proxy-routed' : 'unrestricted';
+  const seccomp = buildSeccompProgram({
+    arch: inputs.arch,
+    network: seccompNetwork,
+    denySpawn: !caps.spawnSubprocess,
+  });
+  const rlimits = profileRlimits(caps, inputs);
+  const helper = namespaceHelperArgs({
+    mountArgs: [...rendered.helper, ...limitArgs.helper],
+    identity,
+    rlimits,
+    landlock: inputs.landlock,
+    rules: draft.landlock,
+    bridge: net.kind === 'allowHosts',
+    cwd,
+  });
+  return { rendered, bwrap, helper, nsLimits, seccomp, seccompNetwork, rlimits } as const;
 }
 
 /**

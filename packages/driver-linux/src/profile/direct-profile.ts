@@ -2,7 +2,7 @@
  * Tier 3's plan: no namespaces and no mounts; the helper (`--direct`) confines the command with Landlock
  * (`direct-rules.ts`), seccomp and limits, and the launcher checks the protected paths after the run.
  */
-import { DriverError, type SandboxCapabilities } from '@aleph/sandbox-core';
+import { DriverError, refuseHiddenGrants, type SandboxCapabilities } from '@aleph/sandbox-core';
 import { LaunchPlan } from '../mounts/launch-plan.js';
 import { homesWithin, planCheckedPaths } from '../mounts/protected-paths.js';
 import { buildSeccompProgram, type SeccompNetworkMode } from '../seccomp/seccomp-program.js';
@@ -51,6 +51,7 @@ export function buildDirectProfile(
   workspace: string,
   inputs: DirectInputs,
 ): LinuxProfile {
+  refuseHiddenGrants(caps, inputs.hiddenPaths);
   const rules = systemRules(inputs.host);
   addGrantRules(rules, caps, workspace, inputs);
   const net = caps.network;
@@ -94,7 +95,10 @@ export function buildDirectProfile(
     helperArgs: helper,
     landlock: { mode: 'required', rules, tcp, scoped: true },
     seccomp: seccompSection(seccomp, network, caps),
-    limits: limitsSection(rlimits, caps, inputs),
+    limits: limitsSection(rlimits, caps, {
+      maxPids: inputs.maxPids,
+      cpuQuotaPercent: inputs.cpuQuotaPercent,
+    }),
     network: {
       policy: net.kind,
       namespace: 'shared',

@@ -27,6 +27,8 @@ export function bwrapArgs(
     readonly privileged: boolean;
     readonly devInHelper: boolean;
     readonly innerUid: number | undefined;
+    /** Tier 2: what the helper keeps to set its namespaces' limits, and drops itself (`ns-limits.ts`). */
+    readonly helperCapabilities?: readonly string[];
   },
   mountArgs: readonly string[],
 ): string[] {
@@ -60,7 +62,7 @@ export function bwrapArgs(
     // Root without CAP_SYS_ADMIN (tier 2): root is shown as another uid inside, so its files are not root's.
     if (options.innerUid !== undefined)
       bwrap.push('--uid', String(options.innerUid), '--gid', String(options.innerUid));
-    bwrap.push('--disable-userns', '--cap-drop', 'ALL');
+    bwrap.push('--disable-userns', '--cap-drop', 'ALL', ...(options.helperCapabilities ?? []));
   }
   bwrap.push('--die-with-parent', '--new-session', '--hostname', 'aleph-sandbox');
   bwrap.push(...mountArgs, '--chdir', '/');

@@ -1,6 +1,7 @@
 /** The `seccomp` and `limits` sections of a profile, the same for every tier. */
 import type { SandboxCapabilities } from '@aleph/sandbox-core';
 import type { SeccompNetworkMode, SeccompProgram } from '../seccomp/seccomp-program.js';
+import type { NamespaceLimits } from './ns-limits.js';
 import type { LinuxProfile } from './profile-types.js';
 
 /** The seccomp program with its settings, the program as base64. */
@@ -19,16 +20,22 @@ export function seccompSection(
   };
 }
 
-/** The rlimits and the limits a cgroup would apply. */
+/** The rlimits, the limits a cgroup would apply, and tier 2's namespace limits. */
 export function limitsSection(
   rlimits: Readonly<Record<string, number>>,
   caps: SandboxCapabilities,
-  inputs: { readonly maxPids: number; readonly cpuQuotaPercent: number | undefined },
+  inputs: {
+    readonly maxPids: number;
+    readonly cpuQuotaPercent: number | undefined;
+    readonly nsLimits?: NamespaceLimits | undefined;
+  },
 ): LinuxProfile['limits'] {
   return {
     rlimits,
     maxPids: inputs.maxPids,
     maxMemoryMb: caps.maxMemoryMb ?? null,
     cpuQuotaPercent: inputs.cpuQuotaPercent ?? null,
+    pidMax: inputs.nsLimits?.pidMax ?? null,
+    userns: inputs.nsLimits?.userns ?? {},
   };
 }

@@ -8,6 +8,7 @@ import type { ProtectionPlan } from '../mounts/protected-paths.js';
 import type { MountOp } from '../mounts/render-mounts.js';
 import { BRIDGE_PORT, INNER_HOME } from '../options.js';
 import type { SeccompProgram } from '../seccomp/seccomp-program.js';
+import { type NamespaceLimits, namespaceLimitsInWords } from './ns-limits.js';
 import type { LandlockRule, LinuxProfile, ProfileInputs } from './profile-types.js';
 
 /** Each mount in words. */
@@ -61,6 +62,7 @@ export interface NamespaceSummaryFacts {
   readonly rules: readonly LandlockRule[];
   readonly seccomp: SeccompProgram;
   readonly rlimits: Readonly<Record<string, number>>;
+  readonly nsLimits: NamespaceLimits | undefined;
 }
 
 /** The summary of a tier 1–2 plan, the tier and its gaps first. */
@@ -83,6 +85,7 @@ export function namespaceSummary(
     `landlock (${inputs.landlock}): ${rulesInWords(facts.rules)}; abstract unix sockets and signals scoped`,
     ...facts.seccomp.rules.map((r) => `seccomp: ${r}`),
     `limits: ${rlimitsInWords(facts.rlimits)}; processes ≤ ${inputs.maxPids}${inputs.cpuQuotaPercent ? `; CPU ≤ ${inputs.cpuQuotaPercent}% (cgroup)` : ''}`,
+    ...namespaceLimitsInWords(facts.nsLimits),
     networkInWords(net),
   ];
 }

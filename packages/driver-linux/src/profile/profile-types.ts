@@ -3,13 +3,14 @@
  * itself (`LinuxProfile`), the JSON `aleph-sandbox profile` prints. Built by `build-profile.ts` (tiers 1
  * and 2) and `direct-profile.ts` (tier 3).
  */
-import type { SandboxCapabilities, SandboxProfile } from '@aleph/sandbox-core';
+import type { HiddenPath, SandboxCapabilities, SandboxProfile } from '@aleph/sandbox-core';
 import type { HostFacts } from '../host/host-facts.js';
 import type { FsView } from '../mounts/fs-view.js';
 import type { Stub } from '../mounts/protected-paths.js';
 import type { SeccompArch } from '../seccomp/bpf.js';
 import type { SeccompNetworkMode } from '../seccomp/seccomp-program.js';
 import type { LinuxTierId } from '../tiers/tiers.js';
+import type { NamespaceLimits } from './ns-limits.js';
 
 /** Everything a profile depends on besides the capabilities. */
 export interface ProfileInputs {
@@ -20,7 +21,10 @@ export interface ProfileInputs {
   readonly protectedPaths: readonly string[];
   /** Kept read-only in every home directory a writable root holds (`DEFAULT_HOME_PROTECTED_PATHS`). */
   readonly homeProtectedPaths: readonly string[];
+  /** Hidden where a grant or the workspace contains them (a tmpfs or an empty file over each). */
   readonly vaultPaths: readonly string[];
+  /** No grant may lie inside one of these (`refuseHiddenGrants`): the vault, the HOMEs, the audit log, the state. */
+  readonly hiddenPaths: readonly HiddenPath[];
   /** Root host: a fixed sandbox uid/gid, or `undefined` for one of `uidRange` per run. */
   readonly sandboxUid: number | undefined;
   readonly sandboxGid: number | undefined;
@@ -57,6 +61,8 @@ export interface ProfileInputs {
   readonly privileged?: boolean;
   /** Tier 2 on a root host: the uid (and gid) root is shown as inside the user namespace. */
   readonly innerUid?: number;
+  /** Tier 2: the limits the helper sets in the sandbox's own namespaces (`ns-limits.ts`). Default none. */
+  readonly nsLimits?: NamespaceLimits | undefined;
   /** The tier this profile is for, and what it does not enforce (see `tiers/tiers.ts`). */
   readonly tier?: LinuxTierId;
   readonly notEnforced?: readonly string[];
@@ -126,6 +132,10 @@ export interface LinuxProfile extends SandboxProfile {
     readonly maxPids: number;
     readonly maxMemoryMb: number | null;
     readonly cpuQuotaPercent: number | null;
+    /** Tier 2: pid_max of the sandbox's PID namespace (`null`: not set). */
+    readonly pidMax: number | null;
+    /** Tier 2: the counts set in the sandbox's user namespace (`/proc/sys/user`). */
+    readonly userns: Readonly<Record<string, number>>;
   };
   readonly network: {
     readonly policy: SandboxCapabilities['network']['kind'];

@@ -25,11 +25,12 @@ import { linuxNotEnforced } from '../tiers/not-enforced.js';
 import { commandArgv } from './command-argv.js';
 import { commandEnv, encodeEnv, refuseLoaderEnv } from './command-env.js';
 import type { ForkServer } from './fork-server.js';
+import { GitIdentitySync } from './git-identity.js';
 import { PrivateTmps } from './private-tmp.js';
 import type { ProxyPools } from './proxy-pools.js';
 import { launchOutput } from './run-result.js';
 import { checkRunnable, type Runnable } from './runnable.js';
-import { ensureSessionHome, type GitIdentity, readGitIdentity } from './session-home.js';
+import { ensureSessionHome } from './session-home.js';
 
 /** What a run needs of the driver's settings. */
 export interface RunSettings {
@@ -60,7 +61,7 @@ export class CommandRunner {
   #runnable: Runnable | undefined;
   #cgroups: CgroupManager | undefined;
   #stateReady = false;
-  #gitIdentity: GitIdentity | undefined;
+  #gitIdentity: GitIdentitySync | undefined;
   #runs = 0;
   readonly #tmps = new PrivateTmps();
 
@@ -149,7 +150,7 @@ export class CommandRunner {
     return this.#runnable;
   }
 
-  /** The state directory (once), and the session's HOME when the plan has one. */
+  /** The state directory (once), and the session's HOME and the user's git identity when the plan has a HOME. */
   #prepareHost(profile: LinuxProfile, request: DriverRunRequest): void {
     const { stateDir, homeRoot, host, topLevelProtected } = this.settings;
     if (!this.#stateReady) {
@@ -157,13 +158,13 @@ export class CommandRunner {
       this.#stateReady = true;
     }
     if (profile.home !== null && homeRoot !== undefined) {
-      this.#gitIdentity ??= readGitIdentity(host.home);
-      ensureSessionHome(
-        homeRoot,
-        sessionKeyToFilename(request.sessionId),
-        this.#gitIdentity,
-        topLevelProtected,
-      );
+      // The user's git identity as it is now, in a new HOME or the driver's lines of an existing one.
+      this.#gitIdentity ??= new GitIdentitySync(host.home);
+      const identity = this.#gitIdentity.current();
+      const key = sessionKeyToFilename(request.sessionId);
+      const home = ensureSessionHome(homeRoot, key, identity, topLevelProtected);
+      if (home.made) this.#gitIdentity.made(key, identity);
+      else this.#gitIdentity.refresh(home.dir, key);
     }
   }
 
@@ -247,6 +248,7 @@ export class CommandRunner {
             ? undefined
             : profile.limits.rlimits.FSIZE / (1024 * 1024),
         cpuQuota: profile.limits.cpuQuotaPercent !== null,
+        usernsLimits: Object.keys(profile.limits.userns ?? {}).length > 0,
       }),
     ];
   }

@@ -19,6 +19,7 @@ import {
   X32_SYSCALL_BIT,
 } from './bpf.js';
 import { DENIED_SYSCALLS } from './denied-syscalls.js';
+import { setIdGate } from './set-id-gate.js';
 import { socketGate } from './socket-gate.js';
 import { SYSCALLS } from './syscalls.js';
 
@@ -72,7 +73,8 @@ export interface SeccompProgram {
  * Builds the seccomp-BPF program for one execution: foreign architectures (and x32 on x86_64) are killed;
  * the denylist gets EPERM; `clone3` gets ENOSYS (glibc then falls back to `clone`, whose flags a filter
  * can inspect — EPERM would break posix_spawn); `clone`/`unshare` with namespace flags get EPERM; TIOCSTI
- * and TIOCLINUX ioctls get EPERM; then the socket gate and, when asked, the process-creation gate.
+ * and TIOCLINUX ioctls get EPERM; no set-uid or set-gid file can be made (`set-id-gate.ts`; `openat2`
+ * gets ENOSYS); then the socket gate and, when asked, the process-creation gate.
  *
  * Pure: the same options give the same bytes.
  */
@@ -103,6 +105,7 @@ function assemble(options: SeccompOptions): SeccompProgram {
   denylist(a, nr, options.extraDenied ?? []);
   namespaceGate(a, nr, options.denySpawn);
   terminalGate(a, nr);
+  setIdGate(a, nr);
   if (options.denySpawn) spawnGate(a, nr);
   socketGate(a, nr, options.network);
   a.ret(SECCOMP_RET.ALLOW);

@@ -16,6 +16,8 @@ export interface NotEnforcedFacts {
   readonly cpuQuota: boolean;
   /** Whether Landlock is available; leave it out when that is not known (the run path does not probe). */
   readonly landlock?: boolean;
+  /** The command's user namespace has inotify and fanotify counts of its own (tier 2, `ns-limits.ts`). */
+  readonly usernsLimits?: boolean;
 }
 
 /**
@@ -54,7 +56,9 @@ export function linuxNotEnforced(facts: NotEnforcedFacts): string[] {
   }
   if (facts.uid !== 'per-run') {
     out.push(
-      `per-uid limits: inotify instances and watches, pending signals and POSIX message queues are counted per uid, and every execution runs as uid ${facts.uid}${facts.isRoot ? '' : ' like the host user itself'}, so they are shared`,
+      facts.usernsLimits === true
+        ? `per-uid limits: pending signals and POSIX message queues are counted per uid, and every execution runs as uid ${facts.uid}${facts.isRoot ? '' : ' like the host user itself'}, so they are shared; inotify and fanotify are bounded in each command's user namespace too, at half the user's, so one command cannot use them up (commands running at once can)`
+        : `per-uid limits: inotify instances and watches, pending signals and POSIX message queues are counted per uid, and every execution runs as uid ${facts.uid}${facts.isRoot ? '' : ' like the host user itself'}, so they are shared`,
     );
   }
   out.push('disk: what a command writes to its workspace and write grants has no quota');

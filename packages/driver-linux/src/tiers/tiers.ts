@@ -6,6 +6,8 @@
  * `not-enforced.ts` names what the limits leave unbounded and `gap-fixes.ts` what closes each gap.
  */
 
+import { PID_MAX_FLOOR, pidMaxFor, processesUnder } from '../profile/ns-limits.js';
+
 /** Which way a command runs. */
 export type LinuxTierId = 'namespaces' | 'user-namespace' | 'direct';
 
@@ -58,6 +60,13 @@ export interface TierGapContext {
   readonly landlockAbi: number;
   /** Tier 3 on a root host: the fixed uid the helper switches to (`sandboxUid`), if one is configured. */
   readonly directUid: number | undefined;
+  /**
+   * The helper can give the sandbox's PID namespace a pid_max of its own (Linux 6.14+, the helper's
+   * `--probe`): tier 2 then bounds its processes whatever their uid.
+   */
+  readonly pidNamespaceLimit: boolean;
+  /** The driver's `maxPids`: below what pid_max can hold (299), tier 2 as root says so. Default: not said. */
+  readonly maxPids?: number;
 }
 
 /**
@@ -86,12 +95,29 @@ export function tierGaps(tier: LinuxTierId, ctx: TierGapContext): string[] {
     gaps.push(
       `root-file-identity: the command runs as uid 0 with no capabilities${tier === 'user-namespace' ? ' (shown as another uid in its user namespace)' : ''}: root-owned files it can see are readable and writable by their mode whatever it is, and the files it makes are root's`,
     );
-    if (!ctx.cgroup)
-      gaps.push(
-        'process-limit: RLIMIT_NPROC does not bind uid 0, and no delegated cgroup v2 is here: the number of processes is not limited',
-      );
+    if (!ctx.cgroup) gaps.push(...rootProcessGaps(tier, ctx));
   }
   return gaps;
+}
+
+/**
+ * The process limit of a command keeping uid 0 without a delegated cgroup: RLIMIT_NPROC does not bind it.
+ * Tier 2 bounds its PID namespace with pid_max where the kernel allows (then the limit holds, but not below
+ * the kernel's floor of 299 processes: named last, as a limit, `limit.pids (uid 0)`); tier 3 has no PID
+ * namespace.
+ */
+function rootProcessGaps(tier: LinuxTierId, ctx: TierGapContext): string[] {
+  if (tier === 'user-namespace' && ctx.pidNamespaceLimit) {
+    const bound = processesUnder(pidMaxFor(ctx.maxPids ?? PID_MAX_FLOOR));
+    return ctx.maxPids !== undefined && ctx.maxPids < bound
+      ? [
+          `limit.pids (uid 0): RLIMIT_NPROC does not bind uid 0, so the PID namespace's pid_max bounds the command instead, and the kernel keeps pid_max at ${PID_MAX_FLOOR} or more: up to ${bound} processes, not max_pids (${ctx.maxPids})`,
+        ]
+      : [];
+  }
+  return [
+    `process-limit: RLIMIT_NPROC does not bind uid 0, and no delegated cgroup v2 is here${tier === 'user-namespace' ? ', nor a per-namespace pid_max (Linux 6.14+)' : ' (and tier 3 has no PID namespace)'}: the number of processes is not limited`,
+  ];
 }
 
 /** Only the names of the gaps (`host-tmp`, …). */

@@ -12,6 +12,7 @@ import {
   type SandboxProfile,
 } from '../driver.js';
 import type { DriverFiles } from '../files/driver-files.js';
+import type { HiddenPath } from '../hidden-paths.js';
 import { abortKind } from '../kill-request.js';
 import { createSandboxOutput, type SandboxOutput, type SandboxOutputFields } from '../output.js';
 import { isStreamedStdin } from '../stdin-feed.js';
@@ -34,6 +35,8 @@ export interface FakeDriverOptions {
   readonly output?: FakeOutput;
   /** Keep every run request in `requests` (default true; benchmarks turn it off). */
   readonly keepRequests?: boolean;
+  /** Paths no grant may lie in (`OsSandboxDriver.hiddenPaths`). Default none. */
+  readonly hiddenPaths?: readonly HiddenPath[];
   /** Copy streamed stdin to stdout as it arrives, before the canned stdout. Default false. */
   readonly echoStdin?: boolean;
   /**
@@ -157,6 +160,7 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
   const driver: FakeDriver = {
     name,
     capabilities: options.capabilities ?? DRIVER_CAPABILITY_IDS,
+    ...(options.hiddenPaths === undefined ? {} : { hiddenPaths: options.hiddenPaths }),
     get runCount() {
       return runCount;
     },

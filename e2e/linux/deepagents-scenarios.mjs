@@ -1,0 +1,262 @@
+// deepagents scenarios of the agent-loop harness: createDeepAgent loops with fakeModel() whose tool calls
+// run in the real sandbox through @aleph/deepagents; each returns what the model (and the host) saw.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AlephSandbox } from '@aleph/deepagents';
+import { AIMessage, ToolMessage } from '@langchain/core/messages';
+import { fakeModel } from '@langchain/core/testing';
+import { Command, MemorySaver } from '@langchain/langgraph';
+import { createDeepAgent } from 'deepagents';
+import { processesWith } from './session-scenarios.mjs';
+
+const config = (plan, extra = {}) => ({
+  sandbox: { workspace_root: path.join(plan.base, 'workspaces'), default_timeout_seconds: 30, ...extra },
+});
+
+async function withSandbox(plan, fn, options = {}, extra = {}) {
+  const sandbox = await AlephSandbox.create({ config: config(plan, extra), ...options });
+  try {
+    return await fn(sandbox);
+  } finally {
+    await sandbox.close();
+  }
+}
+
+/** A fake model answering with each turn in order (tool calls, then a final text). */
+function scripted(...turns) {
+  let model = fakeModel();
+  for (const t of turns)
+    model = typeof t === 'string' ? model.respond(new AIMessage(t)) : model.respondWithTools(t);
+  return model;
+}
+
+const contentText = (content) =>
+  typeof content === 'string'
+    ? content
+    : content.map((c) => (c.type === 'text' ? c.text : `[${c.type}]`)).join('');
+
+/** The tool messages of a run, by tool call id: [tool name, text, status]. */
+const toolResults = (messages) =>
+  Object.fromEntries(
+    messages
+      .filter((m) => ToolMessage.isInstance(m))
+      .map((m) => [m.tool_call_id, { name: m.name, text: contentText(m.content), status: m.status }]),
+  );
+
+async function upTo(needle, count) {
+  for (let i = 0; i < 200 && processesWith(needle).length < count; i++) await sleep(50);
+  return processesWith(needle).length;
+}
+
+async function leftAfter(needle) {
+  for (let i = 0; i < 60 && processesWith(needle).length > 0; i++) await sleep(50);
+  return processesWith(needle).length;
+}
+
+export const scenarios = {
+  // deepagents' file tools (derived through execute in the sandbox, or through upload/download), execute,
+  // and three executes at once, in a workspace used in place.
+  async loop(plan) {
+    const workspace = path.join(plan.base, 'project');
+    return withSandbox(
+      plan,
+      async (sandbox) => {
+        const ws = sandbox.workspace;
+        const file = path.join(ws, 'src', 'app.txt');
+        const model = scripted(
+          [{ name: 'write_file', args: { file_path: file, content: 'alpha\nbeta\ngamma\n' }, id: 'w1' }],
+          [{ name: 'read_file', args: { file_path: file }, id: 'r1' }],
+          [
+            {
+              name: 'edit_file',
+              args: { file_path: file, old_string: 'beta', new_string: 'BETA' },
+              id: 'e1',
+            },
+          ],
+          [{ name: 'ls', args: { path: path.join(ws, 'src') }, id: 'l1' }],
+          [{ name: 'grep', args: { pattern: 'BETA', path: ws }, id: 'g1' }],
+          [{ name: 'glob', args: { pattern: '**/*.txt', path: ws }, id: 'b1' }],
+          [{ name: 'execute', args: { command: 'wc -l < src/app.txt && pwd && id -u' }, id: 'x1' }],
+          [0, 1, 2].map((i) => ({
+            name: 'execute',
+            args: { command: `echo start-${i}; sleep 0.3; echo end-${i}` },
+            id: `p${i}`,
+          })),
+          'done',
+        );
+        const agent = createDeepAgent({ model, backend: sandbox });
+        const result = await agent.invoke({ messages: [{ role: 'user', content: 'go' }] });
+        return {
+          tools: toolResults(result.messages),
+          final: contentText(result.messages.at(-1).content),
+          workspace: ws,
+          hostFile: readFileSync(path.join(workspace, 'src', 'app.txt'), 'utf8'),
+        };
+      },
+      { workspace },
+    );
+  },
+
+  // A command asking to read a path outside the workspace: interrupted, approved, it reads it; the same
+  // again, rejected, never runs; outside the tool (no person asked), the requester denies it.
+  async approval(plan) {
+    const commandCapabilities = (command) =>
+      command.includes(plan.shared) ? { fsRead: [plan.shared] } : undefined;
+    return withSandbox(
+      plan,
+      async (sandbox) => {
+        const cat = `cat ${path.join(plan.shared, 'data.txt')}`;
+        const model = scripted(
+          [{ name: 'execute', args: { command: cat }, id: 'a1' }],
+          [{ name: 'execute', args: { command: cat }, id: 'a2' }],
+          'done',
+        );
+        const agent = createDeepAgent({
+          model,
+          backend: sandbox,
+          checkpointer: new MemorySaver(),
+          interruptOn: sandbox.interruptOn(),
+          middleware: [sandbox.approvalMiddleware()],
+        });
+        const thread = { configurable: { thread_id: 'approval' } };
+        const first = await agent.invoke({ messages: [{ role: 'user', content: 'go' }] }, thread);
+        const asked = first.__interrupt__?.[0]?.value;
+        const second = await agent.invoke(
+          new Command({ resume: { decisions: [{ type: 'approve' }] } }),
+          thread,
+        );
+        const askedAgain = second.__interrupt__?.[0]?.value;
+        const third = await agent.invoke(
+          new Command({ resume: { decisions: [{ type: 'reject', message: 'not twice' }] } }),
+          thread,
+        );
+        return {
+          asked: asked?.actionRequests,
+          askedAgain: askedAgain?.actionRequests?.length ?? 0,
+          tools: toolResults(third.messages),
+          direct: await sandbox.execute(cat),
+        };
+      },
+      { commandCapabilities },
+    );
+  },
+
+  // Aborting the agent's run kills the command's whole tree.
+  async abort(plan) {
+    const n = `${plan.marker}2`;
+    return withSandbox(plan, async (sandbox) => {
+      const model = scripted(
+        [{ name: 'execute', args: { command: `sleep ${n} & sleep ${n}; wait` }, id: 'k1' }],
+        'never',
+      );
+      const agent = createDeepAgent({ model, backend: sandbox });
+      const controller = new AbortController();
+      const outcome = agent
+        .invoke({ messages: [{ role: 'user', content: 'go' }] }, { signal: controller.signal })
+        .then(
+          () => 'resolved',
+          (e) => e?.name ?? 'rejected',
+        );
+      const before = await upTo(`sleep\0${n}`, 2);
+      controller.abort(new Error('user pressed stop'));
+      return { before, outcome: await outcome, left: await leftAfter(`sleep\0${n}`) };
+    });
+  },
+
+  // The configured timeout ends the whole tree; the model reads it.
+  async timeout(plan) {
+    const n = `${plan.marker}3`;
+    return withSandbox(
+      plan,
+      async (sandbox) => {
+        const model = scripted(
+          [{ name: 'execute', args: { command: `sleep ${n} & sleep ${n}; wait` }, id: 't1' }],
+          'ok',
+        );
+        const result = await createDeepAgent({ model, backend: sandbox }).invoke({
+          messages: [{ role: 'user', content: 'go' }],
+        });
+        return { tools: toolResults(result.messages), left: await leftAfter(`sleep\0${n}`) };
+      },
+      {},
+      { default_timeout_seconds: 2 },
+    );
+  },
+
+  // No network at the baseline: the failure is the model's to read; a command asking for a host with no
+  // person to approve it is refused by the requester, and the refusal is the model's to read too.
+  async network(plan) {
+    const commandCapabilities = (command) =>
+      command.startsWith('curl ') ? { network: { kind: 'allowHosts', hosts: ['example.com'] } } : undefined;
+    return withSandbox(
+      plan,
+      async (sandbox) => {
+        const model = scripted(
+          [{ name: 'execute', args: { command: 'wget -T 5 -O- http://example.com/' }, id: 'n1' }],
+          [{ name: 'execute', args: { command: 'curl -sS http://example.com/' }, id: 'n2' }],
+          'ok',
+        );
+        const result = await createDeepAgent({ model, backend: sandbox }).invoke({
+          messages: [{ role: 'user', content: 'go' }],
+        });
+        return { tools: toolResults(result.messages) };
+      },
+      { commandCapabilities },
+    );
+  },
+
+  // A command plants links to a host secret; deepagents' file tools are refused; the host reads it.
+  async symlink(plan) {
+    return withSandbox(plan, async (sandbox) => {
+      const ws = sandbox.workspace;
+      const model = scripted(
+        [
+          {
+            name: 'execute',
+            args: {
+              command: `ln -s '${plan.secret}' innocent.txt && ln -s '${plan.secret}' innocent.png; cat innocent.txt; echo cat=$?`,
+            },
+            id: 's1',
+          },
+        ],
+        [{ name: 'read_file', args: { file_path: path.join(ws, 'innocent.txt') }, id: 's2' }],
+        [{ name: 'read_file', args: { file_path: path.join(ws, 'innocent.png') }, id: 's3' }],
+        [
+          {
+            name: 'edit_file',
+            args: { file_path: path.join(ws, 'innocent.txt'), old_string: 'host', new_string: 'pwned' },
+            id: 's4',
+          },
+        ],
+        'ok',
+      );
+      const result = await createDeepAgent({ model, backend: sandbox }).invoke({
+        messages: [{ role: 'user', content: 'go' }],
+      });
+      let control;
+      try {
+        control = readFileSync(path.join(ws, 'innocent.txt'), 'utf8');
+      } catch (e) {
+        control = `control failed: ${e.code}`;
+      }
+      return {
+        tools: toolResults(result.messages),
+        download: await sandbox.downloadFiles([path.join(ws, 'innocent.txt')]),
+        control,
+        secretAfter: readFileSync(plan.secret, 'utf8'),
+      };
+    });
+  },
+
+  // The command policy refuses a destructive command: a result with the reason.
+  async policy(plan) {
+    return withSandbox(plan, async (sandbox) => {
+      const model = scripted([{ name: 'execute', args: { command: 'rm -rf /' }, id: 'p1' }], 'ok');
+      const result = await createDeepAgent({ model, backend: sandbox }).invoke({
+        messages: [{ role: 'user', content: 'go' }],
+      });
+      return { tools: toolResults(result.messages) };
+    });
+  },
+};

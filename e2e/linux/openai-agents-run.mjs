@@ -1,0 +1,85 @@
+// Shared pieces of the OpenAI Agents scenarios: an agent run with a ScriptedModel and AlephSandboxClient,
+// what the model saw of each tool call, and host process checks.
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AlephSandboxClient, alephShell } from '@aleph/openai-agents';
+import { Runner } from '@openai/agents';
+import { filesystem, SandboxAgent } from '@openai/agents/sandbox';
+import { ScriptedModel } from '@openai/agents/testing';
+
+/** A client whose session workspaces live under `plan.base` (config inline), with `options` on top. */
+export function clientFor(plan, options = {}, sandbox = {}) {
+  return new AlephSandboxClient({
+    config: { sandbox: { workspace_root: path.join(plan.base, 'workspaces'), ...sandbox } },
+    ...options,
+  });
+}
+
+/** A SandboxAgent with the filesystem and Aleph shell capabilities, driven by `steps`. */
+export function agentWith(steps, name = 'dev') {
+  const model = new ScriptedModel(steps);
+  const agent = new SandboxAgent({
+    name,
+    instructions: 'Work in the sandbox.',
+    model,
+    capabilities: [filesystem(), alephShell()],
+  });
+  return { agent, model };
+}
+
+/** Runs `agent` with `client` (or continues `state`) and returns the result. */
+export function runWith(agent, input, client, extra = {}) {
+  return new Runner().run(agent, input, { sandbox: { client }, ...extra });
+}
+
+/** The text of every tool result the model was given, by call id. */
+export function seen(model) {
+  const out = {};
+  for (const call of model.calls) {
+    for (const item of call.request.input ?? []) {
+      if (item.type === 'function_call_result') {
+        out[item.callId] =
+          typeof item.output === 'string' ? item.output : (item.output?.text ?? JSON.stringify(item.output));
+      } else if (item.type === 'apply_patch_call_output') {
+        out[item.callId] = `${item.status}: ${item.output ?? ''}`;
+      }
+    }
+  }
+  return out;
+}
+
+/** The session ID in the last exec_command result the model saw (for write_stdin). */
+export function lastSessionId(call) {
+  const results = (call.request.input ?? []).filter((i) => i.type === 'function_call_result');
+  const text = results.at(-1)?.output?.text ?? '';
+  const m = /Process running with session ID (\d+)/.exec(text);
+  if (m === null) throw new Error(`no running session in: ${text}`);
+  return Number(m[1]);
+}
+
+/** Host processes whose command line contains `needle`. */
+export function processesWith(needle) {
+  const found = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${name}/cmdline`, 'latin1').includes(needle)) found.push(Number(name));
+    } catch {
+      // gone
+    }
+  }
+  return found;
+}
+
+/** How many of `needle`'s processes run once `count` are up (or 10 s have passed). */
+export async function upTo(needle, count) {
+  for (let i = 0; i < 200 && processesWith(needle).length < count; i++) await sleep(50);
+  return processesWith(needle).length;
+}
+
+/** What is left of `needle`'s processes after up to 5 s. */
+export async function leftAfter(needle) {
+  for (let i = 0; i < 100 && processesWith(needle).length > 0; i++) await sleep(50);
+  return processesWith(needle).length;
+}

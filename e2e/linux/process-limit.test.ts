@@ -1,0 +1,141 @@
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { gapNames } from '@aleph/driver-linux';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { linuxStack, REQUIRED, requiredButMissing, runHarness } from '../support.js';
+import { identities as allIdentities, asIdentityTitle, declaredGaps, type Identity } from './hosts.js';
+
+/**
+ * Process limits hold for uid 0 (issue 23 §7). A bounded fork bomb — 500 sleepers, each killed when the
+ * command ends — runs inside the real sandbox with max_pids 300, as every identity of `hosts.ts`: tier 1 as
+ * root (a uid per run, RLIMIT_NPROC), tier 2 as uid 65534 and tier 2 as root without CAP_SYS_ADMIN, where the
+ * command keeps kernel uid 0 and RLIMIT_NPROC does not bind it (the PID namespace's pid_max does). At most
+ * max_pids processes start. The control runs the same bomb with max_pids 1000: all 500 start, so the limit
+ * is what stopped the first. Tier 3 as root has no PID namespace and no delegated cgroup here: it declares
+ * `process-limit`, which is checked instead.
+ */
+
+const stack = linuxStack();
+const MAX_PIDS = 300;
+const BOMB = 500;
+
+// Forks BOMB sleepers until one fork fails; prints how many started and the errno, then kills them.
+const FORK_BOMB = `
+import os, signal, time
+kids = []
+err = 0
+for i in range(${BOMB}):
+    try:
+        pid = os.fork()
+    except OSError as e:
+        err = e.errno
+        break
+    if pid == 0:
+        time.sleep(30)
+        os._exit(0)
+    kids.append(pid)
+print(len(kids), err, flush=True)
+for pid in kids:
+    os.kill(pid, signal.SIGKILL)
+for pid in kids:
+    os.waitpid(pid, 0)
+`;
+
+interface StepResult {
+  id: string;
+  exitCode?: number | null;
+  stdout?: string;
+  stderr?: string;
+  error?: { code: string; message: string };
+}
+
+/** The bomb in the sandbox of `identity` with `maxPids`: the harness's output and how many started. */
+async function bomb(identity: Identity, base: string, maxPids: number) {
+  const workspaceRoot = path.join(base, `ws-${maxPids}`);
+  mkdirSync(workspaceRoot, { mode: 0o755 });
+  if (identity.uid !== process.getuid?.()) chownSync(workspaceRoot, identity.uid, identity.uid);
+  const home = path.join(base, 'home');
+  const steps = [
+    {
+      id: 'bomb',
+      command: {
+        program: 'python3',
+        args: ['-c', FORK_BOMB],
+        capabilities: { spawnSubprocess: true },
+        timeout: 60_000,
+      },
+    },
+  ];
+  const { output, results } = await runHarness<StepResult>(
+    { workspaceRoot, driver: { maxPids }, steps },
+    { ...process.env, HOME: home },
+    { uid: identity.uid, mountpoint: path.join(base, 'repo'), wrap: identity.wrap },
+  );
+  const r = results.get('bomb');
+  const [started, errno] = (r?.stdout ?? '').trim().split(' ').map(Number);
+  return { output, r, started: started ?? Number.NaN, errno: errno ?? Number.NaN };
+}
+
+describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
+  `a fork bomb is bounded whatever the command's uid${stack.ok ? '' : ` [skipped: ${stack.reason}]`}`,
+  () => {
+    if (requiredButMissing(stack)) return;
+
+    describe.each(allIdentities())('$key', (identity) => {
+      const declares = gapNames(declaredGaps(identity)).includes('process-limit');
+      let base = '';
+      beforeAll(() => {
+        if (identity.skip !== undefined) return;
+        base = mkdtempSync(path.join(os.tmpdir(), 'aleph-e2e-pids-'));
+        chmodSync(base, 0o755);
+        mkdirSync(path.join(base, 'home'), { mode: 0o700 });
+        if (identity.uid !== process.getuid?.())
+          chownSync(path.join(base, 'home'), identity.uid, identity.uid);
+      });
+      afterAll(() => {
+        if (base !== '') rmSync(base, { recursive: true, force: true });
+      });
+
+      it.skipIf(identity.skip !== undefined || declares)(
+        `${asIdentityTitle(identity)}: at most max_pids (${MAX_PIDS}) of ${BOMB} start${declares ? ' [skipped: the tier declares process-limit]' : ''}`,
+        async () => {
+          const { output, r, started, errno } = await bomb(identity, base, MAX_PIDS);
+          expect(output.tierId).toBe(identity.tier);
+          expect(gapNames(output.notEnforced)).not.toContain('process-limit');
+          expect(r?.exitCode, JSON.stringify(r)).toBe(0);
+          expect(started, r?.stdout).toBeLessThanOrEqual(MAX_PIDS);
+          expect(started, r?.stdout).toBeGreaterThan(MAX_PIDS / 2);
+          expect(errno).toBe(11); // EAGAIN: RLIMIT_NPROC, or no pid left under pid_max
+        },
+        120_000,
+      );
+
+      it.skipIf(identity.skip !== undefined || declares)(
+        `${asIdentityTitle(identity)}: control: with max_pids 1000 all ${BOMB} start${declares ? ' [skipped: the tier declares process-limit]' : ''}`,
+        async () => {
+          const { r, started, errno } = await bomb(identity, base, 1000);
+          expect(r?.exitCode, JSON.stringify(r)).toBe(0);
+          expect([started, errno]).toEqual([BOMB, 0]);
+        },
+        120_000,
+      );
+
+      it.skipIf(identity.skip !== undefined || !declares)(
+        `${asIdentityTitle(identity)}: declares process-limit, which names what closes it${declares ? '' : ' [skipped: the tier holds the limit]'}`,
+        async () => {
+          const workspaceRoot = path.join(base, 'ws-declared');
+          mkdirSync(workspaceRoot);
+          const { output } = await runHarness<StepResult>(
+            { workspaceRoot, steps: [{ id: 'true', command: { program: 'true' } }] },
+            { ...process.env, HOME: path.join(base, 'home') },
+            { uid: identity.uid, mountpoint: path.join(base, 'repo'), wrap: identity.wrap },
+          );
+          const gap = output.notEnforced.find((g) => g.startsWith('process-limit: '));
+          expect(gap).toMatch(/RLIMIT_NPROC does not bind uid 0.*tier 3 has no PID namespace/);
+        },
+        60_000,
+      );
+    });
+  },
+);

@@ -1,0 +1,259 @@
+// AlephSandboxSession: the SandboxSession the Agents SDK's capabilities use, on an Aleph session handle.
+// Commands go through session.spawn() (policy, capabilities and approval, audit, the OS sandbox); files
+// through session.files (resolved beneath the workspace on descriptors, never following a link out).
+import type { SandboxFiles } from '@aleph/sandbox';
+import type { SandboxCapabilities, SandboxCapabilitiesInput } from '@aleph/sandbox-core';
+import type { Editor, ToolOutputImage } from '@openai/agents';
+import {
+  type ListDirectoryArgs,
+  Manifest,
+  type MaterializeEntryArgs,
+  type ReadFileArgs,
+  type SandboxDirectoryEntry,
+  type SandboxExecResult,
+  type SandboxSession,
+  SandboxUnsupportedFeatureError,
+  type ViewImageArgs,
+  type WriteStdinArgs,
+} from '@openai/agents/sandbox';
+import { type AlephExecArgs, Commands, needsApproval, requestedCapabilities } from './commands.js';
+import { createFilesEditor } from './editor.js';
+import { closedError, mapErrors } from './errors.js';
+import { formatExecResponse } from './exec-format.js';
+import { readImage } from './image.js';
+import { materializeManifest } from './materialize.js';
+import type { OpenedSandbox } from './open-sandbox.js';
+import type { AlephSessionState } from './session-state.js';
+import { WorkspacePaths } from './workspace-paths.js';
+
+function unsupportedRunAs(runAs: string): SandboxUnsupportedFeatureError {
+  return new SandboxUnsupportedFeatureError(
+    `runAs ${JSON.stringify(runAs)} is not supported by the Aleph sandbox: every command and file call acts as the sandbox's own user; drop runAs from the agent`,
+    { provider: 'aleph', feature: 'runAs' },
+  );
+}
+
+/**
+ * A sandbox session of {@link AlephSandboxClient}. The SDK's shell and filesystem capabilities use
+ * `execCommand`, `writeStdin` and `createEditor`; the other methods serve the rest of the SDK and your
+ * own code. Its `state` is the plain object the runner reads and rewrites.
+ */
+export class AlephSandboxSession implements SandboxSession<AlephSessionState> {
+  state: AlephSessionState;
+  readonly #opened: OpenedSandbox;
+  readonly #commands: Commands;
+  #paths: WorkspacePaths | undefined;
+  #closed = false;
+  #closing: Promise<void> | undefined;
+
+  /** @internal Made by {@link AlephSandboxClient}. */
+  constructor(state: AlephSessionState, opened: OpenedSandbox) {
+    this.state = state;
+    this.#opened = opened;
+    this.#commands = new Commands(
+      opened,
+      () => this.state.environment,
+      () => this.#workspacePaths(),
+    );
+  }
+
+  /** The mapping of the manifest root (read from the state, which the runner may replace) to the workspace. */
+  #workspacePaths(): WorkspacePaths {
+    const root = this.state.manifest.root;
+    if (this.#paths?.root !== root) this.#paths = new WorkspacePaths(root, this.#opened.workspace);
+    return this.#paths;
+  }
+
+  #toFiles(p: string): string {
+    return this.#workspacePaths().forFiles(p);
+  }
+
+  /** The workspace's real path (the manifest root names it for the agent). */
+  get workspacePath(): string {
+    return this.#opened.workspace;
+  }
+
+  /** The session's files, confined to its workspace and grants (the Aleph file API). */
+  get files(): SandboxFiles {
+    this.#assertOpen();
+    return this.#opened.session.files;
+  }
+
+  /** What every command may do without approval. */
+  get baselineCapabilities(): SandboxCapabilities {
+    return this.#opened.baseline;
+  }
+
+  /** The Aleph session id commands and file calls are audited under. */
+  get alephSessionId(): string {
+    return this.#opened.sessionId;
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw closedError(this.#opened.sessionId);
+  }
+
+  /**
+   * Runs a shell command (`<shell> -lc CMD`, `-c` without login) in the sandbox, waits up to `yieldTimeMs`
+   * (default 10 s) and gives its output, or a `sessionId` to reach it with {@link writeStdin} while it
+   * runs. A denial, a timeout or a kill is part of the result (an `[aleph]` line saying what and why),
+   * never an exception.
+   */
+  async exec(args: AlephExecArgs): Promise<SandboxExecResult> {
+    this.#assertOpen();
+    return this.#commands.exec(args);
+  }
+
+  /** {@link exec} as the text the model reads (what the `exec_command` tool returns). */
+  async execCommand(args: AlephExecArgs): Promise<string> {
+    return formatExecResponse(await this.exec(args));
+  }
+
+  /** Writes to a running command's stdin (`\u0003` interrupts it, `\u0004` ends its input). */
+  async writeStdin(args: WriteStdinArgs): Promise<string> {
+    this.#assertOpen();
+    return this.#commands.writeStdin(args);
+  }
+
+  /**
+   * True: `write_stdin` reaches running commands. There is no terminal in the sandbox; commands get
+   * pipes, and Ctrl-C (`\u0003`) is delivered as SIGINT to the command's process tree.
+   */
+  supportsPty(): boolean {
+    return true;
+  }
+
+  /** True when a command asking for `capabilities` needs approval (more than the baseline). */
+  needsApproval(capabilities: SandboxCapabilitiesInput | undefined): boolean {
+    return needsApproval(this.#opened, requestedCapabilities(this.#opened.baseline, capabilities));
+  }
+
+  /** The apply_patch editor: V4A diffs applied through the session's file API. */
+  createEditor(runAs?: string): Editor {
+    this.#assertOpen();
+    if (runAs !== undefined && runAs.trim() !== '') throw unsupportedRunAs(runAs);
+    return createFilesEditor(
+      this.#opened.session.files,
+      (p) => this.#toFiles(p),
+      (text) => this.#workspacePaths().output(text),
+    );
+  }
+
+  /** A file's bytes (at most `maxBytes` of them). */
+  async readFile(args: ReadFileArgs): Promise<Uint8Array> {
+    this.#assertOpen();
+    const files = this.#opened.session.files;
+    const max = args.maxBytes;
+    const at = this.#toFiles(args.path);
+    if (typeof max !== 'number') return mapErrors(() => files.readFile(at));
+    return mapErrors(async () => {
+      const stream = await files.readFileStream(at);
+      const chunks: Uint8Array[] = [];
+      let size = 0;
+      const reader = stream.getReader();
+      try {
+        while (size < max) {
+          const next = await reader.read();
+          if (next.done) break;
+          chunks.push(next.value);
+          size += next.value.byteLength;
+        }
+      } finally {
+        await reader.cancel().catch(() => {});
+      }
+      return new Uint8Array(Buffer.concat(chunks).subarray(0, Math.max(0, max)));
+    });
+  }
+
+  /** A directory's entries (links not followed). */
+  async listDir(args: ListDirectoryArgs): Promise<SandboxDirectoryEntry[]> {
+    this.#assertOpen();
+    const entries = await mapErrors(() => this.#opened.session.files.list(this.#toFiles(args.path)));
+    const base = args.path.replace(/\/+$/, '');
+    return entries.map((e) => ({
+      name: e.name,
+      path: base === '' || base === '.' ? e.name : `${base}/${e.name}`,
+      type: e.type === 'directory' ? 'dir' : e.type === 'file' ? 'file' : 'other',
+    }));
+  }
+
+  /** True when something (a link included) is at `path`. */
+  async pathExists(path: string): Promise<boolean> {
+    return (await this.#stat(path, false)) !== undefined;
+  }
+
+  /** True when `path` is a directory (a final link inside the workspace followed). */
+  async directoryExists(path: string): Promise<boolean> {
+    return (await this.#stat(path, true)) === 'directory';
+  }
+
+  async #stat(path: string, follow: boolean): Promise<string | undefined> {
+    this.#assertOpen();
+    try {
+      return (await this.#opened.session.files.stat(this.#toFiles(path), { followSymlinks: follow })).type;
+    } catch (error) {
+      if ((error as { code?: string }).code === 'ALEPH_FILE_NOT_FOUND') return undefined;
+      return mapErrors(() => Promise.reject(error));
+    }
+  }
+
+  /** An image of the workspace for the model (PNG, JPEG, GIF, WebP; at most 10 MB). */
+  async viewImage(args: ViewImageArgs): Promise<ToolOutputImage> {
+    this.#assertOpen();
+    if (args.runAs !== undefined && args.runAs.trim() !== '') throw unsupportedRunAs(args.runAs);
+    return mapErrors(() => readImage(this.#opened.session.files, this.#toFiles(args.path), args.path));
+  }
+
+  /** Adds one manifest entry to the workspace (a provided session given an agent's manifest). */
+  async materializeEntry(args: MaterializeEntryArgs): Promise<void> {
+    await this.applyManifest(
+      new Manifest({ entries: { [this.#relative(args.path)]: args.entry } }),
+      args.runAs,
+    );
+  }
+
+  /** Adds a manifest's entries and environment to the session (an additive delta). */
+  async applyManifest(manifest: Manifest, runAs?: string): Promise<void> {
+    this.#assertOpen();
+    if (runAs !== undefined && runAs.trim() !== '') throw unsupportedRunAs(runAs);
+    await materializeManifest(manifest, {
+      files: this.#opened.session.files,
+      writable: [this.#opened.workspace, ...this.#opened.baseline.fsWrite],
+    });
+    this.state.environment = { ...this.state.environment, ...(await manifest.resolveEnvironment()) };
+    const current = this.state.manifest;
+    this.state.manifest = new Manifest({
+      version: current.version,
+      root: current.root,
+      entries: { ...structuredClone(current.entries), ...structuredClone(manifest.entries) },
+      environment: Object.fromEntries(
+        [...Object.entries(current.environment), ...Object.entries(manifest.environment)].map(([k, v]) => [
+          k,
+          v.init(),
+        ]),
+      ),
+    });
+  }
+
+  #relative(p: string): string {
+    const mapped = this.#toFiles(p);
+    return mapped === '.' ? '' : mapped;
+  }
+
+  /**
+   * Kills every command it started and releases the sandbox; later calls fail with a lifecycle error.
+   * The workspace stays (it is the session's, or your directory). Idempotent. The runner calls it when a
+   * run that created or resumed the session ends (the session has no stop/shutdown/delete of its own).
+   */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#closed = true;
+      try {
+        await this.#commands.stopAll();
+      } finally {
+        await this.#opened.dispose();
+      }
+    })();
+    return this.#closing;
+  }
+}
