@@ -79,6 +79,10 @@ export async function createAlephMcpServer(options: AlephMcpServerOptions): Prom
     configPath: options.config.source ?? DEFAULT_CONFIG_PATH,
     build,
   };
+  // The MCP SDK's clients (1.32) ignore notifications/cancelled for request id 0 (typescript-sdk#2283),
+  // the id of the server's first request: a question asked with it could not be withdrawn. A ping once
+  // the client is initialized takes that id, so every question can.
+  server.server.oninitialized = () => void server.server.ping().catch(() => {});
   registerExecute(ctx);
   registerFileTools(ctx);
   const audit = registerResources(ctx);

@@ -1,5 +1,8 @@
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { connect, textOf } from './connect.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // A shell command asks for subprocesses, which the default baseline does not allow: approval is needed.
 const SHELL = { command: 'echo hi | tr a-z A-Z', reason: 'to upper-case a greeting' };
@@ -122,6 +125,29 @@ describe('approval through the client', () => {
     const more = await call('execute', { argv: ['curl', 'x'], capabilities: { network: ['other.example'] } });
     expect(asked).toHaveLength(1);
     expect(textOf(more)).toContain('--net example.com,other.example');
+  });
+
+  it('a cancelled call withdraws its question (the client is told), nothing runs, and the server keeps serving', async () => {
+    let question: AbortSignal | undefined;
+    const { client, asked, driver, call } = await connect({
+      elicit: (_params, signal) => {
+        question = signal;
+        return new Promise<never>(() => {});
+      },
+    });
+    const controller = new AbortController();
+    const pending = client
+      .callTool({ name: 'execute', arguments: SHELL }, undefined, { signal: controller.signal })
+      .catch((e: unknown) => e);
+    while (asked.length === 0) await sleep(10);
+    expect(question?.aborted).toBe(false);
+    controller.abort('user pressed stop');
+    expect(await pending).toBeInstanceOf(McpError);
+    while (question?.aborted !== true) await sleep(10);
+    expect(driver.runCount).toBe(0);
+    expect((await call('execute', { argv: ['true'] })).structuredContent).toMatchObject({
+      status: 'completed',
+    });
   });
 
   it('an approval the user does not answer in time is refused, saying so', async () => {

@@ -32,7 +32,10 @@ export interface ConnectOptions {
   readonly config?: Record<string, unknown>;
   readonly driver?: FakeDriverOptions;
   /** Declare elicitation and answer with this; without it the client declares none. */
-  readonly elicit?: (request: ElicitRequest['params']) => ElicitResult | Promise<ElicitResult>;
+  readonly elicit?: (
+    request: ElicitRequest['params'],
+    signal: AbortSignal,
+  ) => ElicitResult | Promise<ElicitResult>;
   /** The elicitation capability the client declares with `elicit`. Default `{ form: {} }`. */
   readonly elicitation?: Record<string, unknown>;
 }
@@ -51,9 +54,9 @@ export async function connect(options: ConnectOptions = {}): Promise<Connected> 
   );
   const elicit = options.elicit;
   if (elicit !== undefined) {
-    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
       asked.push(request.params);
-      return elicit(request.params);
+      return elicit(request.params, extra.signal);
     });
   }
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
