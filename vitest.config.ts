@@ -26,6 +26,7 @@ export default defineConfig({
       project('driver-macos'),
       project('driver-windows'),
       project('sandbox'),
+      project('mcp'),
       project('ai-sdk'),
       project('deepagents'),
       project('openai-agents'),

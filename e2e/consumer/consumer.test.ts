@@ -2,7 +2,8 @@
 // which runs each prepack), and the tarballs are installed into fresh projects outside the workspace with
 // each package manager's defaults — npm 11, pnpm 12 and Yarn 4 (node-modules linker) — with no approval
 // step (no allowScripts, no allowBuilds: no package has an install script to approve) and no C compiler on
-// PATH. Then, in those projects: the README's library example, `aleph-sandbox run`, doctor (and doctor
+// PATH. Then, in those projects: the README's library example, `aleph-sandbox run`, `aleph-sandbox mcp`
+// (finding @aleph/mcp where the project installed it), doctor (and doctor
 // facing a broken or missing helper, and `aleph-sandbox build-helper`), a policy-only consumer (import,
 // require, tsc with node16 and bundler resolution), and a third-party driver package running the
 // conformance suite. Every tarball is also checked with publint and attw.
@@ -123,6 +124,7 @@ function manifestFor(kind: 'app' | 'policy', manager: Manager): Record<string, u
           '@aleph/driver-linux',
           '@aleph/driver-macos',
           '@aleph/driver-windows',
+          '@aleph/mcp',
         ]
       : ['@aleph/command-policy'];
   const manifest: Record<string, unknown> = {
@@ -171,6 +173,62 @@ function install(dir: string, manager: Manager): Promise<Result> {
         ? ['install', '--prefer-offline', '--no-frozen-lockfile', '--reporter=append-only']
         : ['install', '--no-immutable'];
   return managerRun(manager, args, { cwd: dir, env: baseEnv });
+}
+
+/** The argv that runs a bin of the project as its package manager does. */
+function binArgv(manager: Manager, bin: string, args: readonly string[]): string[] {
+  if (manager === 'npm') return ['npx', bin, ...args];
+  if (manager === 'pnpm') return ['pnpm', 'exec', bin, ...args];
+  return [process.execPath, yarnJs, bin, ...args];
+}
+
+/**
+ * Starts an MCP server (`cmd args`), initializes it over stdio, makes each `tools/call` in turn, ends its
+ * stdin once every answer is in, and waits for it to exit: its exit code, stderr and the responses
+ * (initialize first).
+ */
+function mcpExchange(
+  cmd: string,
+  args: readonly string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+  calls: readonly { name: string; arguments: Record<string, unknown> }[],
+): Promise<Result & { responses: Record<string, unknown>[] }> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd: options.cwd, env: options.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const responses: Record<string, unknown>[] = [];
+    let stdout = '';
+    let stderr = '';
+    const send = (m: unknown) => child.stdin?.write(`${JSON.stringify(m)}\n`);
+    const next = () => {
+      const i = responses.length;
+      if (i === 0) {
+        const clientInfo = { name: 'consumer', version: '0' };
+        send({
+          jsonrpc: '2.0',
+          id: 0,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo },
+        });
+      } else if (i <= calls.length) {
+        if (i === 1) send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+        send({ jsonrpc: '2.0', id: i, method: 'tools/call', params: calls[i - 1] });
+      } else child.stdin?.end();
+    };
+    child.stdout?.on('data', (c) => {
+      stdout += c;
+      const lines = stdout.split('\n');
+      stdout = lines.pop() ?? '';
+      for (const line of lines) {
+        responses.push(JSON.parse(line) as Record<string, unknown>);
+        next();
+      }
+    });
+    child.stderr?.on('data', (c) => {
+      stderr += c;
+    });
+    child.on('close', (status) => resolve({ status, stdout, stderr, responses }));
+    next();
+  });
 }
 
 /** Runs a bin of the project as its package manager does (`npx`, `pnpm exec`, `yarn <bin>`). */
@@ -343,6 +401,7 @@ describe.skipIf(reason !== undefined)(
         [`@aleph/driver-linux-${otherArch}`, 'package/bin/aleph-sandbox-init'],
         ['@aleph/sandbox', 'package/dist/cli-bundle/aleph-sandbox.cjs'],
         ['@aleph/sandbox', 'package/dist/cli-bundle/aleph-sandbox.mjs'],
+        ['@aleph/mcp', 'package/dist/cli.js'],
       ] as const) {
         const line = listing(name).find((l) => l.endsWith(` ${file}`));
         expect(line, `${name}: ${file}`).toMatch(/^-rwxr-xr-x/);
@@ -488,6 +547,20 @@ describe.skipIf(reason !== undefined)(
           const byPath = await run(mjs, ['run', '--', 'echo', 'by path'], { cwd: app(), env: runEnv() });
           expect(byPath.status, show(byPath)).toBe(0);
           expect(byPath.stdout).toBe('by path\n');
+        });
+
+        it('aleph-sandbox mcp finds @aleph/mcp where the project installed it and serves MCP on stdio', async () => {
+          const workspace = path.join(app(), 'mcp-ws');
+          mkdirSync(workspace, { recursive: true });
+          const [cmd, ...args] = binArgv(manager, 'aleph-sandbox', ['mcp', '--workspace', workspace]);
+          const r = await mcpExchange(cmd as string, args, { cwd: app(), env: runEnv() }, [
+            { name: 'execute', arguments: { argv: ['echo', 'from mcp'] } },
+          ]);
+          expect(r.status, show(r)).toBe(0);
+          expect(r.responses[0]).toMatchObject({ result: { serverInfo: { name: 'aleph-sandbox' } } });
+          expect(r.responses[1]).toMatchObject({
+            result: { structuredContent: { status: 'completed', stdout: 'from mcp\n' } },
+          });
         });
 
         it('doctor says ready after a real sandboxed run', async () => {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The `aleph-sandbox` command: dispatches to one module per subcommand (`cli/run.ts`, `profile.ts`,
- * `doctor.ts`, `policy.ts`, `proxy.ts`, `build-helper.ts`), prints help and the version, and turns what a subcommand throws
+ * `mcp.ts`, `doctor.ts`, `policy.ts`, `proxy.ts`, `build-helper.ts`), prints help and the version, and turns what a subcommand throws
  * into one line on stderr and an exit code (2 for usage and config errors, 125 otherwise).
  */
 import { createRequire } from 'node:module';
@@ -10,6 +10,7 @@ import type { AlephError } from '@aleph/sandbox-core';
 import { buildHelper } from './cli/build-helper.js';
 import { doctor } from './cli/doctor.js';
 import { HELP, UsageError } from './cli/help.js';
+import { mcp } from './cli/mcp.js';
 import { policy } from './cli/policy.js';
 import { profile } from './cli/profile.js';
 import { proxy } from './cli/proxy.js';
@@ -26,6 +27,8 @@ async function main(argv: string[]): Promise<number> {
       return profile(rest);
     case 'doctor':
       return doctor(rest);
+    case 'mcp':
+      return mcp(rest);
     case 'policy':
       return policy(rest);
     case 'proxy':
@@ -46,7 +49,7 @@ async function main(argv: string[]): Promise<number> {
     }
     default:
       throw new UsageError(
-        `unknown command ${JSON.stringify(command)}; use run, profile, doctor, policy, proxy or build-helper (see --help)`,
+        `unknown command ${JSON.stringify(command)}; use run, profile, mcp, doctor, policy, proxy or build-helper (see --help)`,
       );
   }
 }

@@ -13,7 +13,9 @@ import { loadSandboxModules } from './run-flags.js';
 
 type Modules = Awaited<ReturnType<typeof loadSandboxModules>>;
 type Config = Awaited<ReturnType<Modules['loadConfig']>>;
-type Report = Record<string, unknown>;
+/** What `doctor --json` prints: the probe (driver, tier, mechanisms, notEnforced, gapFixes), problems, `available`. */
+export type DoctorReport = Record<string, unknown>;
+type Report = DoctorReport;
 interface Mechanism {
   available: boolean;
   detail: string;
@@ -40,9 +42,10 @@ export async function doctor(argv: string[]): Promise<number> {
 
 /**
  * Probes the host and, when the probe allows it, runs `true` through the whole pipeline in a throw-away
- * workspace root (removed afterwards); its failure is reported as the problem.
+ * workspace root (removed afterwards); its failure is reported as the problem. Never throws: a sandbox
+ * that cannot be built is a report with `available: false` and the reason.
  */
-async function diagnose(config: Config, buildSandbox: Modules['buildSandbox']): Promise<Report> {
+export async function diagnose(config: Config, buildSandbox: Modules['buildSandbox']): Promise<Report> {
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'aleph-doctor-'));
   try {
     const sandbox = await buildSandbox({ ...config, enabled: true, workspaceRoot: scratch });

@@ -6,6 +6,7 @@ export const HELP: Record<string, string> = {
 Usage:
   aleph-sandbox run [run flags] -- PROGRAM [ARGS...]     run a command in a session workspace
   aleph-sandbox profile [run flags] -- PROGRAM [ARGS...] print the sandbox plan, run nothing
+  aleph-sandbox mcp [run flags]                          an MCP server on stdio (needs @aleph/mcp)
   aleph-sandbox doctor [--json] [--config FILE]          what this host can enforce, and fixes
   aleph-sandbox policy check ...                         the command filter (see aleph-policy --help)
   aleph-sandbox proxy ...                                the egress proxy (see aleph-proxy --help)
@@ -41,6 +42,32 @@ stderr after its output, each with what would allow it (in --json: details.denia
 
 Exit codes: the command's own; 124 timeout; 128+N signal; 2 usage or config error;
 125 the sandbox could not run it; 126 denied (command policy, capability, rate limit).`,
+  mcp: `aleph-sandbox mcp [run flags]
+
+Serves MCP on stdin/stdout for an MCP client (Claude Desktop, Claude Code, Cursor, VS Code, ...): the
+tools execute, read_file, write_file, edit_file, list_directory, stat and delete_file run in one sandbox
+session per connection; the resources aleph://audit and aleph://doctor show its audit records and what
+this host enforces. Requests beyond the baseline are asked of the user through the client (MCP
+elicitation); a client that cannot ask gets a result naming the flag or config line that would allow it.
+Needs the @aleph/mcp package (npm install @aleph/mcp); \`npx -y @aleph/mcp [run flags]\` is the same server.
+
+Flags (those of run, with these meanings):
+  --workspace DIR      work in DIR (created if missing); without it and --session, the connection gets
+                       a scratch workspace that is removed when the client disconnects
+  --session ID         the connection's session id: its workspace is kept across restarts (what the
+                       user approves for the session lasts until the server exits)
+  --cwd DIR            default working directory of commands, inside the workspace
+  --allow-read PATH    every command may read PATH (repeatable), without asking
+  --allow-write PATH   every command may write PATH (repeatable), without asking
+  --net none|all|HOST,HOST...   every command may reach these hosts, without asking
+  --allow-spawn        every command may start subprocesses (shell commands need it), without asking
+  --memory MB          memory limit of every command
+  --timeout S          default timeout of a command (a call may pass timeoutSeconds)
+  --approve prompt|all|none   requests beyond that: ask the user through the client (prompt, the
+                       default), allow them all, or refuse them all
+  --config FILE        config file (default ~/.aleph/config.toml)
+
+It exits when the client closes stdin, after killing what still runs.`,
   profile: `aleph-sandbox profile [run flags] [--json] -- PROGRAM [ARGS...]
 
 Prints the plan the sandbox would apply to this command (mounts, Landlock rules, seccomp rules in words,

@@ -1,6 +1,6 @@
 /**
- * The flags `run` and `profile` share: parsed and checked into a {@link RunPlan} (program, session,
- * capabilities, timeout, workspace), plus what both then need (the working directory inside the
+ * The flags `run`, `profile` and `mcp` share: parsed and checked into {@link RunFlags} (and for `run`
+ * and `profile` a {@link RunPlan} with the program), plus what they then need (the working directory inside the
  * workspace, and the config loader and factory, loaded only once the flags parse).
  */
 import path from 'node:path';
@@ -74,17 +74,26 @@ function parseNet(value: string | undefined): NetworkPolicy {
   return { kind: 'allowHosts', hosts };
 }
 
-export interface RunPlan {
+/** What the run flags say, whatever the command: `run`, `profile` and `mcp` share them. */
+export interface RunFlags {
   values: RunValues;
-  program: string;
-  args: string[];
-  sessionId: string;
+  /** `--session`, when given. */
+  session: string | undefined;
+  /** `--allow-read`, `--allow-write` (absolute), `--net`, `--allow-spawn` and `--memory`. */
   capabilities: SandboxCapabilitiesInput;
+  /** `--timeout`, in milliseconds. */
   timeoutMs: number | undefined;
+  /** `--workspace`, absolute. */
   workspaceDir: string | undefined;
 }
 
-export function parseRun(argv: string[], command: 'run' | 'profile'): RunPlan {
+export interface RunPlan extends Omit<RunFlags, 'session'> {
+  program: string;
+  args: string[];
+  sessionId: string;
+}
+
+function parseFlags(argv: string[], command: string): RunFlags & { positionals: string[] } {
   const { values, positionals } = parseArgs({
     args: argv,
     options: RUN_OPTIONS,
@@ -93,8 +102,6 @@ export function parseRun(argv: string[], command: 'run' | 'profile'): RunPlan {
   });
   const v = values as RunValues;
   if (v.help) throw helpRequested(command);
-  if (positionals.length === 0)
-    throw new UsageError(`${command} needs a program after --, e.g. aleph-sandbox ${command} -- ls -la`);
   if (v.approve !== undefined && !['prompt', 'all', 'none'].includes(v.approve)) {
     throw new UsageError(`--approve ${JSON.stringify(v.approve)} must be prompt, all or none`);
   }
@@ -111,13 +118,40 @@ export function parseRun(argv: string[], command: 'run' | 'profile'): RunPlan {
   };
   return {
     values: v,
-    program: positionals[0] as string,
-    args: positionals.slice(1),
-    sessionId: v.session ?? 'cli',
+    positionals,
+    session: v.session,
     capabilities,
     timeoutMs: timeoutS === undefined ? undefined : Math.round(timeoutS * 1000),
     workspaceDir: v.workspace === undefined ? undefined : path.resolve(v.workspace),
   };
+}
+
+export function parseRun(argv: string[], command: 'run' | 'profile'): RunPlan {
+  const { positionals, session, ...flags } = parseFlags(argv, command);
+  if (positionals.length === 0)
+    throw new UsageError(`${command} needs a program after --, e.g. aleph-sandbox ${command} -- ls -la`);
+  return {
+    ...flags,
+    program: positionals[0] as string,
+    args: positionals.slice(1),
+    sessionId: session ?? 'cli',
+  };
+}
+
+/**
+ * The run flags of a command that takes no program (`aleph-sandbox mcp`): `--help` throws the help of
+ * `command`, a positional argument is a usage error.
+ *
+ * @throws {UsageError} a flag's value is invalid, or a program was given.
+ */
+export function parseRunFlags(argv: string[], command: string): RunFlags {
+  const { positionals, ...flags } = parseFlags(argv, command);
+  if (positionals.length > 0) {
+    throw new UsageError(
+      `${command} takes no program (got ${JSON.stringify(positionals[0])}); its client sends the commands`,
+    );
+  }
+  return flags;
 }
 
 export function resolveCwd(cwd: string | undefined, workspace: string): string | undefined {

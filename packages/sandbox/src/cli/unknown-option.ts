@@ -6,6 +6,7 @@ const KNOWN_OPTIONS: Record<string, readonly string[]> = {
   doctor: ['json', 'config', 'help'],
   run: Object.keys(RUN_OPTIONS),
   profile: Object.keys(RUN_OPTIONS),
+  mcp: Object.keys(RUN_OPTIONS),
 };
 
 /** Edit distance, for suggesting the option a typo meant. */
@@ -25,11 +26,13 @@ function distance(a: string, b: string): number {
   return prev[b.length] ?? 0;
 }
 
-/** Node's "Unknown option" message, said for a typo: the option meant, if one is close. */
-export function unknownOption(message: string): string {
+/**
+ * Node's "Unknown option" message, said for a typo of an option of `command` (default: the subcommand
+ * this process runs): the option meant, if one is close.
+ */
+export function unknownOption(message: string, command = process.argv[2] ?? ''): string {
   const option = /Unknown option '([^']+)'/.exec(message)?.[1];
   if (option === undefined) return message;
-  const command = process.argv[2] ?? '';
   const known = Object.hasOwn(KNOWN_OPTIONS, command) ? (KNOWN_OPTIONS[command] as readonly string[]) : [];
   const [best] = known
     .map((name) => ({ name: `--${name}`, d: distance(option, `--${name}`) }))

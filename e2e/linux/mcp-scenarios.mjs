@@ -1,0 +1,271 @@
+// Scenarios of the MCP harness: each starts the built server (or ten), talks to it through the SDK's
+// Client over stdio, and returns what it observed; the test asserts on it.
+import { existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { processesWith } from './session-scenarios.mjs';
+
+const text = (r) => r?.content?.[0]?.text ?? '';
+/** A tool result as the test reads it. */
+const brief = (r) => ({ isError: r.isError === true, text: text(r), structured: r.structuredContent });
+const json = async (client, uri) => JSON.parse((await client.readResource({ uri })).contents[0].text);
+const failure = (e) => ({ code: e?.code, message: String(e?.message ?? e) });
+
+/** Waits until `check()` is true (or `ms` passed); its last answer. */
+async function until(check, ms = 10_000) {
+  for (let i = 0; i < ms / 50 && !check(); i++) await sleep(50);
+  return check();
+}
+
+/** Every name under `dir` that looks like a write's temp file, and every socket. */
+function leftovers(dir) {
+  const found = [];
+  const walk = (d) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.name.includes('.aleph-') || lstatSync(p).isSocket()) found.push(p);
+      if (e.isDirectory()) walk(p);
+    }
+  };
+  if (existsSync(dir)) walk(dir);
+  return found;
+}
+
+async function closing(session, body) {
+  try {
+    return await body(session);
+  } finally {
+    await session.client.close();
+  }
+}
+
+const ws = (plan, name) => path.join(plan.base, `ws-${name}`);
+
+export const mcpScenarios = {
+  async tools({ open }) {
+    return closing(await open(), async ({ client }) => {
+      const { tools } = await client.listTools();
+      const execute = tools.find((t) => t.name === 'execute');
+      return {
+        names: tools.map((t) => t.name).sort(),
+        execute: Object.keys(execute?.inputSchema.properties ?? {}),
+        server: client.getServerVersion(),
+        resources: (await client.listResources()).resources.map((r) => r.uri).sort(),
+      };
+    });
+  },
+
+  async run({ plan, open }) {
+    return closing(await open(['--workspace', ws(plan, 'run')]), async ({ client, call, errors }) => {
+      const id = brief(await call('execute', { argv: ['id', '-u'] }));
+      await call('write_file', { path: 'hello.txt', content: 'hi\n' });
+      const cat = brief(await call('execute', { argv: ['cat', 'hello.txt'] }));
+      const secret = brief(await call('execute', { argv: ['cat', plan.secret] }));
+      const bad = {
+        unknownTool: text(await call('nope', {})),
+        badArgs: text(await call('execute', { argv: 'ls' })),
+        both: text(await call('execute', { argv: ['ls'], command: 'ls' })),
+        pathOutside: text(await call('read_file', { path: '../secret/id_rsa' })),
+        cwdOutside: text(await call('execute', { argv: ['ls'], cwd: '/etc' })),
+      };
+      const after = brief(await call('execute', { argv: ['true'] }));
+      const audit = await json(client, 'aleph://audit');
+      const doctor = await json(client, 'aleph://doctor');
+      return {
+        id,
+        cat,
+        secret,
+        bad,
+        after,
+        audit: audit.records.map((r) => [r.type, r.program || r.operation, r.outcome]),
+        doctor: { tier: doctor.tier, available: doctor.available, notEnforced: doctor.notEnforced },
+        errors,
+      };
+    });
+  },
+
+  async 'spawn-granted'({ plan, open }) {
+    return closing(await open(['--workspace', ws(plan, 'spawn'), '--allow-spawn']), async ({ call }) =>
+      brief(await call('execute', { command: 'echo a | tr a b; echo $((6*7))' })),
+    );
+  },
+
+  async progress({ plan, open }) {
+    return closing(await open(['--workspace', ws(plan, 'progress'), '--allow-spawn']), async (s) => {
+      const seen = [];
+      const script = 'for i in 1 2 3; do echo line$i; sleep 0.5; done';
+      const result = await s.call('execute', { command: script }, { onprogress: (p) => seen.push(p) });
+      return { result: brief(result), progress: seen, errors: s.errors };
+    });
+  },
+
+  async cancel({ plan, open }) {
+    return closing(await open(['--workspace', ws(plan, 'cancel')]), async ({ client, call }) => {
+      const needle = `sleep\0${plan.marker}`;
+      const controller = new AbortController();
+      const pending = call('execute', { argv: ['sleep', plan.marker] }, { signal: controller.signal }).then(
+        () => 'resolved',
+        failure,
+      );
+      const started = await until(() => processesWith(needle).length > 0);
+      controller.abort('user pressed stop');
+      const rejected = await pending;
+      const gone = await until(() => processesWith(needle).length === 0, 5000);
+      const after = brief(await call('execute', { argv: ['true'] }));
+      const audit = await json(client, 'aleph://audit');
+      const sleepRecord = audit.records.find((r) => r.program === 'sleep');
+      return { started, rejected, gone, after, outcome: sleepRecord?.outcome };
+    });
+  },
+
+  async approve({ plan, open }) {
+    const answers = [
+      { action: 'accept', content: { duration: 'once' } },
+      { action: 'decline' },
+      { action: 'accept', content: { duration: 'session' } },
+    ];
+    const asked = [];
+    const elicit = (params) => {
+      asked.push(params);
+      return answers.shift() ?? { action: 'decline' };
+    };
+    return closing(await open(['--workspace', ws(plan, 'approve')], { elicit }), async ({ call }) => {
+      const shell = { command: 'echo hi | tr a-z A-Z', reason: 'to shout a greeting' };
+      const once = brief(await call('execute', shell));
+      const declined = brief(await call('execute', shell));
+      const session = brief(await call('execute', shell));
+      const cached = brief(await call('execute', { command: 'echo cached | cat' }));
+      return {
+        asked: asked.map((a) => ({
+          message: a.message,
+          properties: Object.keys(a.requestedSchema.properties),
+        })),
+        once,
+        declined,
+        session,
+        cached,
+      };
+    });
+  },
+
+  async 'no-elicitation'({ plan, open }) {
+    return closing(await open(['--workspace', ws(plan, 'noask')]), async ({ call }) =>
+      brief(await call('execute', { command: 'echo hi', capabilities: { network: ['example.com'] } })),
+    );
+  },
+
+  async files({ plan, open }) {
+    const homes = path.join(plan.home, '.aleph', 'homes');
+    const listHomes = () => (existsSync(homes) ? readdirSync(homes) : []);
+    const homesBefore = listHomes();
+    const added = () => listHomes().filter((h) => !homesBefore.includes(h));
+    const observed = await closing(await open(['--workspace', ws(plan, 'files')]), async ({ call }) => {
+      const write = brief(await call('write_file', { path: 'src/app.ts', content: 'l1\nl2\nl3\n' }));
+      const result = {
+        write,
+        whole: text(await call('read_file', { path: 'src/app.ts' })),
+        range: text(await call('read_file', { path: 'src/app.ts', startLine: 2, endLine: 3 })),
+        ambiguous: text(await call('edit_file', { path: 'src/app.ts', oldText: 'l', newText: 'L' })),
+        edit: text(await call('edit_file', { path: 'src/app.ts', oldText: 'l2', newText: 'L2' })),
+        seenByCommand: text(await call('execute', { argv: ['cat', 'src/app.ts'] })),
+        list: (await call('list_directory', { path: 'src' })).structuredContent,
+        stat: (await call('stat', { path: 'src/app.ts' })).structuredContent,
+        protected: text(await call('write_file', { path: '.git/hooks/pre-commit', content: 'echo pwned' })),
+        delete: text(await call('delete_file', { path: 'src', recursive: true })),
+        listAfter: (await call('list_directory', {})).structuredContent,
+      };
+      return { ...result, homesDuring: added(), leftovers: leftovers(ws(plan, 'files')) };
+    });
+    // The session's id was random, so its HOME goes with the server (the workspace is the user's: it stays).
+    const serverGone = await until(() => processesWith(plan.config).length === 0, 10_000);
+    return { ...observed, serverGone, homesAfter: added(), workspaceKept: existsSync(ws(plan, 'files')) };
+  },
+
+  async symlink({ plan, open }) {
+    const dir = ws(plan, 'link');
+    return closing(await open(['--workspace', dir]), async ({ call }) => {
+      const planted = brief(await call('execute', { argv: ['ln', '-s', plan.secret, 'link'] }));
+      const plantedDir = brief(
+        await call('execute', { argv: ['ln', '-s', path.dirname(plan.secret), 'dirlink'] }),
+      );
+      const attempts = {
+        read: text(await call('read_file', { path: 'link' })),
+        write: text(await call('write_file', { path: 'link', content: 'overwritten' })),
+        edit: text(await call('edit_file', { path: 'link', oldText: 'host', newText: 'pwned' })),
+        stat: text(await call('stat', { path: 'link' })),
+        readInDir: text(await call('read_file', { path: 'dirlink/id_rsa' })),
+        writeInDir: text(await call('write_file', { path: 'dirlink/planted', content: 'x' })),
+        listDir: text(await call('list_directory', { path: 'dirlink' })),
+        deleteInDir: text(await call('delete_file', { path: 'dirlink/id_rsa' })),
+      };
+      // The control: the same link, read by this (host) process as the same uid, reaches the secret.
+      const control = readFileSync(path.join(dir, 'link'), 'utf8');
+      return {
+        planted,
+        plantedDir,
+        attempts,
+        control,
+        secretAfter: readFileSync(plan.secret, 'utf8'),
+        secretDirAfter: readdirSync(path.dirname(plan.secret)),
+        leftovers: leftovers(dir),
+      };
+    });
+  },
+
+  async disconnect({ plan, open }) {
+    const s = await open(['--allow-spawn']);
+    const root = path.join(plan.base, 'wsroot');
+    const marker = String(Number(plan.marker) + 1);
+    const needle = `sleep\0${marker}`;
+    const pending = s
+      .call('execute', { command: `sleep ${marker}; echo never` }, { onprogress: () => {} })
+      .then(() => 'resolved', failure);
+    const started = await until(() => processesWith(needle).length > 0);
+    const workspacesDuring = readdirSync(root).length;
+    await s.client.close();
+    return {
+      started,
+      workspacesDuring,
+      rejected: await pending,
+      serversGone: await until(() => processesWith(plan.config).length === 0, 10_000),
+      commandGone: await until(() => processesWith(needle).length === 0, 5000),
+      workspacesAfter: readdirSync(root),
+      leftovers: [...leftovers(root), ...leftovers(path.join(plan.home, '.aleph'))],
+      stderr: s.stderr(),
+    };
+  },
+
+  async 'ten-clients'({ plan, open }) {
+    const root = path.join(plan.base, 'wsroot');
+    const homes = path.join(plan.home, '.aleph', 'homes');
+    const homesBefore = existsSync(homes) ? readdirSync(homes).sort() : [];
+    const clients = await Promise.all(Array.from({ length: 10 }, () => open(['--allow-spawn'])));
+    const per = await Promise.all(
+      clients.map(async (s, i) => {
+        await s.call('write_file', { path: 'me.txt', content: `client ${i}\n` });
+        const cat = await s.call('execute', { command: 'sleep 0.3; cat me.txt; ls' });
+        const list = await s.call('list_directory', {});
+        const audit = await json(s.client, 'aleph://audit');
+        return {
+          stdout: cat.structuredContent?.stdout,
+          session: cat.structuredContent?.session,
+          list: list.structuredContent?.entries.map((e) => e.name),
+          auditSessions: [...new Set(audit.records.map((r) => r.sessionId))],
+          auditRecords: audit.records.map((r) => r.program || r.operation),
+        };
+      }),
+    );
+    const workspacesDuring = readdirSync(root).length;
+    await Promise.all(clients.map((s) => s.client.close()));
+    const serversGone = await until(() => processesWith(plan.config).length === 0, 20_000);
+    return {
+      per,
+      workspacesDuring,
+      serversGone,
+      workspacesAfter: readdirSync(root),
+      homesBefore,
+      homesAfter: existsSync(homes) ? readdirSync(homes).sort() : [],
+      leftovers: [...leftovers(root), ...leftovers(path.join(plan.home, '.aleph'))],
+    };
+  },
+};

@@ -1,0 +1,260 @@
+/**
+ * The file tools (`read_file`, `write_file`, `edit_file`, `list_directory`, `stat`, `delete_file`) on
+ * the session's `files`: paths relative to the workspace or absolute inside it (or inside a grant), walked
+ * on descriptors beneath their root, so a link a command planted out of the workspace is refused, and
+ * protected paths (git hooks and config, `.envrc`, agent settings) are refused for writes and deletes.
+ * Every refusal is an MCP error naming `path` and the sandbox's code.
+ */
+import { FileAccessError, isAlephError } from '@aleph/sandbox-core';
+import { type CallToolResult, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { ServerContext } from '../context.js';
+import { editFile } from './edit.js';
+import { SessionArg } from './execute-schema.js';
+
+const PathArg = z
+  .string()
+  .min(1)
+  .describe(
+    'Relative to the workspace, or absolute inside it (or inside a path the session may read or write).',
+  );
+
+/** The largest file `read_file` reads (a line range of a larger one is refused too: use a command). */
+const MAX_READ_BYTES = 64 * 1024 * 1024;
+
+/**
+ * How the user lets this server's file tools reach a path outside the workspace (a path the client named
+ * there, not a link that leads out: a link is never followed, whatever is granted).
+ */
+function grantHint(error: FileAccessError): string {
+  if (error.code !== 'ALEPH_PATH_OUTSIDE_WORKSPACE' || error.reason.startsWith('leads out')) return '';
+  const write = error.reason.includes('may read but not write');
+  const [flag, key] = write ? ['--allow-write', 'fs_write'] : ['--allow-read', 'fs_read'];
+  return ` (for this MCP server, the user allows it by starting it with ${flag} DIR, or with ${key} = ["DIR"] under [sandbox.baseline] in the config)`;
+}
+
+/** The sandbox's errors as MCP errors: file refusals name `path` and the code. */
+function fileError(error: unknown): never {
+  if (error instanceof McpError) throw error;
+  if (error instanceof FileAccessError) {
+    throw new McpError(ErrorCode.InvalidParams, `${error.code}: ${error.message}${grantHint(error)}`);
+  }
+  if (isAlephError(error)) throw new McpError(ErrorCode.InternalError, `${error.code}: ${error.message}`);
+  throw error;
+}
+
+async function guarded(run: () => Promise<CallToolResult>): Promise<CallToolResult> {
+  try {
+    return await run();
+  } catch (error) {
+    fileError(error);
+  }
+}
+
+const text = (t: string, structured?: Record<string, unknown>): CallToolResult => ({
+  content: [{ type: 'text', text: t }],
+  ...(structured === undefined ? {} : { structuredContent: structured }),
+});
+
+/** Cuts `t` to `budget` bytes of UTF-8, saying so. */
+function withinBudget(t: string, budget: number): string {
+  const bytes = Buffer.from(t, 'utf8');
+  if (bytes.byteLength <= budget) return t;
+  const kept = new TextDecoder().decode(bytes.subarray(0, budget));
+  return `${kept}\n[truncated at ${budget} bytes of ${bytes.byteLength}: read a line range with startLine and endLine]`;
+}
+
+function registerReads(ctx: ServerContext): void {
+  const files = (session: string | undefined) => ctx.sessions.get(session).files;
+  ctx.server.registerTool(
+    'read_file',
+    {
+      title: 'Read a file',
+      description:
+        'Reads a text file of the workspace, whole or lines startLine..endLine (1-based, inclusive; each line keeps its line ending). Long output is cut at the output budget.',
+      inputSchema: z
+        .object({
+          path: PathArg,
+          startLine: z
+            .number()
+            .int()
+            .min(1)
+            .optional()
+            .describe('First line to return (1-based). Default 1.'),
+          endLine: z
+            .number()
+            .int()
+            .min(1)
+            .optional()
+            .describe('Last line to return (inclusive). Default: the last.'),
+          session: SessionArg.optional(),
+        })
+        .strict(),
+      annotations: { readOnlyHint: true },
+    },
+    (args) =>
+      guarded(async () => {
+        if (args.startLine !== undefined && args.endLine !== undefined && args.endLine < args.startLine) {
+          throw new McpError(
+            ErrorCode.InvalidParams,
+            `endLine: ${args.endLine} is before startLine ${args.startLine}`,
+          );
+        }
+        const content = await files(args.session).readTextFile(args.path, {
+          maxBytes: MAX_READ_BYTES,
+          ...(args.startLine === undefined ? {} : { startLine: args.startLine }),
+          ...(args.endLine === undefined ? {} : { endLine: args.endLine }),
+        });
+        return text(withinBudget(content, ctx.sandbox.config.maxOutputBytes));
+      }),
+  );
+  ctx.server.registerTool(
+    'list_directory',
+    {
+      title: 'List a directory',
+      description:
+        'Lists a directory of the workspace: names and types (file, directory, symlink, other), sorted; links are not followed.',
+      inputSchema: z.object({ path: PathArg.default('.'), session: SessionArg.optional() }).strict(),
+      outputSchema: z.object({
+        entries: z.array(
+          z.object({ name: z.string(), type: z.enum(['file', 'directory', 'symlink', 'other']) }),
+        ),
+      }),
+      annotations: { readOnlyHint: true },
+    },
+    (args) =>
+      guarded(async () => {
+        const entries = await files(args.session).list(args.path);
+        const lines = entries.map(
+          (e) => `${e.name}${e.type === 'directory' ? '/' : e.type === 'symlink' ? '@' : ''}`,
+        );
+        return text(lines.length === 0 ? '(empty)' : lines.join('\n'), { entries });
+      }),
+  );
+  ctx.server.registerTool(
+    'stat',
+    {
+      title: 'Describe a path',
+      description:
+        'Type, size, permission bits and modification time of a path of the workspace (a final link inside is followed unless followSymlinks is false).',
+      inputSchema: z
+        .object({ path: PathArg, followSymlinks: z.boolean().optional(), session: SessionArg.optional() })
+        .strict(),
+      outputSchema: z.object({
+        type: z.enum(['file', 'directory', 'symlink', 'other']),
+        size: z.number(),
+        mode: z.string(),
+        modified: z.string(),
+      }),
+      annotations: { readOnlyHint: true },
+    },
+    (args) =>
+      guarded(async () => {
+        const st = await files(args.session).stat(args.path, {
+          followSymlinks: args.followSymlinks !== false,
+        });
+        const info = {
+          type: st.type,
+          size: st.size,
+          mode: `0${(st.mode & 0o7777).toString(8)}`,
+          modified: new Date(st.mtimeMs).toISOString(),
+        };
+        return text(`${info.type}, ${info.size} bytes, mode ${info.mode}, modified ${info.modified}`, info);
+      }),
+  );
+}
+
+function registerWrites(ctx: ServerContext): void {
+  const files = (session: string | undefined) => ctx.sessions.get(session).files;
+  ctx.server.registerTool(
+    'write_file',
+    {
+      title: 'Write a file',
+      description:
+        'Writes a file of the workspace, replacing it whole (atomically, keeping its permission bits) and creating missing parent directories. Protected paths (git hooks and config, .envrc, agent settings) are refused.',
+      inputSchema: z
+        .object({
+          path: PathArg,
+          content: z.string().describe('The whole new content.'),
+          encoding: z
+            .enum(['utf-8', 'base64'])
+            .default('utf-8')
+            .describe('How content is encoded. Default utf-8.'),
+          session: SessionArg.optional(),
+        })
+        .strict(),
+      annotations: { destructiveHint: true, idempotentHint: true },
+    },
+    (args) =>
+      guarded(async () => {
+        const data =
+          args.encoding === 'base64'
+            ? Buffer.from(args.content, 'base64')
+            : Buffer.from(args.content, 'utf8');
+        await files(args.session).writeFile(args.path, new Uint8Array(data));
+        return text(`wrote ${data.byteLength} bytes to ${args.path}`);
+      }),
+  );
+  ctx.server.registerTool(
+    'edit_file',
+    {
+      title: 'Edit a file',
+      description:
+        'Replaces oldText with newText in a text file of the workspace. oldText must match exactly (whitespace and line endings included) and occur exactly once, unless replaceAll is true (then every occurrence, at least one). The file is rewritten atomically; nothing is written if it changed meanwhile.',
+      inputSchema: z
+        .object({
+          path: PathArg,
+          oldText: z.string().min(1).describe('The exact text to replace, as it is in the file.'),
+          newText: z.string().describe('What replaces it (may be empty).'),
+          replaceAll: z
+            .boolean()
+            .default(false)
+            .describe('Replace every occurrence instead of requiring exactly one.'),
+          session: SessionArg.optional(),
+        })
+        .strict(),
+      annotations: { destructiveHint: true, idempotentHint: false },
+    },
+    (args) =>
+      guarded(async () => {
+        const outcome = await editFile(
+          files(args.session),
+          args.path,
+          args.oldText,
+          args.newText,
+          args.replaceAll,
+        );
+        const n = outcome.replacements;
+        return text(
+          `replaced ${n} occurrence${n === 1 ? '' : 's'} in ${args.path} (the first at line ${outcome.line})`,
+        );
+      }),
+  );
+  ctx.server.registerTool(
+    'delete_file',
+    {
+      title: 'Delete a file',
+      description:
+        'Deletes a file or a link (the link itself) of the workspace, or a directory with recursive: true. Protected paths, and directories holding them, are refused.',
+      inputSchema: z
+        .object({
+          path: PathArg,
+          recursive: z.boolean().default(false).describe('Delete a directory and everything in it.'),
+          session: SessionArg.optional(),
+        })
+        .strict(),
+      annotations: { destructiveHint: true, idempotentHint: true },
+    },
+    (args) =>
+      guarded(async () => {
+        await files(args.session).delete(args.path, { recursive: args.recursive });
+        return text(`deleted ${args.path}`);
+      }),
+  );
+}
+
+/** Registers the six file tools on the server. */
+export function registerFileTools(ctx: ServerContext): void {
+  registerReads(ctx);
+  registerWrites(ctx);
+}
