@@ -4,13 +4,13 @@
  * bwrap starts this inside the new namespaces. In order it:
  *   0. makes the user-path mounts it is given (--mnt, --tmpfs-at, --mask-at, --dev-at) and checks the
  *      ones bwrap made from descriptors (--verify): mounts.c;
- *   1. sets the limits of the sandbox's own namespaces it is given (tier 2: pid_max of its PID namespace,
- *      the per-user counts of its user namespace, through descriptors of the host's /proc/sys the launcher
- *      opened): ns-limits.c;
- *   1b. makes the network bridge's listening sockets (the proxy port, the resolver on 127.0.0.53:53, the
+ *   1. makes the network bridge's listening sockets (the proxy port, the resolver on 127.0.0.53:53, the
  *      transparent ports 80, 443, …): while it may still bind ports below 1024 (bwrap keeps
  *      CAP_NET_BIND_SERVICE for this), ../bridge/bridge.c; in tier 2 in a network namespace of its own
  *      (--own-netns, netns.c), as bwrap's belongs to a user namespace where the sandbox holds nothing;
+ *   1b. sets the limits of the sandbox's own namespaces it is given (tier 2: pid_max of its PID namespace,
+ *      the per-user counts of its user namespace, no new namespaces, through descriptors of the host's
+ *      /proc/sys the launcher opened): ns-limits.c; after the bridge's namespace is made;
  *   2. drops to an unprivileged identity when asked (--uid/--gid; the host runs as root), clearing the
  *      capability bounding set first, so the program keeps neither capabilities nor root's file identity;
  *      without --uid it keeps its uid and drops every capability (tier 2 kept CAP_SYS_RESOURCE,
@@ -75,10 +75,11 @@ int helper_main(int argc, char **argv) {
   if (direct) direct_enter(&o);
   mount_ops_apply();
   char **env = o.env_fd >= 0 ? read_env(o.env_fd) : NULL;
-  ns_limits_apply(&o.ns_limits);
+  /* The bridge's namespace first: the limits may allow no new namespace from then on. */
   int bridge = !direct && bridge_wanted(&o.bridge);
   if (bridge && o.bridge.own_netns) enter_own_netns();
   if (bridge) bridge_open(&o.bridge);
+  ns_limits_apply(&o.ns_limits);
   if (o.uid < 0) drop_capabilities();
   else drop_identity(o.uid, o.gid);
   if (o.chdir != NULL && chdir(o.chdir) < 0) die("cannot change to the directory %s: %s", o.chdir, strerror(errno));
