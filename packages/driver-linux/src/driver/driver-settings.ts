@@ -54,6 +54,8 @@ export interface DriverSettings {
   readonly cgroupRoot: string | undefined;
   /** Start launchers through the fork server. */
   readonly forkServer: boolean;
+  /** How the host cache is used (`LinuxDriverOptions.hostCache`). */
+  readonly hostCache: 'use' | 'refresh' | 'off';
 }
 
 /** Resolves `options` against their defaults and this host. */
@@ -102,5 +104,6 @@ export function resolveSettings(options: LinuxDriverOptions): DriverSettings {
     minimumTier: options.minimumTier ?? 3,
     cgroupRoot: options.cgroupRoot,
     forkServer: options.forkServer !== false,
+    hostCache: options.hostCache ?? 'off',
   };
 }

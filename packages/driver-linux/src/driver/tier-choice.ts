@@ -1,7 +1,8 @@
 /**
  * Which tier this driver's commands run in: the preflight runs `true` through each candidate tier, as a
- * command would run (`select`), and a plan is built for the chosen one (`profileFor`), or refused when
- * none ran.
+ * command would run (`select`), or the host cache says what it found before (`choice-cache.ts`); a plan
+ * is built for the chosen one (`profileFor`), or refused when none ran. `revalidate` drops a cached
+ * verdict and runs the preflight again.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -17,40 +18,87 @@ import {
 } from '@aleph/sandbox-core';
 import { checkHelperSync } from '../host/helper-check.js';
 import type { LinuxProfile } from '../profile/profile-types.js';
-import { selectTier, type TierSelection } from '../tiers/select-tier.js';
+import { forgetSelection, selectTier, type TierSelection } from '../tiers/select-tier.js';
 import { candidateTiers, type LinuxTierId, linuxTier } from '../tiers/tiers.js';
+import type { ChoiceCache } from './choice-cache.js';
 import type { DriverSettings } from './driver-settings.js';
+import type { FactsSource } from './mechanism-facts.js';
 import type { PlanBuilder } from './plan-builder.js';
 
 /** The tier choice of one driver. */
 export class TierChoice {
   #selection: Promise<TierSelection> | undefined;
+  /** The verdict in use came from the host cache (and may be out of date). */
+  #fromCache = false;
 
   constructor(
     readonly settings: DriverSettings,
     readonly plans: PlanBuilder,
+    readonly facts: FactsSource,
     /** The driver's run, which the preflight uses exactly as a command does. */
     readonly run: (request: DriverRunRequest) => Promise<SandboxOutput>,
+    /** The host cache, where the driver uses one. */
+    readonly cache?: ChoiceCache,
   ) {}
 
-  /** The preflight's verdict, once per process and settings (`selectTier`). */
+  /** Whether the verdict in use came from the host cache. */
+  get fromCache(): boolean {
+    return this.#fromCache;
+  }
+
+  /** The preflight's verdict, once per process and settings (`selectTier`), or the host cache's. */
   select(): Promise<TierSelection> {
+    this.#selection ??= this.#choose();
+    return this.#selection;
+  }
+
+  /**
+   * Drops the verdict in use (the host cache's file too) and the mechanisms' facts, and runs the preflight
+   * again: a run failed in a way an out-of-date verdict could explain.
+   */
+  revalidate(): Promise<TierSelection> {
+    this.cache?.drop();
+    forgetSelection(this.#selectionKey());
+    this.facts.reset();
+    this.#fromCache = false;
+    this.#selection = this.#choose(false);
+    return this.#selection;
+  }
+
+  async #choose(useCache = true): Promise<TierSelection> {
+    const cached = useCache ? this.cache?.load() : undefined;
+    if (cached !== undefined) {
+      this.facts.seed(cached.facts);
+      this.#fromCache = true;
+      return cached.selection;
+    }
+    // `refresh` (doctor) probes afresh, even where this process already did.
+    if (this.cache?.mode === 'refresh') forgetSelection(this.#selectionKey());
     const s = this.settings;
-    this.#selection ??= selectTier(
-      JSON.stringify([
-        s.helperPath,
-        s.bwrap,
-        s.minimumTier,
-        s.host.uid,
-        s.stateDir,
-        s.sandboxUid,
-        s.uidRange,
-      ]),
+    const selection = await selectTier(
+      this.#selectionKey(),
       candidateTiers(s.host.isRoot, s.minimumTier),
       s.minimumTier,
       (tier) => this.#tryTier(tier),
     );
-    return this.#selection;
+    if (this.cache !== undefined && selection.tier !== undefined) {
+      const { manager: _, ...facts } = await this.facts();
+      this.cache.store({ selection, facts });
+    }
+    return selection;
+  }
+
+  #selectionKey(): string {
+    const s = this.settings;
+    return JSON.stringify([
+      s.helperPath,
+      s.bwrap,
+      s.minimumTier,
+      s.host.uid,
+      s.stateDir,
+      s.sandboxUid,
+      s.uidRange,
+    ]);
   }
 
   /**

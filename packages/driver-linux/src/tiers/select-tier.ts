@@ -52,3 +52,8 @@ export function selectTier(
   }
   return selection;
 }
+
+/** Forgets the verdict cached under `key`, so the next `selectTier` runs the preflight again. */
+export function forgetSelection(key: string): void {
+  selections.delete(key);
+}
