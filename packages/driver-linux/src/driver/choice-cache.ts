@@ -72,6 +72,10 @@ export class ChoiceCache {
   /** The file's name in the state directory: one per set of settings, overwritten when the host changes. */
   readonly name: string;
   #key: string | undefined;
+  /** The verdict last read or written, which `remember` writes again with its notes. */
+  #stored: CachedChoice | undefined;
+  /** What was found beyond the verdict (a filesystem's idmap answer, a weaker tier's preflight). */
+  #notes: Record<string, string> = {};
 
   constructor(
     readonly settings: DriverSettings,
@@ -91,28 +95,46 @@ export class ChoiceCache {
   load(): CachedChoice | undefined {
     if (this.mode !== 'use') return undefined;
     const data = readStateJson(this.settings.stateDir, this.name) as
-      | { format?: unknown; key?: unknown; selection?: unknown; facts?: unknown }
+      | { format?: unknown; key?: unknown; selection?: unknown; facts?: unknown; notes?: unknown }
       | undefined;
     if (data === undefined || data.format !== FORMAT || data.key !== this.key) return undefined;
     if (!isSelection(data.selection) || !isFacts(data.facts)) return undefined;
     if (data.selection.minimumTier !== this.settings.minimumTier) return undefined;
-    return { selection: data.selection, facts: data.facts };
+    this.#stored = { selection: data.selection, facts: data.facts };
+    if (typeof data.notes === 'object' && data.notes !== null)
+      for (const [k, v] of Object.entries(data.notes)) if (typeof v === 'string') this.#notes[k] = v;
+    return this.#stored;
+  }
+
+  /** A note kept with the verdict (`remember`), when the verdict in use came from, or went to, the file. */
+  note(key: string): string | undefined {
+    return Object.hasOwn(this.#notes, key) ? this.#notes[key] : undefined;
+  }
+
+  /** Keeps `value` under `key` with the verdict (in this process, and in the file once a verdict is there). */
+  remember(key: string, value: string): void {
+    this.#notes[key] = value;
+    if (this.#stored !== undefined) this.store(this.#stored);
   }
 
   /** Keeps a verdict that chose a tier (a host where none ran is probed again next time). */
   store(choice: CachedChoice): void {
     if (choice.selection.tier === undefined) return;
+    this.#stored = choice;
     writeStateJson(this.settings.stateDir, this.name, {
       format: FORMAT,
       key: this.key,
       madeAt: new Date().toISOString(),
       selection: choice.selection,
       facts: choice.facts,
+      notes: this.#notes,
     });
   }
 
-  /** Forgets the verdict (a run failed in a way it could explain). */
+  /** Forgets the verdict and its notes (a run failed in a way they could explain). */
   drop(): void {
+    this.#stored = undefined;
+    this.#notes = {};
     removeStateFile(this.settings.stateDir, this.name);
   }
 }

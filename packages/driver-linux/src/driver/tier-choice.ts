@@ -22,14 +22,19 @@ import { forgetSelection, selectTier, type TierSelection } from '../tiers/select
 import { candidateTiers, type LinuxTierId, linuxTier } from '../tiers/tiers.js';
 import type { ChoiceCache } from './choice-cache.js';
 import type { DriverSettings } from './driver-settings.js';
+import { IdmapCheck } from './idmap-check.js';
 import type { FactsSource } from './mechanism-facts.js';
 import type { PlanBuilder } from './plan-builder.js';
+import { fitWorkspace } from './workspace-tier.js';
 
 /** The tier choice of one driver. */
 export class TierChoice {
   #selection: Promise<TierSelection> | undefined;
   /** The verdict in use came from the host cache (and may be out of date). */
   #fromCache = false;
+  readonly #idmap: IdmapCheck;
+  /** Weaker tiers' preflights, for workspaces the chosen tier cannot serve. */
+  readonly #weaker = new Map<LinuxTierId, Promise<{ ok: boolean; detail: string }>>();
 
   constructor(
     readonly settings: DriverSettings,
@@ -39,7 +44,9 @@ export class TierChoice {
     readonly run: (request: DriverRunRequest) => Promise<SandboxOutput>,
     /** The host cache, where the driver uses one. */
     readonly cache?: ChoiceCache,
-  ) {}
+  ) {
+    this.#idmap = new IdmapCheck(settings.helperPath, cache);
+  }
 
   /** Whether the verdict in use came from the host cache. */
   get fromCache(): boolean {
@@ -60,6 +67,7 @@ export class TierChoice {
     this.cache?.drop();
     forgetSelection(this.#selectionKey());
     this.facts.reset();
+    this.#weaker.clear();
     this.#fromCache = false;
     this.#selection = this.#choose(false);
     return this.#selection;
@@ -130,13 +138,32 @@ export class TierChoice {
         { details: { attempts: chosen.attempts } },
       );
     }
-    return this.plans.build(
-      chosen.tier,
-      caps,
-      cwd,
-      context.workspace,
-      sessionKeyToFilename(context.sessionId),
-    );
+    const build = (tier: LinuxTierId) =>
+      this.plans.build(tier, caps, cwd, context.workspace, sessionKeyToFilename(context.sessionId));
+    return fitWorkspace(await build(chosen.tier), {
+      isRoot: this.settings.host.isRoot,
+      minimumTier: this.settings.minimumTier,
+      idmap: this.#idmap,
+      tierRuns: (tier) => this.#weakerTierRuns(tier),
+      build,
+    });
+  }
+
+  /** A weaker tier's preflight, once per driver (kept with the host cache's verdict). */
+  #weakerTierRuns(tier: LinuxTierId): Promise<{ ok: boolean; detail: string }> {
+    let known = this.#weaker.get(tier);
+    if (known === undefined) {
+      const noted = this.cache?.note(`tier:${tier}`);
+      known =
+        noted !== undefined
+          ? Promise.resolve(JSON.parse(noted) as { ok: boolean; detail: string })
+          : this.#tryTier(tier).then((r) => {
+              if (r.ok) this.cache?.remember(`tier:${tier}`, JSON.stringify(r));
+              return r;
+            });
+      this.#weaker.set(tier, known);
+    }
+    return known;
   }
 
   /** Runs `true` through `tier`, exactly as a command would run. */

@@ -96,6 +96,11 @@ export interface LinuxProfile extends SandboxProfile {
   /** What this tier does not enforce here, each `name: sentence`. */
   readonly notEnforced: readonly string[];
   /**
+   * Why this plan is not the host's tier: its workspace or a write grant is on a filesystem the stronger
+   * tier cannot serve (`driver/workspace-tier.ts`). Absent when it is the host's tier.
+   */
+  readonly tierFallback?: string;
+  /**
    * Arguments of the host-side launcher (`aleph-sandbox-init --launch …`) before its `--`: the user paths
    * it opens without following symlinks, the stubs it may create, the mounts it clones (root host), the
    * uid range and the state directory. `@NAME`, `@UID` and `@GID` in `bwrapArgs` are its substitutions.

@@ -57,6 +57,7 @@ export function launchOutput(
     details: {
       driver: 'linux',
       tier: profile.tier,
+      ...(profile.tierFallback === undefined ? {} : { tierFallback: profile.tierFallback }),
       limits: run.limits,
       identity: profile.identity,
       notEnforced: [...run.notEnforced],
