@@ -16,7 +16,7 @@ const UNMASK =
 export function tier1Fix(detail: string, traits: HostTraits): string | undefined {
   if (traits.gvisor)
     return 'none inside gVisor (runsc): its kernel implements neither open_tree/mount_setattr (idmapped mounts) nor the /proc files bubblewrap reads, so tier 1 cannot run there';
-  if (/idmapped mount/.test(detail))
+  if (/cannot make an idmapped mount/.test(detail))
     return `put the workspace, /tmp and home_root on a filesystem that supports idmapped mounts (ext4, xfs, btrfs, tmpfs on Linux >= 6.3): ${OFF_OVERLAY}`;
   const missing = missingCaps(traits, ['SYS_ADMIN', 'SYS_PTRACE', 'NET_ADMIN']);
   if (missing.length > 0)

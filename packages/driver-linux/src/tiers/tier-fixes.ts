@@ -52,7 +52,9 @@ export function apparmorUserns(
  * The exact change that makes `tier` work here, from what failed, what the host shows (`traits`: its
  * capabilities, a masked /proc, gVisor) and the kernel's settings.
  */
-export function fixFor(tier: LinuxTierId, detail: string, traits: HostTraits = readHostTraits()): string {
+export function fixFor(tier: LinuxTierId, failure: string, traits: HostTraits = readHostTraits()): string {
+  // What failed, without a fix the message may already carry (a run's own).
+  const detail = failure.split('; fix: ')[0] as string;
   if (/bwrap not found|ENOENT.*bwrap|cannot execute .*bwrap/i.test(detail) && tier !== 'direct')
     return 'install bubblewrap: apt-get install -y bubblewrap (Debian/Ubuntu) or dnf install bubblewrap';
   if (tier === 'namespaces')
