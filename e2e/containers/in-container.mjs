@@ -29,7 +29,7 @@ let secretReadable = false;
 try {
   secretReadable = readFileSync('/etc/shadow', 'utf8').length > 0;
 } catch {}
-const escape = aleph([
+const attempt = aleph([
   'run',
   ...flags,
   '--workspace',
@@ -59,11 +59,11 @@ console.log(
       stderr: step.stderr,
     },
     escape: {
-      code: step.code === 0 ? escape.code : null,
-      exitCode: escape.json?.exitCode ?? null,
+      code: step.code === 0 ? attempt.code : null,
+      exitCode: attempt.json?.exitCode ?? null,
       wroteOutside: existsSync(outside),
       controlWrote: existsSync(`${outside}-control`),
-      readSecret: secretReadable && (escape.json?.stdout ?? '').includes('root:'),
+      readSecret: secretReadable && (attempt.json?.stdout ?? '').includes('root:'),
       controlReadSecret: secretReadable,
     },
   }),
