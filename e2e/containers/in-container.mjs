@@ -1,7 +1,7 @@
 // Runs inside a real container (started by .ci/containers/run-in.sh; real-runtimes.test.ts): the
 // product's doctor, the agent's step and two escape attempts through the built CLI, each with its control
 // done unsandboxed, and prints one JSON line of what happened.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -29,6 +29,17 @@ let secretReadable = false;
 try {
   secretReadable = readFileSync('/etc/shadow', 'utf8').length > 0;
 } catch {}
+// Another process of the container with a secret in its environment: readable unsandboxed (the control),
+// never from inside (a PID namespace with a fresh /proc, or Landlock where /proc is the container's).
+const holder = spawn('sleep', ['120'], { env: { PATH: process.env.PATH, ALEPH_CI_SECRET: 'marker-4711' } });
+await new Promise((resolve) => setTimeout(resolve, 100));
+const environ = `/proc/${holder.pid}/environ`;
+let controlReadEnviron = false;
+try {
+  controlReadEnviron = readFileSync(environ, 'utf8').includes('marker-4711');
+} catch {}
+const peek = aleph(['run', ...flags, '--workspace', ws, '--', 'cat', environ]);
+holder.kill('SIGKILL');
 const attempt = aleph([
   'run',
   ...flags,
@@ -49,6 +60,7 @@ console.log(
       tierId: doctor.json?.tierId ?? null,
       mechanisms: doctor.json?.mechanisms ?? {},
       problems: doctor.json?.problems ?? [],
+      notEnforced: doctor.json?.notEnforced ?? [],
       stderr: doctor.stderr,
     },
     step: {
@@ -65,6 +77,8 @@ console.log(
       controlWrote: existsSync(`${outside}-control`),
       readSecret: secretReadable && (attempt.json?.stdout ?? '').includes('root:'),
       controlReadSecret: secretReadable,
+      readEnviron: (peek.json?.stdout ?? '').includes('marker-4711'),
+      controlReadEnviron,
     },
   }),
 );

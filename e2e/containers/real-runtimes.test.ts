@@ -37,6 +37,7 @@ interface Outcome {
     tierId: string | null;
     mechanisms: Record<string, Mechanism>;
     problems: string[];
+    notEnforced: string[];
   };
   step: { code: number; stdout: string | null; tier: string | null; written: string | null; stderr: string };
   escape: {
@@ -45,6 +46,8 @@ interface Outcome {
     controlWrote: boolean;
     readSecret: boolean;
     controlReadSecret: boolean;
+    readEnviron: boolean;
+    controlReadEnviron: boolean;
   };
 }
 
@@ -89,6 +92,8 @@ function expectConfined(o: Outcome): void {
   expect(o.escape.code).not.toBe(0);
   if (o.uid === 0) expect(o.escape.controlReadSecret).toBe(true);
   expect(o.escape.readSecret).toBe(false);
+  expect(o.escape.controlReadEnviron).toBe(true);
+  expect(o.escape.readEnviron).toBe(false);
   for (const fix of fixes(o)) expect(fix).not.toMatch(/aleph-sandbox doctor/);
 }
 
@@ -103,8 +108,13 @@ describe.skipIf(skipAll)(
         expect(tier1?.fix).toMatch(/--cap-add SYS_ADMIN.*--cap-add SYS_PTRACE.*--cap-add NET_ADMIN/);
         expect(tier1?.fix).not.toMatch(/seccomp=unconfined/);
       }
+      // A fresh procfs is refused here (masked /proc): tier 2 runs with the container's /proc, declared.
       const tier2 = o.doctor.mechanisms['tier-2'];
       if (tier2?.available === false) expect(tier2.fix).toMatch(/SYS_ADMIN|systempaths=unconfined/);
+      else if (o.doctor.tierId === 'user-namespace') {
+        expect(tier2?.detail).toMatch(/\/proc bound read-only/);
+        expect(o.doctor.notEnforced.some((g) => g.startsWith('host-proc: '))).toBe(true);
+      }
     });
 
     it("tier 1's fix, applied: the capabilities the default container's doctor names give tier 1", () => {

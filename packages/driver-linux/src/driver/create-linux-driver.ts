@@ -25,7 +25,7 @@ import { type DriverSettings, resolveSettings } from './driver-settings.js';
 import { gapsOf, type MechanismFacts, mechanismFacts } from './mechanism-facts.js';
 import { PlanBuilder } from './plan-builder.js';
 import { runRevalidating } from './revalidate.js';
-import { TierChoice } from './tier-choice.js';
+import { TierChoice, usesHostProc } from './tier-choice.js';
 
 /** Everything the Linux driver can enforce. */
 export const LINUX_CAPABILITIES: readonly DriverCapabilityId[] = [
@@ -121,6 +121,7 @@ async function probeWithTiers(
     cpuQuotaPercent: settings.cpuQuotaPercent,
   });
   const chosen = await tiers.select();
-  const gaps = chosen.tier === undefined ? [] : gapsOf(settings, await facts(), chosen.tier);
+  const gaps =
+    chosen.tier === undefined ? [] : gapsOf(settings, await facts(), chosen.tier, usesHostProc(chosen));
   return withTiers(base, chosen, gaps, settings.host.isRoot);
 }

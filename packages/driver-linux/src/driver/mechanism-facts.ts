@@ -85,8 +85,14 @@ async function findFacts({ helperPath, cgroupRoot }: DriverSettings): Promise<Me
 }
 
 /** What `tier` does not enforce on this host, with this driver's settings. */
-export function gapsOf(settings: DriverSettings, facts: MechanismFacts, tier: LinuxTierId): string[] {
+export function gapsOf(
+  settings: DriverSettings,
+  facts: Pick<MechanismFacts, 'cgroup' | 'landlockAbi'>,
+  tier: LinuxTierId,
+  hostProc = false,
+): string[] {
   return tierGaps(tier, {
+    hostProc,
     isRoot: settings.host.isRoot,
     cgroup: facts.cgroup.available,
     landlockAbi: facts.landlockAbi,

@@ -27,6 +27,18 @@ import type { FactsSource } from './mechanism-facts.js';
 import type { PlanBuilder } from './plan-builder.js';
 import { fitWorkspace } from './workspace-tier.js';
 
+/** One tier's preflight: it ran `true` or not, and how. */
+interface TierRun {
+  readonly ok: boolean;
+  readonly detail: string;
+  readonly hostProc?: boolean;
+}
+
+/** The verdict's tier runs with this host's /proc (tier 2 where a fresh procfs is refused). */
+export function usesHostProc(selection: TierSelection): boolean {
+  return selection.attempts.some((a) => a.ok && a.tier === selection.tier && a.hostProc === true);
+}
+
 /** The tier choice of one driver. */
 export class TierChoice {
   #selection: Promise<TierSelection> | undefined;
@@ -78,6 +90,7 @@ export class TierChoice {
     if (cached !== undefined) {
       this.facts.seed(cached.facts);
       this.#fromCache = true;
+      this.plans.hostProc = usesHostProc(cached.selection);
       return cached.selection;
     }
     // `refresh` (doctor) probes afresh, even where this process already did.
@@ -87,8 +100,9 @@ export class TierChoice {
       this.#selectionKey(),
       candidateTiers(s.host.isRoot, s.minimumTier),
       s.minimumTier,
-      (tier) => this.#tryTier(tier),
+      (tier) => this.#tryTierOrHostProc(tier),
     );
+    this.plans.hostProc = usesHostProc(selection);
     if (this.cache !== undefined && selection.tier !== undefined) {
       const { manager: _, ...facts } = await this.facts();
       this.cache.store({ selection, facts });
@@ -138,26 +152,26 @@ export class TierChoice {
         { details: { attempts: chosen.attempts } },
       );
     }
-    const build = (tier: LinuxTierId) =>
-      this.plans.build(tier, caps, cwd, context.workspace, sessionKeyToFilename(context.sessionId));
-    return fitWorkspace(await build(chosen.tier), {
+    const buildIn = (tier: LinuxTierId, hostProc?: boolean) =>
+      this.plans.build(tier, caps, cwd, context.workspace, sessionKeyToFilename(context.sessionId), hostProc);
+    return fitWorkspace(await buildIn(chosen.tier), {
       isRoot: this.settings.host.isRoot,
       minimumTier: this.settings.minimumTier,
       idmap: this.#idmap,
       tierRuns: (tier) => this.#weakerTierRuns(tier),
-      build,
+      buildIn,
     });
   }
 
   /** A weaker tier's preflight, once per driver (kept with the host cache's verdict). */
-  #weakerTierRuns(tier: LinuxTierId): Promise<{ ok: boolean; detail: string }> {
+  #weakerTierRuns(tier: LinuxTierId): Promise<TierRun> {
     let known = this.#weaker.get(tier);
     if (known === undefined) {
       const noted = this.cache?.note(`tier:${tier}`);
       known =
         noted !== undefined
-          ? Promise.resolve(JSON.parse(noted) as { ok: boolean; detail: string })
-          : this.#tryTier(tier).then((r) => {
+          ? Promise.resolve(JSON.parse(noted) as TierRun)
+          : this.#tryTierOrHostProc(tier).then((r) => {
               if (r.ok) this.cache?.remember(`tier:${tier}`, JSON.stringify(r));
               return r;
             });
@@ -166,12 +180,29 @@ export class TierChoice {
     return known;
   }
 
+  /**
+   * `#tryTier`, and for tier 2 where a fresh procfs (or the hostname that comes with it) was refused and
+   * Landlock works, again with this host's /proc bound read-only (`ProfileInputs.hostProc`).
+   */
+  async #tryTierOrHostProc(tier: LinuxTierId): Promise<TierRun> {
+    const r = await this.#tryTier(tier);
+    if (r.ok || tier !== 'user-namespace' || !/Can't mount proc|Can't set hostname/.test(r.detail)) return r;
+    if ((await this.facts()).landlockAbi === 0) return r;
+    const again = await this.#tryTier(tier, true);
+    if (!again.ok) return r;
+    return {
+      ok: true,
+      hostProc: true,
+      detail: `ran a sandboxed \`true\` with this host's /proc bound read-only and no hostname set, since ${r.detail.replace(/; fix: .*/, '')}`,
+    };
+  }
+
   /** Runs `true` through `tier`, exactly as a command would run. */
-  async #tryTier(tier: LinuxTierId): Promise<{ ok: boolean; detail: string }> {
+  async #tryTier(tier: LinuxTierId, hostProc = false): Promise<TierRun> {
     const ws = mkdtempSync(path.join(os.tmpdir(), 'aleph-preflight-'));
     try {
       const caps = strictCapabilities();
-      const profile = await this.plans.build(tier, caps, ws, ws, undefined);
+      const profile = await this.plans.build(tier, caps, ws, ws, undefined, hostProc);
       const out = await this.run({
         sessionId: 'aleph-preflight',
         workspace: ws,

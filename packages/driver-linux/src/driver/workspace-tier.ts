@@ -15,9 +15,9 @@ export interface FallbackParts {
   readonly minimumTier: LinuxTierNumber;
   readonly idmap: IdmapCheck;
   /** Whether `tier` runs a sandboxed `true` here (its preflight, once). */
-  readonly tierRuns: (tier: LinuxTierId) => Promise<{ ok: boolean; detail: string }>;
-  /** The same command's plan in `tier`. */
-  readonly build: (tier: LinuxTierId) => Promise<LinuxProfile>;
+  readonly tierRuns: (tier: LinuxTierId) => Promise<{ ok: boolean; detail: string; hostProc?: boolean }>;
+  /** The same command's plan in `tier` (with this host's /proc where its preflight needed it). */
+  readonly buildIn: (tier: LinuxTierId, hostProc: boolean) => Promise<LinuxProfile>;
 }
 
 function describe(refused: readonly IdmapRefusal[]): string {
@@ -42,7 +42,7 @@ export async function fitWorkspace(profile: LinuxProfile, parts: FallbackParts):
       tried.push(`tier ${linuxTier(tier).number}: ${r.detail}`);
       continue;
     }
-    const weaker = await parts.build(tier);
+    const weaker = await parts.buildIn(tier, r.hostProc === true);
     const note = `${why}; this run is tier ${linuxTier(tier).number}'s (${linuxTier(tier).label})`;
     return { ...weaker, tierFallback: note, notEnforced: [...weaker.notEnforced, `workspace-tier: ${note}`] };
   }

@@ -44,7 +44,13 @@ export function buildLinuxProfile(
   const rendered = renderMounts(draft.mounts, { inHelper: privileged, devInHelper });
   const sharedNetwork = net.kind === 'allowAll';
   const bwrap = bwrapArgs(
-    { sharedNetwork, privileged, devInHelper, innerUid: inputs.innerUid },
+    {
+      sharedNetwork,
+      privileged,
+      devInHelper,
+      innerUid: inputs.innerUid,
+      keepHostname: inputs.hostProc === true,
+    },
     rendered.bwrap,
   );
   const seccompNetwork =

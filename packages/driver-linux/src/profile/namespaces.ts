@@ -27,6 +27,11 @@ export function bwrapArgs(
     readonly privileged: boolean;
     readonly devInHelper: boolean;
     readonly innerUid: number | undefined;
+    /**
+     * Tier 2 with the host's /proc (`ProfileInputs.hostProc`): no hostname is set, and no
+     * `--disable-userns` (it needs a /proc of the sandbox's own).
+     */
+    readonly keepHostname?: boolean;
   },
   mountArgs: readonly string[],
 ): string[] {
@@ -60,9 +65,14 @@ export function bwrapArgs(
     // Root without CAP_SYS_ADMIN (tier 2): root is shown as another uid inside, so its files are not root's.
     if (options.innerUid !== undefined)
       bwrap.push('--uid', String(options.innerUid), '--gid', String(options.innerUid));
-    bwrap.push('--disable-userns', '--cap-drop', 'ALL');
+    // --disable-userns writes /proc/sys/user/max_user_namespaces in the sandbox's own /proc; the host's,
+    // bound read-only, cannot take it. Nested user namespaces stay refused by seccomp (clone and unshare
+    // with CLONE_NEWUSER; clone3 is ENOSYS).
+    if (options.keepHostname !== true) bwrap.push('--disable-userns');
+    bwrap.push('--cap-drop', 'ALL');
   }
-  bwrap.push('--die-with-parent', '--new-session', '--hostname', 'aleph-sandbox');
+  bwrap.push('--die-with-parent', '--new-session');
+  if (options.keepHostname !== true) bwrap.push('--hostname', 'aleph-sandbox');
   bwrap.push(...mountArgs, '--chdir', '/');
   return bwrap;
 }

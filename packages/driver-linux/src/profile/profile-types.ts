@@ -57,6 +57,13 @@ export interface ProfileInputs {
   readonly privileged?: boolean;
   /** Tier 2 on a root host: the uid (and gid) root is shown as inside the user namespace. */
   readonly innerUid?: number;
+  /**
+   * Tier 2 where the kernel refuses a fresh procfs (a runtime masks parts of /proc): /proc is this host's,
+   * bound read-only (recursively, with its masks), and no hostname is set (podman's seccomp profile
+   * refuses sethostname without CAP_SYS_ADMIN). Landlock keeps the command from other processes' memory,
+   * environment and descriptors. Default false.
+   */
+  readonly hostProc?: boolean;
   /** The tier this profile is for, and what it does not enforce (see `tiers/tiers.ts`). */
   readonly tier?: LinuxTierId;
   readonly notEnforced?: readonly string[];

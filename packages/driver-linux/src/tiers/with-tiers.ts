@@ -32,7 +32,10 @@ function tierMechanisms(base: LinuxProbe, selection: TierSelection): Record<stri
   for (const a of selection.attempts) {
     const t = linuxTier(a.tier);
     mechanisms[`tier-${t.number}`] = a.ok
-      ? { available: true, detail: `${t.label}: ran a sandboxed \`true\`` }
+      ? {
+          available: true,
+          detail: `${t.label}: ${a.hostProc === true ? a.detail : 'ran a sandboxed `true`'}`,
+        }
       : {
           available: false,
           detail: `${t.label}: ${a.detail}`,
