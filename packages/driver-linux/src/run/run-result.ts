@@ -78,7 +78,7 @@ export function launchOutput(
 
 /** The fix for a bwrap set-up failure, by what bwrap said and the host (the preflight's own fixes). */
 function bwrapFix(stderr: string, tier: LinuxTierId): string {
-  if (/Can't find source path|Can't mkdir|No such file or directory/.test(stderr))
+  if (/Can't find source path|Can't mkdir|No such file or directory/.test(stderr) && !/\/proc\//.test(stderr))
     return 'a granted path vanished or changed while the sandbox was set up; check the path and run again';
   return fixFor(tier, stderr);
 }
