@@ -11,6 +11,8 @@
  *                                                      (spawner/spawner.c)
  *   aleph-sandbox-init --probe                          what this kernel does, found by doing it, as one
  *                                                      JSON line (probe/probe.c)
+ *   aleph-sandbox-init --probe-idmap PATH…              on the host: whether each PATH's mount can be
+ *                                                      idmapped, as the launcher would (probe/idmap-probe.c)
  *   aleph-sandbox-init --enter-cgroup DIR -- PROGRAM…   on the host: moves itself into the cgroup DIR
  *                                                      (writing to DIR/cgroup.procs) and execs PROGRAM, so
  *                                                      nothing PROGRAM starts escapes it
@@ -30,6 +32,7 @@
 #include "common/errors.h"
 #include "helper/helper.h"
 #include "launcher/launch.h"
+#include "probe/idmap-probe.h"
 #include "probe/probe.h"
 #include "spawner/spawner.h"
 
@@ -58,6 +61,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (argc == 2 && strcmp(argv[1], "--probe") == 0) return probe_main();
+  if (argc >= 2 && strcmp(argv[1], "--probe-idmap") == 0) return probe_idmap_main(argc, argv);
   if (argc >= 2 && strcmp(argv[1], "--enter-cgroup") == 0) return enter_cgroup(argc, argv);
   return helper_main(argc, argv);
 }

@@ -106,6 +106,14 @@ export interface LinuxDriverOptions {
    * Default true; where the server cannot start, runs fall back to `child_process.spawn`.
    */
   readonly forkServer?: boolean;
+  /**
+   * The host cache (`<stateDir>/tier-cache-*.json`): `use` takes the preflight's verdict and the
+   * mechanisms' facts from it while the host is unchanged (kernel, helper and bwrap binaries, uid,
+   * capabilities, seccomp and namespace state…), so a new process does not probe again, and drops it when
+   * a run fails in a way it could explain; `refresh` probes afresh and keeps the verdict there (doctor);
+   * `off` (default) neither reads nor writes it.
+   */
+  readonly hostCache?: 'use' | 'refresh' | 'off';
   /** cgroup v2 mount point. Default: detected. Tests point it at a fake tree. */
   readonly cgroupRoot?: string;
 }

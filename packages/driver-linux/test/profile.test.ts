@@ -223,6 +223,22 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
     expect(tier1.limits).toMatchObject({ pidMax: null, userns: {} });
   });
 
+  it('tier 2 where a fresh procfs is refused: the host /proc bound read-only, no hostname, no --disable-userns', () => {
+    const ws = temp();
+    const fresh = buildLinuxProfile(caps(), ws, ws, inputs({ root: false })).bwrapArgs.join(' ');
+    expect(fresh).toContain('--proc /proc');
+    expect(fresh).toContain('--hostname aleph-sandbox');
+    const p = buildLinuxProfile(caps(), ws, ws, inputs({ root: false, hostProc: true }));
+    const args = p.bwrapArgs.join(' ');
+    expect(args).toContain('--ro-bind /proc /proc');
+    expect(args).not.toContain('--proc /proc');
+    expect(args).not.toContain('--hostname');
+    expect(args).not.toContain('--disable-userns');
+    // Nested user namespaces stay refused by seccomp.
+    expect(p.seccomp.rules.join(' ')).toMatch(/CLONE_NEWUSER/);
+    expect(p.landlock.rules).toContainEqual({ path: '/proc', access: 'read-exec' });
+  });
+
   it('always: new session, dies with parent, fresh /dev and /proc, private /tmp, system dirs read-only, masks', () => {
     const ws = temp();
     const a = buildLinuxProfile(caps(), ws, ws, inputs()).bwrapArgs.join(' ');

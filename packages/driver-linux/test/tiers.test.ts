@@ -35,6 +35,16 @@ describe('Linux tiers', () => {
     expect(gapNames(tierGaps('direct', pidMax))).toContain('process-limit');
   });
 
+  it("tier 2 with the host's /proc declares it (host-proc)", () => {
+    expect(gapNames(tierGaps('user-namespace', { ...ctx, isRoot: false, hostProc: true }))).toEqual([
+      'host-proc',
+    ]);
+    expect(tierGaps('user-namespace', { ...ctx, isRoot: false, hostProc: true })[0]).toMatch(
+      /refused by Landlock/,
+    );
+    expect(gapNames(tierGaps('namespaces', { ...ctx, hostProc: true }))).toEqual([]);
+  });
+
   it('tier 3 names every gap, and how Landlock ABI changes them', () => {
     const names = gapNames(tierGaps('direct', ctx));
     expect(names).toEqual([

@@ -40,6 +40,16 @@ export interface BuildSandboxOptions {
   readonly resolver?: Resolver;
   /** Override `process.platform` (tests). */
   readonly platform?: NodeJS.Platform;
+  /**
+   * Linux: the host cache of the preflight's verdict (`LinuxDriverOptions.hostCache`): `use` it (the CLI's
+   * one-shot runs), `refresh` it (doctor), or `off` (default).
+   */
+  readonly hostCache?: 'use' | 'refresh' | 'off';
+  /**
+   * Linux: start launchers through a fork server (default true). A process that runs one command (the
+   * CLI's `run`) gains nothing from starting one.
+   */
+  readonly forkServer?: boolean;
 }
 
 /**
@@ -74,11 +84,14 @@ export interface AlephSandbox extends Sandbox {
 async function platformDriver(
   platform: NodeJS.Platform,
   config: AlephConfig,
-  resolver: Resolver | undefined,
+  options: BuildSandboxOptions,
 ): Promise<OsSandboxDriver> {
+  const resolver = options.resolver;
   if (platform === 'linux') {
     const { createLinuxDriver } = await import('@aleph/driver-linux');
     return createLinuxDriver({
+      ...(options.hostCache === undefined ? {} : { hostCache: options.hostCache }),
+      ...(options.forkServer === undefined ? {} : { forkServer: options.forkServer }),
       landlock: config.linux.landlock,
       protectedPaths: config.linux.protectedPaths,
       protectAllGit: config.linux.protectAllGit,
@@ -177,7 +190,7 @@ export async function buildSandbox(
     };
   }
   const driver =
-    options.driver ?? (await platformDriver(options.platform ?? process.platform, config, options.resolver));
+    options.driver ?? (await platformDriver(options.platform ?? process.platform, config, options));
   const warnings: string[] = [];
   const hooks: SandboxBeforeHook[] = [];
   if (config.commandPolicy.enabled) {

@@ -20,10 +20,12 @@ import { createForkServer } from '../run/fork-server.js';
 import { ProxyPools } from '../run/proxy-pools.js';
 import { CommandRunner } from '../run/run-command.js';
 import { withTiers } from '../tiers/with-tiers.js';
+import { ChoiceCache } from './choice-cache.js';
 import { type DriverSettings, resolveSettings } from './driver-settings.js';
 import { gapsOf, type MechanismFacts, mechanismFacts } from './mechanism-facts.js';
 import { PlanBuilder } from './plan-builder.js';
-import { TierChoice } from './tier-choice.js';
+import { runRevalidating } from './revalidate.js';
+import { TierChoice, usesHostProc } from './tier-choice.js';
 
 /** Everything the Linux driver can enforce. */
 export const LINUX_CAPABILITIES: readonly DriverCapabilityId[] = [
@@ -80,7 +82,8 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
     },
     `report-${process.pid}-${randomBytes(4).toString('hex')}`,
   );
-  const tiers = new TierChoice(settings, plans, (request) => driver.run(request));
+  const cache = settings.hostCache === 'off' ? undefined : new ChoiceCache(settings, settings.hostCache);
+  const tiers = new TierChoice(settings, plans, facts, (request) => driver.run(request), cache);
   let probed: Promise<LinuxProbe> | undefined;
 
   const driver: LinuxDriver = defineDriver({
@@ -93,7 +96,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
     },
     profileFor: (caps: SandboxCapabilities, cwd: string, context: ProfileContext) =>
       tiers.profileFor(caps, cwd, context),
-    run: (request) => runner.run(request),
+    run: (request) => runRevalidating(request, runner, tiers, plans),
     files: () => linuxDriverFiles(settings),
     async dispose(): Promise<void> {
       runner.dispose();
@@ -120,6 +123,7 @@ async function probeWithTiers(
     cpuQuotaPercent: settings.cpuQuotaPercent,
   });
   const chosen = await tiers.select();
-  const gaps = chosen.tier === undefined ? [] : gapsOf(settings, await facts(), chosen.tier);
+  const gaps =
+    chosen.tier === undefined ? [] : gapsOf(settings, await facts(), chosen.tier, usesHostProc(chosen));
   return withTiers(base, chosen, gaps, settings.host.isRoot);
 }

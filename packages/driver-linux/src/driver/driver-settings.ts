@@ -63,6 +63,8 @@ export interface DriverSettings {
   readonly cgroupRoot: string | undefined;
   /** Start launchers through the fork server. */
   readonly forkServer: boolean;
+  /** How the host cache is used (`LinuxDriverOptions.hostCache`). */
+  readonly hostCache: 'use' | 'refresh' | 'off';
 }
 
 /**
@@ -139,5 +141,6 @@ export function resolveSettings(options: LinuxDriverOptions): DriverSettings {
     minimumTier: options.minimumTier ?? 3,
     cgroupRoot: options.cgroupRoot,
     forkServer: options.forkServer !== false,
+    hostCache: options.hostCache ?? 'off',
   };
 }

@@ -34,17 +34,39 @@ export interface MechanismFacts {
   readonly manager: CgroupManager | undefined;
 }
 
+/** `mechanismFacts`' memo: the facts (found once), which a cached verdict can also seed or reset. */
+export interface FactsSource {
+  (): Promise<MechanismFacts>;
+  /** Use these facts (from the host cache) instead of finding them. */
+  seed(facts: CachedFacts): void;
+  /** Find them again on the next call (a run failed in a way they could explain). */
+  reset(): void;
+}
+
+/** The facts as the host cache keeps them (the cgroup manager is made again from its info). */
+export type CachedFacts = Omit<MechanismFacts, 'manager'>;
+
 /**
  * What the gaps of a tier depend on, found once per driver (the returned function memoises it) by using
  * each mechanism: the Landlock ABI (when the helper's --probe enforced a ruleset) and a delegated cgroup
  * (a leaf that took limits and a process, `exerciseCgroup`; its manager then makes the runs' leaves).
  */
-export function mechanismFacts(settings: DriverSettings): () => Promise<MechanismFacts> {
+export function mechanismFacts(settings: DriverSettings): FactsSource {
   let facts: Promise<MechanismFacts> | undefined;
-  return () => {
+  const source = () => {
     facts ??= findFacts(settings);
     return facts;
   };
+  source.seed = (cached: CachedFacts) => {
+    facts = Promise.resolve({
+      ...cached,
+      manager: cached.cgroup.available ? new CgroupManager(cached.cgroup) : undefined,
+    });
+  };
+  source.reset = () => {
+    facts = undefined;
+  };
+  return source;
 }
 
 async function findFacts({ helperPath, cgroupRoot }: DriverSettings): Promise<MechanismFacts> {
@@ -74,8 +96,14 @@ async function findFacts({ helperPath, cgroupRoot }: DriverSettings): Promise<Me
 }
 
 /** What `tier` does not enforce on this host, with this driver's settings. */
-export function gapsOf(settings: DriverSettings, facts: MechanismFacts, tier: LinuxTierId): string[] {
+export function gapsOf(
+  settings: DriverSettings,
+  facts: Pick<MechanismFacts, 'cgroup' | 'landlockAbi' | 'nsLimits'>,
+  tier: LinuxTierId,
+  hostProc = false,
+): string[] {
   return tierGaps(tier, {
+    hostProc,
     isRoot: settings.host.isRoot,
     cgroup: facts.cgroup.available,
     landlockAbi: facts.landlockAbi,

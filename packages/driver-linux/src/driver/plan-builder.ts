@@ -21,6 +21,8 @@ type Queries = RecordingView['queries'];
 
 /** Builds (or reuses) the plan of one execution in a tier. */
 export class PlanBuilder {
+  /** Tier 2 plans bind this host's /proc (the preflight found a fresh procfs refused: `ProfileInputs.hostProc`). */
+  hostProc = false;
   readonly #plans = new Map<string, { profile: LinuxProfile; queries: Queries }>();
   /** A cached plan's seccomp program, decoded once. */
   readonly #programs = new WeakMap<LinuxProfile, Buffer>();
@@ -38,11 +40,12 @@ export class PlanBuilder {
     cwd: string,
     workspace: string,
     sessionKey: string | undefined,
+    hostProc = this.hostProc && tier === 'user-namespace',
   ): Promise<LinuxProfile> {
     // A cached plan too: a grant inside a hidden path is refused whatever was built before.
     refuseHiddenGrants(caps, this.settings.hiddenPaths);
     const facts = await this.facts();
-    const notEnforced = gapsOf(this.settings, facts, tier);
+    const notEnforced = gapsOf(this.settings, facts, tier, hostProc);
     const inputs = () => this.#inputs(tier, notEnforced, facts, workspace, sessionKey);
     if (tier === 'direct') {
       return buildDirectProfile(caps, cwd, workspace, {
@@ -64,6 +67,7 @@ export class PlanBuilder {
       ...inputs(),
       proxySocket,
       privileged: tier === 'namespaces',
+      hostProc,
       ...(tier === 'user-namespace' && this.settings.host.isRoot
         ? { innerUid: this.settings.sandboxUid ?? DEFAULT_SANDBOX_UID }
         : {}),

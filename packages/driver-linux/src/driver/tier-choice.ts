@@ -1,7 +1,8 @@
 /**
  * Which tier this driver's commands run in: the preflight runs `true` through each candidate tier, as a
- * command would run (`select`), and a plan is built for the chosen one (`profileFor`), or refused when
- * none ran.
+ * command would run (`select`), or the host cache says what it found before (`choice-cache.ts`); a plan
+ * is built for the chosen one (`profileFor`), or refused when none ran. `revalidate` drops a cached
+ * verdict and runs the preflight again.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -17,40 +18,109 @@ import {
 } from '@aleph/sandbox-core';
 import { checkHelperSync } from '../host/helper-check.js';
 import type { LinuxProfile } from '../profile/profile-types.js';
-import { selectTier, type TierSelection } from '../tiers/select-tier.js';
+import { forgetSelection, selectTier, type TierSelection } from '../tiers/select-tier.js';
 import { candidateTiers, type LinuxTierId, linuxTier } from '../tiers/tiers.js';
+import type { ChoiceCache } from './choice-cache.js';
 import type { DriverSettings } from './driver-settings.js';
+import { IdmapCheck } from './idmap-check.js';
+import type { FactsSource } from './mechanism-facts.js';
 import type { PlanBuilder } from './plan-builder.js';
+import { fitWorkspace } from './workspace-tier.js';
+
+/** One tier's preflight: it ran `true` or not, and how. */
+interface TierRun {
+  readonly ok: boolean;
+  readonly detail: string;
+  readonly hostProc?: boolean;
+}
+
+/** The verdict's tier runs with this host's /proc (tier 2 where a fresh procfs is refused). */
+export function usesHostProc(selection: TierSelection): boolean {
+  return selection.attempts.some((a) => a.ok && a.tier === selection.tier && a.hostProc === true);
+}
 
 /** The tier choice of one driver. */
 export class TierChoice {
   #selection: Promise<TierSelection> | undefined;
+  /** The verdict in use came from the host cache (and may be out of date). */
+  #fromCache = false;
+  readonly #idmap: IdmapCheck;
+  /** Weaker tiers' preflights, for workspaces the chosen tier cannot serve. */
+  readonly #weaker = new Map<LinuxTierId, Promise<{ ok: boolean; detail: string }>>();
 
   constructor(
     readonly settings: DriverSettings,
     readonly plans: PlanBuilder,
+    readonly facts: FactsSource,
     /** The driver's run, which the preflight uses exactly as a command does. */
     readonly run: (request: DriverRunRequest) => Promise<SandboxOutput>,
-  ) {}
+    /** The host cache, where the driver uses one. */
+    readonly cache?: ChoiceCache,
+  ) {
+    this.#idmap = new IdmapCheck(settings.helperPath, cache);
+  }
 
-  /** The preflight's verdict, once per process and settings (`selectTier`). */
+  /** Whether the verdict in use came from the host cache. */
+  get fromCache(): boolean {
+    return this.#fromCache;
+  }
+
+  /** The preflight's verdict, once per process and settings (`selectTier`), or the host cache's. */
   select(): Promise<TierSelection> {
+    this.#selection ??= this.#choose();
+    return this.#selection;
+  }
+
+  /**
+   * Drops the verdict in use (the host cache's file too) and the mechanisms' facts, and runs the preflight
+   * again: a run failed in a way an out-of-date verdict could explain.
+   */
+  revalidate(): Promise<TierSelection> {
+    this.cache?.drop();
+    forgetSelection(this.#selectionKey());
+    this.facts.reset();
+    this.#weaker.clear();
+    this.#fromCache = false;
+    this.#selection = this.#choose(false);
+    return this.#selection;
+  }
+
+  async #choose(useCache = true): Promise<TierSelection> {
+    const cached = useCache ? this.cache?.load() : undefined;
+    if (cached !== undefined) {
+      this.facts.seed(cached.facts);
+      this.#fromCache = true;
+      this.plans.hostProc = usesHostProc(cached.selection);
+      return cached.selection;
+    }
+    // `refresh` (doctor) probes afresh, even where this process already did.
+    if (this.cache?.mode === 'refresh') forgetSelection(this.#selectionKey());
     const s = this.settings;
-    this.#selection ??= selectTier(
-      JSON.stringify([
-        s.helperPath,
-        s.bwrap,
-        s.minimumTier,
-        s.host.uid,
-        s.stateDir,
-        s.sandboxUid,
-        s.uidRange,
-      ]),
+    const selection = await selectTier(
+      this.#selectionKey(),
       candidateTiers(s.host.isRoot, s.minimumTier),
       s.minimumTier,
-      (tier) => this.#tryTier(tier),
+      (tier) => this.#tryTierOrHostProc(tier),
     );
-    return this.#selection;
+    this.plans.hostProc = usesHostProc(selection);
+    if (this.cache !== undefined && selection.tier !== undefined) {
+      const { manager: _, ...facts } = await this.facts();
+      this.cache.store({ selection, facts });
+    }
+    return selection;
+  }
+
+  #selectionKey(): string {
+    const s = this.settings;
+    return JSON.stringify([
+      s.helperPath,
+      s.bwrap,
+      s.minimumTier,
+      s.host.uid,
+      s.stateDir,
+      s.sandboxUid,
+      s.uidRange,
+    ]);
   }
 
   /**
@@ -82,21 +152,57 @@ export class TierChoice {
         { details: { attempts: chosen.attempts } },
       );
     }
-    return this.plans.build(
-      chosen.tier,
-      caps,
-      cwd,
-      context.workspace,
-      sessionKeyToFilename(context.sessionId),
-    );
+    const buildIn = (tier: LinuxTierId, hostProc?: boolean) =>
+      this.plans.build(tier, caps, cwd, context.workspace, sessionKeyToFilename(context.sessionId), hostProc);
+    return fitWorkspace(await buildIn(chosen.tier), {
+      isRoot: this.settings.host.isRoot,
+      minimumTier: this.settings.minimumTier,
+      idmap: this.#idmap,
+      tierRuns: (tier) => this.#weakerTierRuns(tier),
+      buildIn,
+    });
+  }
+
+  /** A weaker tier's preflight, once per driver (kept with the host cache's verdict). */
+  #weakerTierRuns(tier: LinuxTierId): Promise<TierRun> {
+    let known = this.#weaker.get(tier);
+    if (known === undefined) {
+      const noted = this.cache?.note(`tier:${tier}`);
+      known =
+        noted !== undefined
+          ? Promise.resolve(JSON.parse(noted) as TierRun)
+          : this.#tryTierOrHostProc(tier).then((r) => {
+              if (r.ok) this.cache?.remember(`tier:${tier}`, JSON.stringify(r));
+              return r;
+            });
+      this.#weaker.set(tier, known);
+    }
+    return known;
+  }
+
+  /**
+   * `#tryTier`, and for tier 2 where a fresh procfs (or the hostname that comes with it) was refused and
+   * Landlock works, again with this host's /proc bound read-only (`ProfileInputs.hostProc`).
+   */
+  async #tryTierOrHostProc(tier: LinuxTierId): Promise<TierRun> {
+    const r = await this.#tryTier(tier);
+    if (r.ok || tier !== 'user-namespace' || !/Can't mount proc|Can't set hostname/.test(r.detail)) return r;
+    if ((await this.facts()).landlockAbi === 0) return r;
+    const again = await this.#tryTier(tier, true);
+    if (!again.ok) return r;
+    return {
+      ok: true,
+      hostProc: true,
+      detail: `ran a sandboxed \`true\` with this host's /proc bound read-only and no hostname set, since ${r.detail.replace(/; fix: .*/, '')}`,
+    };
   }
 
   /** Runs `true` through `tier`, exactly as a command would run. */
-  async #tryTier(tier: LinuxTierId): Promise<{ ok: boolean; detail: string }> {
+  async #tryTier(tier: LinuxTierId, hostProc = false): Promise<TierRun> {
     const ws = mkdtempSync(path.join(os.tmpdir(), 'aleph-preflight-'));
     try {
       const caps = strictCapabilities();
-      const profile = await this.plans.build(tier, caps, ws, ws, undefined);
+      const profile = await this.plans.build(tier, caps, ws, ws, undefined, hostProc);
       const out = await this.run({
         sessionId: 'aleph-preflight',
         workspace: ws,

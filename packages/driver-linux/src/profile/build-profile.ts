@@ -129,6 +129,7 @@ function processArgs(
       innerUid: inputs.innerUid,
       helperCapabilities: limitArgs.capabilities,
       bindLowPorts: netPlan.bindLowPorts,
+      keepHostname: inputs.hostProc === true,
     },
     [...rendered.bwrap, ...netPlan.bwrap],
   );

@@ -31,6 +31,11 @@ export function bwrapArgs(
     readonly helperCapabilities?: readonly string[];
     /** The helper binds the bridge's ports below 1024 (the resolver's 53, egress 80 and 443). */
     readonly bindLowPorts: boolean;
+    /**
+     * Tier 2 with the host's /proc (`ProfileInputs.hostProc`): no hostname is set, and no
+     * `--disable-userns` (it needs a /proc of the sandbox's own).
+     */
+    readonly keepHostname?: boolean;
   },
   mountArgs: readonly string[],
 ): string[] {
@@ -74,10 +79,15 @@ export function bwrapArgs(
     if (options.bindLowPorts)
       for (const cap of ['CAP_SYS_ADMIN', 'CAP_NET_ADMIN', 'CAP_NET_BIND_SERVICE', 'CAP_SETPCAP'])
         keep.add(cap);
-    bwrap.push('--disable-userns', '--cap-drop', 'ALL');
+    // --disable-userns writes /proc/sys/user/max_user_namespaces in the sandbox's own /proc; the host's,
+    // bound read-only, cannot take it. Nested user namespaces stay refused by seccomp (clone and unshare
+    // with CLONE_NEWUSER; clone3 is ENOSYS).
+    if (options.keepHostname !== true) bwrap.push('--disable-userns');
+    bwrap.push('--cap-drop', 'ALL');
     for (const cap of keep) bwrap.push('--cap-add', cap);
   }
-  bwrap.push('--die-with-parent', '--new-session', '--hostname', 'aleph-sandbox');
+  bwrap.push('--die-with-parent', '--new-session');
+  if (options.keepHostname !== true) bwrap.push('--hostname', 'aleph-sandbox');
   bwrap.push(...mountArgs, '--chdir', '/');
   return bwrap;
 }

@@ -66,6 +66,13 @@ export interface ProfileInputs {
   readonly innerUid?: number;
   /** Tier 2: the limits the helper sets in the sandbox's own namespaces (`ns-limits.ts`). Default none. */
   readonly nsLimits?: NamespaceLimits | undefined;
+  /**
+   * Tier 2 where the kernel refuses a fresh procfs (a runtime masks parts of /proc): /proc is this host's,
+   * bound read-only (recursively, with its masks), and no hostname is set (podman's seccomp profile
+   * refuses sethostname without CAP_SYS_ADMIN). Landlock keeps the command from other processes' memory,
+   * environment and descriptors. Default false.
+   */
+  readonly hostProc?: boolean;
   /** The tier this profile is for, and what it does not enforce (see `tiers/tiers.ts`). */
   readonly tier?: LinuxTierId;
   readonly notEnforced?: readonly string[];
@@ -104,6 +111,11 @@ export interface LinuxProfile extends SandboxProfile {
   readonly tier: LinuxTierId;
   /** What this tier does not enforce here, each `name: sentence`. */
   readonly notEnforced: readonly string[];
+  /**
+   * Why this plan is not the host's tier: its workspace or a write grant is on a filesystem the stronger
+   * tier cannot serve (`driver/workspace-tier.ts`). Absent when it is the host's tier.
+   */
+  readonly tierFallback?: string;
   /**
    * Arguments of the host-side launcher (`aleph-sandbox-init --launch …`) before its `--`: the user paths
    * it opens without following symlinks, the stubs it may create, the mounts it clones (root host), the

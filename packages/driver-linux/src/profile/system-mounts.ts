@@ -12,7 +12,11 @@ export function addSystemMounts(
   draft: PlanDraft,
   host: HostFacts,
   maxMemoryMb: number | undefined,
-  inputs: { readonly tmpfsSizeMb?: number | undefined; readonly helperPath: string },
+  inputs: {
+    readonly tmpfsSizeMb?: number | undefined;
+    readonly helperPath: string;
+    readonly hostProc?: boolean | undefined;
+  },
 ): void {
   const { mounts, landlock } = draft;
   // System directories: read-only and executable; usr-merge symlinks recreated as symlinks.
@@ -28,7 +32,9 @@ export function addSystemMounts(
   for (const d of host.maskedDirs)
     mounts.push({ op: 'tmpfs', dest: d, mode: '0755', readOnly: true, hide: true });
   mounts.push({ op: 'dev', dest: '/dev' });
-  mounts.push({ op: 'proc', dest: '/proc' });
+  // A fresh procfs, or (where the kernel refuses one) this host's, bound read-only with what masks it.
+  if (inputs.hostProc === true) mounts.push({ op: 'ro-bind', src: '/proc', dest: '/proc' });
+  else mounts.push({ op: 'proc', dest: '/proc' });
   const tmpfsBytes = tmpfsSizeBytes(maxMemoryMb, inputs.tmpfsSizeMb);
   mounts.push({ op: 'tmpfs', dest: '/tmp', mode: '1777', sizeBytes: tmpfsBytes });
   mounts.push({ op: 'tmpfs', dest: '/dev/shm', mode: '1777', sizeBytes: tmpfsBytes });

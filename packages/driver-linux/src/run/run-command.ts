@@ -137,6 +137,12 @@ export class CommandRunner {
     }
   }
 
+  /** Checks again on the next run (what it found came from facts now dropped). */
+  recheck(): void {
+    this.#runnable = undefined;
+    this.#cgroups = undefined;
+  }
+
   /** No run starts after this. */
   dispose(): void {
     this.#disposed = true;

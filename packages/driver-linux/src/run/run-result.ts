@@ -11,6 +11,8 @@ import {
   type SandboxOutput,
 } from '@aleph/sandbox-core';
 import type { LinuxProfile } from '../profile/profile-types.js';
+import { fixFor } from '../tiers/tier-fixes.js';
+import type { LinuxTierId } from '../tiers/tiers.js';
 import { readLaunchReport } from './launch-report.js';
 
 /**
@@ -43,7 +45,7 @@ export function launchOutput(
     throw new DriverError(
       'ALEPH_DRIVER_FAILED',
       'linux',
-      `bubblewrap could not set up the sandbox: ${stderr.trim()}; fix: ${bwrapFix(stderr)}`,
+      `bubblewrap could not set up the sandbox: ${stderr.trim()}; fix: ${bwrapFix(stderr, profile.tier)}`,
     );
   }
   // bwrap reports a program killed by signal N as exit status 128+N (as a shell does for a child).
@@ -64,6 +66,7 @@ export function launchOutput(
     details: {
       driver: 'linux',
       tier: profile.tier,
+      ...(profile.tierFallback === undefined ? {} : { tierFallback: profile.tierFallback }),
       limits: run.limits,
       identity: profile.identity,
       notEnforced: [...run.notEnforced],
@@ -81,13 +84,11 @@ export function launchOutput(
   });
 }
 
-/** The fix for a bwrap set-up failure, by what bwrap said. */
-function bwrapFix(stderr: string): string {
-  if (/Creating new namespace failed|No permissions to create new namespace|setting up uid map/.test(stderr))
-    return 'this host refuses the namespaces this tier needs (a container without CAP_SYS_ADMIN, user namespaces disabled or restricted by AppArmor); run `aleph-sandbox doctor` to see which tier applies and how to allow a stronger one';
-  if (/Can't (find source path|mkdir|mount)|No such file or directory/.test(stderr))
+/** The fix for a bwrap set-up failure, by what bwrap said and the host (the preflight's own fixes). */
+function bwrapFix(stderr: string, tier: LinuxTierId): string {
+  if (/Can't find source path|Can't mkdir|No such file or directory/.test(stderr) && !/\/proc\//.test(stderr))
     return 'a granted path vanished or changed while the sandbox was set up; check the path and run again';
-  return 'run `aleph-sandbox doctor`, which checks bubblewrap, the kernel and the helper one by one';
+  return fixFor(tier, stderr);
 }
 
 function signalName(n: number): string | undefined {

@@ -65,6 +65,9 @@ export function linuxGapFixes(gaps: readonly string[], ctx: GapFixContext): Reco
     else if (name === 'limit.memory' || name === 'limit.pids' || name === 'limit.cpu') fix = cgroupFix(ctx);
     else if (name === 'limit.memory (memfd, SysV shm)')
       fix = `${cgroupFix(ctx)}; and set max_file_mb (\`[sandbox.linux] max_file_mb\`), which bounds each file and memfd`;
+    else if (name === 'host-proc')
+      fix =
+        'unmask /proc, so the kernel allows a fresh one: `--security-opt systempaths=unconfined` (podman also `--security-opt unmask=ALL`)';
     else if (name === 'limit.file-size')
       fix = 'set max_file_mb (`[sandbox.linux] max_file_mb`, driver option maxFileMb)';
     else if (name === 'per-uid limits')

@@ -14,6 +14,8 @@ export interface TierAttempt {
   readonly detail: string;
   /** The exact change that makes this tier work, when it failed. */
   readonly fix?: string;
+  /** Tier 2 ran with this host's /proc bound read-only (a fresh procfs is refused here). */
+  readonly hostProc?: boolean;
 }
 
 /** The preflight's verdict: the strongest candidate that ran `true`, or none. */
@@ -34,16 +36,24 @@ export function selectTier(
   key: string,
   candidates: readonly LinuxTierId[],
   minimumTier: LinuxTierNumber,
-  attempt: (tier: LinuxTierId) => Promise<{ ok: boolean; detail: string }>,
+  attempt: (tier: LinuxTierId) => Promise<{ ok: boolean; detail: string; hostProc?: boolean }>,
 ): Promise<TierSelection> {
   let selection = selections.get(key);
   if (selection === undefined) {
     selection = (async () => {
       const attempts: TierAttempt[] = [];
       for (const tier of candidates) {
-        const r = await attempt(tier).catch((e: Error) => ({ ok: false, detail: e.message }));
+        const r: { ok: boolean; detail: string; hostProc?: boolean } = await attempt(tier).catch(
+          (e: Error) => ({ ok: false, detail: e.message }),
+        );
         const fix = r.ok ? undefined : fixFor(tier, r.detail);
-        attempts.push({ tier, ok: r.ok, detail: r.detail, ...(fix === undefined ? {} : { fix }) });
+        attempts.push({
+          tier,
+          ok: r.ok,
+          detail: r.detail,
+          ...(fix === undefined ? {} : { fix }),
+          ...(r.hostProc === true ? { hostProc: true } : {}),
+        });
         if (r.ok) return { tier, minimumTier, attempts };
       }
       return { tier: undefined, minimumTier, attempts };
@@ -51,4 +61,9 @@ export function selectTier(
     selections.set(key, selection);
   }
   return selection;
+}
+
+/** Forgets the verdict cached under `key`, so the next `selectTier` runs the preflight again. */
+export function forgetSelection(key: string): void {
+  selections.delete(key);
 }

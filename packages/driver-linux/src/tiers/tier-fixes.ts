@@ -3,7 +3,9 @@
  * unprivileged user namespaces, which tier 2 of a non-root host depends on (`apparmorUserns`).
  */
 import type { ProbeMechanism } from '@aleph/sandbox-core';
+import { type HostTraits, readHostTraits } from '../host/host-traits.js';
 import { readSysctl } from '../host/sysctl.js';
+import { tier1Fix, tier2Fix, tier3Fix } from './container-fixes.js';
 import type { LinuxTierId } from './tiers.js';
 
 const APPARMOR_FIX =
@@ -46,13 +48,23 @@ export function apparmorUserns(
   };
 }
 
-/** The exact change that makes `tier` work here, from what failed and the kernel's settings. */
-export function fixFor(tier: LinuxTierId, detail: string): string {
+/**
+ * The exact change that makes `tier` work here, from what failed, what the host shows (`traits`: its
+ * capabilities, a masked /proc, gVisor) and the kernel's settings.
+ */
+export function fixFor(tier: LinuxTierId, failure: string, traits: HostTraits = readHostTraits()): string {
+  // What failed, without a fix the message may already carry (a run's own).
+  const detail = failure.split('; fix: ')[0] as string;
   if (/bwrap not found|ENOENT.*bwrap|cannot execute .*bwrap/i.test(detail) && tier !== 'direct')
     return 'install bubblewrap: apt-get install -y bubblewrap (Debian/Ubuntu) or dnf install bubblewrap';
   if (tier === 'namespaces')
-    return 'give the host side CAP_SYS_ADMIN and let it create namespaces and mount (Docker: `--cap-add SYS_ADMIN --security-opt seccomp=unconfined`, or a seccomp profile allowing unshare, clone with namespace flags, mount, open_tree and mount_setattr)';
+    return (
+      tier1Fix(detail, traits) ??
+      'give the host side CAP_SYS_ADMIN, CAP_SYS_PTRACE and CAP_NET_ADMIN and let it create namespaces and mount (podman/Docker: `--cap-add SYS_ADMIN --cap-add SYS_PTRACE --cap-add NET_ADMIN`)'
+    );
   if (tier === 'user-namespace') {
+    const inContainer = tier2Fix(detail, traits);
+    if (inContainer !== undefined) return inContainer;
     const restricted = readSysctl('kernel/apparmor_restrict_unprivileged_userns');
     if (restricted !== undefined && restricted !== '0') return APPARMOR_FIX;
     if (readSysctl('kernel/unprivileged_userns_clone') === '0')
@@ -61,7 +73,8 @@ export function fixFor(tier: LinuxTierId, detail: string): string {
       return '`sudo sysctl -w user.max_user_namespaces=15000`';
     return 'allow user namespaces: a seccomp profile that permits unshare/clone with CLONE_NEWUSER (Docker: `--security-opt seccomp=unconfined`)';
   }
-  if (/Landlock/i.test(detail))
-    return 'boot a kernel >= 5.13 with Landlock enabled (`lsm=landlock,…` on the kernel command line)';
-  return 'see the message above; tier 3 needs the helper, seccomp-BPF and Landlock';
+  return (
+    tier3Fix(detail, traits) ??
+    'tier 3 needs the helper, seccomp-BPF, Landlock and openat2: the message above says which failed'
+  );
 }

@@ -67,6 +67,8 @@ export interface TierGapContext {
   readonly pidNamespaceLimit: boolean;
   /** The driver's `maxPids`: below what pid_max can hold (299), tier 2 as root says so. Default: not said. */
   readonly maxPids?: number;
+  /** Tier 2 with this host's /proc, bound read-only (a fresh procfs is refused here). */
+  readonly hostProc?: boolean;
 }
 
 /**
@@ -92,6 +94,10 @@ export function tierGaps(tier: LinuxTierId, ctx: TierGapContext): string[] {
       'grants-by-path: Landlock rules are opened by path when the command starts, not from descriptors the launcher checked',
     );
   }
+  if (tier === 'user-namespace' && ctx.hostProc === true)
+    gaps.push(
+      "host-proc: the kernel refuses a fresh /proc here (the container runtime masks parts of it), so /proc is the host's, bound read-only: the command lists the host's processes and their command lines; their memory, environment and descriptors are refused by Landlock, and signals by the PID namespace, where they have no pid",
+    );
   if (keepsRoot) {
     gaps.push(
       `root-file-identity: the command runs as uid 0 with no capabilities${tier === 'user-namespace' ? ' (shown as another uid in its user namespace)' : ''}: root-owned files it can see are readable and writable by their mode whatever it is, and the files it makes are root's`,

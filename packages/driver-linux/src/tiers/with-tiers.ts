@@ -3,6 +3,7 @@
  * does not enforce and what would close each gap. What `aleph-sandbox doctor` prints.
  */
 import type { ProbeMechanism } from '@aleph/sandbox-core';
+import { readHostTraits } from '../host/host-traits.js';
 import type { LinuxProbe } from '../host/probe.js';
 import { linuxGapFixes } from './gap-fixes.js';
 import type { TierSelection } from './select-tier.js';
@@ -31,7 +32,10 @@ function tierMechanisms(base: LinuxProbe, selection: TierSelection): Record<stri
   for (const a of selection.attempts) {
     const t = linuxTier(a.tier);
     mechanisms[`tier-${t.number}`] = a.ok
-      ? { available: true, detail: `${t.label}: ran a sandboxed \`true\`` }
+      ? {
+          available: true,
+          detail: `${t.label}: ${a.hostProc === true ? a.detail : 'ran a sandboxed `true`'}`,
+        }
       : {
           available: false,
           detail: `${t.label}: ${a.detail}`,
@@ -46,6 +50,12 @@ function tierMechanisms(base: LinuxProbe, selection: TierSelection): Record<stri
       };
   }
   mechanisms['apparmor-userns'] = apparmorUserns(base.userns);
+  if (readHostTraits().gvisor)
+    mechanisms.gvisor = {
+      available: false,
+      detail:
+        "this kernel is gVisor's (runsc): it implements neither openat2 nor Landlock, and bubblewrap cannot start (no /proc/sys/kernel/overflowuid); each tier above says what that leaves",
+    };
   if (selection.tier === 'user-namespace' && base.mechanisms.identity?.detail.startsWith('host is root'))
     mechanisms.identity = {
       available: true,

@@ -48,7 +48,11 @@ export async function doctor(argv: string[]): Promise<number> {
 export async function diagnose(config: Config, buildSandbox: Modules['buildSandbox']): Promise<Report> {
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'aleph-doctor-'));
   try {
-    const sandbox = await buildSandbox({ ...config, enabled: true, workspaceRoot: scratch });
+    // Always afresh; what it finds is kept for the next runs (the host cache).
+    const sandbox = await buildSandbox(
+      { ...config, enabled: true, workspaceRoot: scratch },
+      { hostCache: 'refresh', forkServer: false },
+    );
     try {
       const probe = await sandbox.probe();
       let trial: { ok: boolean; detail: string; fix?: string } | undefined;

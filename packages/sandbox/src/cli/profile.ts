@@ -14,10 +14,11 @@ export async function profile(argv: string[]): Promise<number> {
   const { parseCapabilities } = await import('@aleph/sandbox-core');
   const config = await loadConfig(plan.values.config);
   const workspaceDir = plan.workspaceDir;
-  const sandbox = await buildSandbox(
-    config,
-    workspaceDir === undefined ? {} : { workspaceFor: () => workspaceDir },
-  );
+  const sandbox = await buildSandbox(config, {
+    ...(workspaceDir === undefined ? {} : { workspaceFor: () => workspaceDir }),
+    hostCache: 'use',
+    forkServer: false,
+  });
   try {
     if (sandbox.driver === undefined)
       throw new UsageError('the sandbox is disabled in the config (enabled = false)');

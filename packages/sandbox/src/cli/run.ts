@@ -70,6 +70,9 @@ export async function run(argv: string[]): Promise<number> {
   const sandbox = await buildSandbox(config, {
     approvalRequester: await approvalFor(plan.values.approve),
     ...(workspaceDir === undefined ? {} : { workspaceFor: () => workspaceDir }),
+    // One command: the host cache spares the probes, and a fork server would serve a single launch.
+    hostCache: 'use',
+    forkServer: false,
   });
   for (const w of sandbox.warnings) process.stderr.write(`aleph-sandbox: warning: ${w}\n`);
   const controller = new AbortController();

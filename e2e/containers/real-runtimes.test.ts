@@ -1,0 +1,163 @@
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { linuxStack, REQUIRED, repoRoot } from '../support.js';
+
+/**
+ * The product in real container runtimes (podman 4 with runc, and gVisor's runsc), each container built
+ * locally from this machine's own files (.ci/containers/image.sh; no registry) with no network: doctor's
+ * verdict and fixes, the agent's step (a file written and read in the workspace), and two escapes (a write
+ * outside the workspace, a read of /etc/shadow) each with its control done unsandboxed in the same
+ * container. Skipped, with the reason, where podman, runc or runsc are missing (.ci/run installs them where
+ * it can); `ALEPH_REQUIRE=containers` makes that a failure.
+ */
+
+const runIn = path.join(repoRoot, '.ci/containers/run-in.sh');
+const script = path.join(repoRoot, 'e2e/containers/in-container.mjs');
+const has = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
+const stack = linuxStack();
+const missing = [
+  ...(process.getuid?.() === 0 ? [] : ['root (rootful podman)']),
+  ...['podman', 'runc'].filter((c) => !has(c)),
+  ...(stack.ok ? [] : [`the Linux stack (${stack.reason})`]),
+];
+const noRunsc = has('runsc') ? undefined : 'runsc';
+const skipAll = missing.length > 0 && !REQUIRED.has('containers');
+
+interface Mechanism {
+  available: boolean;
+  detail: string;
+  fix?: string;
+}
+interface Outcome {
+  uid: number;
+  doctor: {
+    code: number;
+    available: boolean;
+    tierId: string | null;
+    mechanisms: Record<string, Mechanism>;
+    problems: string[];
+    notEnforced: string[];
+  };
+  step: { code: number; stdout: string | null; tier: string | null; written: string | null; stderr: string };
+  escape: {
+    code: number | null;
+    wroteOutside: boolean;
+    controlWrote: boolean;
+    readSecret: boolean;
+    controlReadSecret: boolean;
+    readEnviron: boolean;
+    controlReadEnviron: boolean;
+  };
+}
+
+/** Runs in-container.mjs in a container of `config`, returning what it printed. */
+function inContainer(config: string, user?: string): Outcome {
+  const r = spawnSync(
+    'bash',
+    [runIn, ...(user === undefined ? [] : ['--user', user]), config, '--', process.execPath, script],
+    {
+      encoding: 'utf8',
+      timeout: 280_000,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ALEPH_REPO: repoRoot },
+    },
+  );
+  const line = r.stdout.trim().split('\n').pop() ?? '';
+  try {
+    return JSON.parse(line) as Outcome;
+  } catch {
+    throw new Error(
+      `run-in.sh ${config} exited ${r.status}: ${r.stdout.slice(-2000)} ${r.stderr.slice(-2000)}`,
+    );
+  }
+}
+
+/** Every fix doctor printed. */
+const fixes = (o: Outcome) =>
+  Object.values(o.doctor.mechanisms)
+    .map((m) => m.fix ?? '')
+    .filter(Boolean);
+
+/** What holds in every container where a tier ran: the step worked, the escapes failed, the controls did not. */
+function expectConfined(o: Outcome): void {
+  expect(o.doctor.available).toBe(true);
+  expect(o.doctor.code).toBe(0);
+  expect(o.step.stderr).toBe('');
+  expect(o.step.code).toBe(0);
+  expect(o.step.stdout).toBe('hi\n');
+  expect(o.step.written).toBe('hi\n');
+  expect(o.step.tier).toBe(o.doctor.tierId);
+  expect(o.escape.controlWrote).toBe(true);
+  expect(o.escape.wroteOutside).toBe(false);
+  expect(o.escape.code).not.toBe(0);
+  if (o.uid === 0) expect(o.escape.controlReadSecret).toBe(true);
+  expect(o.escape.readSecret).toBe(false);
+  expect(o.escape.controlReadEnviron).toBe(true);
+  expect(o.escape.readEnviron).toBe(false);
+  for (const fix of fixes(o)) expect(fix).not.toMatch(/aleph-sandbox doctor/);
+}
+
+describe.skipIf(skipAll)(
+  `the product in real containers${skipAll ? ` [skipped: missing ${missing.join(', ')}]` : ''}`,
+  () => {
+    it('podman (runc), default security: a tier runs; the fixes name the capabilities and the masked /proc', () => {
+      const o = inContainer('default');
+      expectConfined(o);
+      const tier1 = o.doctor.mechanisms['tier-1'];
+      if (o.doctor.tierId !== 'namespaces') {
+        expect(tier1?.fix).toMatch(/--cap-add SYS_ADMIN.*--cap-add SYS_PTRACE.*--cap-add NET_ADMIN/);
+        expect(tier1?.fix).not.toMatch(/seccomp=unconfined/);
+      }
+      // A fresh procfs is refused here (masked /proc): tier 2 runs with the container's /proc, declared.
+      const tier2 = o.doctor.mechanisms['tier-2'];
+      if (tier2?.available === false) expect(tier2.fix).toMatch(/SYS_ADMIN|systempaths=unconfined/);
+      else if (o.doctor.tierId === 'user-namespace') {
+        expect(tier2?.detail).toMatch(/\/proc bound read-only/);
+        expect(o.doctor.notEnforced.some((g) => g.startsWith('host-proc: '))).toBe(true);
+      }
+    });
+
+    it("tier 1's fix, applied: the capabilities the default container's doctor names give tier 1", () => {
+      const asked = [
+        ...String(inContainer('default').doctor.mechanisms['tier-1']?.fix).matchAll(/--cap-add (\w+)/g),
+      ];
+      // run-in.sh's tier1caps config is exactly those flags on top of the default.
+      expect(asked.map((m) => m[1]).sort()).toEqual(['NET_ADMIN', 'SYS_ADMIN', 'SYS_PTRACE']);
+      const o = inContainer('tier1caps');
+      expectConfined(o);
+      expect(o.doctor.tierId).toBe('namespaces');
+    });
+
+    it('podman (runc), default security, as uid 65534: a tier runs', () => {
+      expectConfined(inContainer('default', '65534:65534'));
+    });
+
+    it('podman (runc) with --cap-add SYS_ADMIN: tier 1 asks for only what is still missing, tier 2 for unmasking /proc', () => {
+      const o = inContainer('sysadmin');
+      expectConfined(o);
+      const tier1 = o.doctor.mechanisms['tier-1'];
+      if (tier1?.available === false) {
+        expect(tier1.fix).toMatch(/--cap-add SYS_PTRACE.*--cap-add NET_ADMIN/);
+        expect(tier1.fix).not.toMatch(/--cap-add SYS_ADMIN/);
+      }
+      const tier2 = o.doctor.mechanisms['tier-2'];
+      if (tier2?.available === false) expect(tier2.fix).toMatch(/systempaths=unconfined/);
+    });
+
+    it.skipIf(noRunsc !== undefined)(
+      `gVisor (runsc): doctor and the refusal say gVisor${noRunsc ? ' [skipped: runsc missing]' : ''}`,
+      () => {
+        const o = inContainer('runsc');
+        const said = JSON.stringify(o.doctor);
+        expect(said).toMatch(/gVisor/);
+        if (o.doctor.available) expectConfined(o);
+        else {
+          expect(o.doctor.code).toBe(1);
+          expect(o.step.code).toBe(125);
+          expect(o.step.written).toBeNull();
+          for (const fix of fixes(o)) expect(fix).not.toMatch(/aleph-sandbox doctor/);
+        }
+      },
+    );
+  },
+);

@@ -1,0 +1,48 @@
+/**
+ * A run whose set-up failed while the tier came from the host cache: the verdict may be out of date (the
+ * host changed in a way its key does not show), so it is dropped, the preflight runs again, and the
+ * command runs once more by the fresh verdict (its set-up failed, so it never started). That happens at
+ * most once per driver: afterwards the verdict is no longer the cache's.
+ */
+import {
+  DriverError,
+  type DriverRunRequest,
+  type SandboxOutput,
+  sessionKeyToFilename,
+} from '@aleph/sandbox-core';
+import type { CommandRunner } from '../run/run-command.js';
+import type { PlanBuilder } from './plan-builder.js';
+import type { TierChoice } from './tier-choice.js';
+
+/** Whether the request's stdin can be given again (none, text or bytes; not a stream already read). */
+function replayable(request: DriverRunRequest): boolean {
+  return (
+    request.stdin === undefined || typeof request.stdin === 'string' || request.stdin instanceof Uint8Array
+  );
+}
+
+/** `runner.run(request)`, revalidating a cached verdict when the run's set-up failed. */
+export async function runRevalidating(
+  request: DriverRunRequest,
+  runner: CommandRunner,
+  tiers: TierChoice,
+  plans: PlanBuilder,
+): Promise<SandboxOutput> {
+  try {
+    return await runner.run(request);
+  } catch (error) {
+    if (!tiers.fromCache || !(error instanceof DriverError) || error.code !== 'ALEPH_DRIVER_FAILED')
+      throw error;
+    runner.recheck();
+    const fresh = await tiers.revalidate();
+    if (fresh.tier === undefined || !replayable(request)) throw error;
+    const profile = await plans.build(
+      fresh.tier,
+      request.capabilities,
+      request.cwd,
+      request.workspace,
+      sessionKeyToFilename(request.sessionId),
+    );
+    return runner.run({ ...request, profile });
+  }
+}

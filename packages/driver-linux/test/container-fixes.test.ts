@@ -1,0 +1,74 @@
+import { describe, expect, it } from 'vitest';
+import { type HostTraits, isGvisorKernel, maskedProcPaths } from '../src/host/host-traits.js';
+import { fixFor } from '../src/tiers/tier-fixes.js';
+
+// The failures and capability sets measured in real podman 4.3 / runc and runsc containers
+// (CapEff from /proc/self/status of the container's root).
+const MASKED = ['/proc/acpi', '/proc/kcore', '/proc/keys'];
+const podman = (capEff: string, maskedProc = MASKED): HostTraits => ({
+  capEff: BigInt(`0x${capEff}`),
+  maskedProc,
+  gvisor: false,
+});
+const DEFAULT = podman('800405fb');
+const SYSADMIN = podman('802405fb');
+const TIER1CAPS = podman('802c15fb');
+const GVISOR: HostTraits = { capEff: BigInt('0x800405fb'), maskedProc: [], gvisor: true };
+
+const CLONE = 'aleph-sandbox-init: launch: cannot clone the mount of p0: Operation not permitted';
+const NS_USER = 'aleph-sandbox-init: launch: open /proc/33/ns/user: Permission denied';
+const HOSTNAME = "bwrap: Can't set hostname to aleph-sandbox: Operation not permitted";
+const PROC = "bwrap: Can't mount proc on /newroot/proc: Operation not permitted";
+
+describe('fixes that fit the failure in a container', () => {
+  it('tier 1 names exactly the capabilities the container lacks, and keeps its seccomp profile', () => {
+    const fromDefault = fixFor('namespaces', CLONE, DEFAULT);
+    expect(fromDefault).toMatch(/--cap-add SYS_ADMIN.*--cap-add SYS_PTRACE.*--cap-add NET_ADMIN/);
+    expect(fromDefault).not.toMatch(/seccomp=unconfined/);
+    const fromSysadmin = fixFor('namespaces', NS_USER, SYSADMIN);
+    expect(fromSysadmin).toMatch(/--cap-add SYS_PTRACE.*--cap-add NET_ADMIN/);
+    expect(fromSysadmin).not.toMatch(/--cap-add SYS_ADMIN/);
+    expect(
+      fixFor('namespaces', 'launch: cannot make an idmapped mount of /w: Invalid argument', TIER1CAPS),
+    ).toMatch(/idmapped mounts.*overlay/);
+  });
+
+  it("tier 2: podman's sethostname rule and the masked /proc, not a vanished path", () => {
+    const hostname = fixFor('user-namespace', HOSTNAME, DEFAULT);
+    expect(hostname).toMatch(/--cap-add SYS_ADMIN/);
+    expect(hostname).toMatch(/systempaths=unconfined/);
+    expect(fixFor('user-namespace', HOSTNAME, podman('800405fb', []))).not.toMatch(/systempaths/);
+    const proc = fixFor('user-namespace', PROC, SYSADMIN);
+    expect(proc).toMatch(/systempaths=unconfined.*unmask=ALL/);
+    expect(proc).not.toMatch(/vanished|user namespaces/);
+  });
+
+  it('under gVisor every tier says gVisor', () => {
+    expect(fixFor('namespaces', CLONE, GVISOR)).toMatch(/gVisor/);
+    expect(fixFor('user-namespace', "bwrap: Can't read /proc/sys/kernel/overflowuid", GVISOR)).toMatch(
+      /gVisor/,
+    );
+    expect(fixFor('direct', 'landlock: the ABI query failed: Function not implemented', GVISOR)).toMatch(
+      /gVisor/,
+    );
+  });
+
+  it('no fix sends the user to doctor', () => {
+    for (const traits of [DEFAULT, SYSADMIN, TIER1CAPS, GVISOR])
+      for (const tier of ['namespaces', 'user-namespace', 'direct'] as const)
+        for (const detail of [CLONE, NS_USER, HOSTNAME, PROC, 'something else'])
+          expect(fixFor(tier, detail, traits)).not.toMatch(/aleph-sandbox doctor/);
+  });
+
+  it('reads the masked /proc paths and the gVisor kernel', () => {
+    const mountinfo = [
+      '22 1 0:20 / / rw - overlay overlay rw',
+      '23 22 0:21 / /proc rw - proc proc rw',
+      '24 23 0:22 / /proc/sys/fs/binfmt_misc rw - binfmt_misc binfmt_misc rw',
+      '25 23 0:5 /null /proc/kcore ro - devtmpfs udev rw',
+    ].join('\n');
+    expect(maskedProcPaths(mountinfo)).toEqual(['/proc/kcore']);
+    expect(isGvisorKernel('4.4.0', '#1 SMP Sun Jan 10 15:06:54 PST 2016')).toBe(true);
+    expect(isGvisorKernel('6.18.44', '#1 SMP Sun Jan 10 15:06:54 PST 2016')).toBe(false);
+  });
+});
