@@ -1,4 +1,4 @@
-import { chmodSync, chownSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { WorkspaceSandbox } from '@aleph/sandbox-core';
 import { describe, expect, it } from 'vitest';
@@ -154,6 +154,31 @@ describe.skipIf(!usable)(
       const out = await runTrue({ ...options, hostCache: 'use' });
       expect(out.exitCode).toBe(0);
       expect(cache.load()?.facts.cgroup.own).not.toBe(gone);
+    });
+
+    it('a command that prints a set-up failure itself on a cached verdict runs once, never twice', async () => {
+      const { options } = setup();
+      await runTrue({ ...options, hostCache: 'use' });
+      const ws = tempDir();
+      const error = await withDriver({ ...options, hostCache: 'use' }, async (driver) => {
+        const sandbox = new WorkspaceSandbox({ driver, workspaceRoot: ws });
+        return sandbox
+          .execute({
+            sessionId: 's',
+            program: '/bin/sh',
+            // Builtins only: no subprocess is needed.
+            args: ['-c', 'echo ran >> count; echo "bwrap: Can\'t mount proc" >&2; exit 1'],
+          })
+          .then(
+            () => undefined,
+            (e: unknown) => e as Error,
+          );
+      });
+      expect(error?.message).toMatch(/bwrap: Can't mount proc.*run the command again/s);
+      // The session's workspace is beneath the root.
+      const counts = readdirSync(ws, { recursive: true, encoding: 'utf8' }).filter((n) => n.endsWith('count'));
+      expect(counts).toHaveLength(1);
+      expect(readFileSync(path.join(ws, counts[0] as string), 'utf8')).toBe('ran\n');
     });
 
     it('the preflight needs no cache: with `off` nothing is written', async () => {

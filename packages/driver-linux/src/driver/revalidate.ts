@@ -1,8 +1,11 @@
 /**
  * A run whose set-up failed while the tier came from the host cache: the verdict may be out of date (the
- * host changed in a way its key does not show), so it is dropped, the preflight runs again, and the
- * command runs once more by the fresh verdict (its set-up failed, so it never started). That happens at
- * most once per driver: afterwards the verdict is no longer the cache's.
+ * host changed in a way its key does not show), so it is dropped and the preflight runs again. The command
+ * runs once more by the fresh verdict only when the failure came before anything was started (the host's
+ * own set-up, e.g. a cgroup leaf). A failure read from bwrap's or the helper's exit status and stderr is not
+ * replayed: the command itself could have printed it, and a command must never run twice; the error then
+ * says the verdict was renewed and to run it again. That happens at most once per driver: afterwards the
+ * verdict is no longer the cache's.
  */
 import {
   DriverError,
@@ -11,6 +14,7 @@ import {
   sessionKeyToFilename,
 } from '@aleph/sandbox-core';
 import type { CommandRunner } from '../run/run-command.js';
+import { failedAfterStart } from '../run/run-result.js';
 import type { PlanBuilder } from './plan-builder.js';
 import type { TierChoice } from './tier-choice.js';
 
@@ -35,6 +39,13 @@ export async function runRevalidating(
       throw error;
     runner.recheck();
     const fresh = await tiers.revalidate();
+    if (failedAfterStart(error))
+      throw new DriverError(
+        'ALEPH_DRIVER_FAILED',
+        'linux',
+        `${error.message}; the tier chosen earlier for this host (~/.aleph/run) was dropped and the host checked again (now: ${fresh.tier ?? 'no tier'}): run the command again`,
+        { cause: error },
+      );
     if (fresh.tier === undefined || !replayable(request)) throw error;
     const profile = await plans.build(
       fresh.tier,

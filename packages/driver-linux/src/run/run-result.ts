@@ -15,6 +15,21 @@ import { fixFor } from '../tiers/tier-fixes.js';
 import type { LinuxTierId } from '../tiers/tiers.js';
 import { readLaunchReport } from './launch-report.js';
 
+const seenAfterStart = new WeakSet<DriverError>();
+
+/** Marks a set-up failure read from the run's own exit status and stderr, which the command could forge. */
+function afterStart(error: DriverError): DriverError {
+  seenAfterStart.add(error);
+  return error;
+}
+
+/**
+ * Whether `error` was read from what the sandboxed process left (exit status and stderr): the command may
+ * have started and printed it itself, so the run must not be repeated on its account.
+ */
+export const failedAfterStart = (error: unknown): boolean =>
+  error instanceof DriverError && seenAfterStart.has(error);
+
 /**
  * What one run through the launcher came to: a set-up failure of the helper or of bubblewrap (thrown,
  * with its fix), or the command's output with the run's details (tier, identity, what is not enforced,
@@ -39,13 +54,17 @@ export function launchOutput(
     result.exitCode === 125 &&
     /^aleph-sandbox-init: (?!cannot execute)/m.test(stderr)
   ) {
-    throw new DriverError('ALEPH_DRIVER_FAILED', 'linux', `the sandbox helper failed: ${stderr.trim()}`);
+    throw afterStart(
+      new DriverError('ALEPH_DRIVER_FAILED', 'linux', `the sandbox helper failed: ${stderr.trim()}`),
+    );
   }
   if (result.killedBy === null && result.exitCode === 1 && stderr.startsWith('bwrap: ')) {
-    throw new DriverError(
-      'ALEPH_DRIVER_FAILED',
-      'linux',
-      `bubblewrap could not set up the sandbox: ${stderr.trim()}; fix: ${bwrapFix(stderr, profile.tier)}`,
+    throw afterStart(
+      new DriverError(
+        'ALEPH_DRIVER_FAILED',
+        'linux',
+        `bubblewrap could not set up the sandbox: ${stderr.trim()}; fix: ${bwrapFix(stderr, profile.tier)}`,
+      ),
     );
   }
   // bwrap reports a program killed by signal N as exit status 128+N (as a shell does for a child).
