@@ -176,7 +176,9 @@ describe.skipIf(!usable)(
       });
       expect(error?.message).toMatch(/bwrap: Can't mount proc.*run the command again/s);
       // The session's workspace is beneath the root.
-      const counts = readdirSync(ws, { recursive: true, encoding: 'utf8' }).filter((n) => n.endsWith('count'));
+      const counts = readdirSync(ws, { recursive: true, encoding: 'utf8' }).filter((n) =>
+        n.endsWith('count'),
+      );
       expect(counts).toHaveLength(1);
       expect(readFileSync(path.join(ws, counts[0] as string), 'utf8')).toBe('ran\n');
     });
