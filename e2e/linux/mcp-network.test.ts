@@ -13,8 +13,9 @@ import { type LocalServer, startHttp } from './network-servers.js';
  * allowed host answers (the control); a host off the allowlist, a port off it, and (where the tier has
  * transparent egress) a name the sandbox's resolver refuses each come back as the run's typed denials,
  * in the structured result, in the text the model reads and in the audit resource, each naming the
- * `--net` and the capability that would allow it; asking for that capability is approved through
- * elicitation and then reaches the server. Only the test's loopback servers are reached: localhost is in
+ * `--net` and the capability that would allow it, and the text says what allows it through this server
+ * (the execute argument, the server's flag, the config line); asking for that capability is approved
+ * through elicitation and then reaches the server. Only the test's loopback servers are reached: localhost is in
  * /etc/hosts, and a refused name is never looked up.
  */
 
@@ -79,6 +80,14 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           expect(host.text).toContain(
             `denied network.host evil.test:${ports.allowed}: evil.test is not on the allowlist; allow with: ${allowWith('evil.test', `${hosts},evil.test`)} (capabilities.network = `,
           );
+          // What allows it through this server: the tool's own argument, the server's flag, the config line.
+          expect(host.text.split('\n').slice(-5)).toEqual([
+            'To allow it: call execute again adding "evil.test" to capabilities.network (the user is asked); or, for every command:',
+            `  start the server with: --net ${hosts},evil.test`,
+            `  or set in ${run?.config}:`,
+            '    [sandbox.network]',
+            `    allow = ${JSON.stringify([...hosts.split(','), 'evil.test']).replaceAll(',', ', ')}`,
+          ]);
         });
 
         it('a port off the allowlist: a network.port denial naming the entry that allows it; asking for that entry is approved and reaches the server', () => {
@@ -95,6 +104,9 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
               ),
             },
           ]);
+          expect(port.text).toContain(
+            `To allow it: call execute again adding "${entry}" to capabilities.network (the user is asked)`,
+          );
           expect(port.text).toMatch(
             new RegExp(`^denied network\\.port ${entry}: .*; allow with: add "${entry}"`, 'm'),
           );
