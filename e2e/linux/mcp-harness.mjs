@@ -3,7 +3,7 @@
 // (`aleph-sandbox mcp`, which hands over to @aleph/mcp's bin) and runs scenarios against it, printing one
 // JSON object { uid, results: { name: observations } }. The e2e tests run it as root and, through
 // setpriv, as an unprivileged uid, so the server and its sandboxes run as that uid too.
-// Input (stdin): { base, home, config, secret, marker, scenarios: [name…] }
+// Input (stdin): { base, home, config, secret, marker, scenarios: [name…], …what a test adds (ports) }
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -7,7 +7,8 @@ import { nodeArgvAs, runAsync } from '../support.js';
  * Runs `e2e/linux/mcp-harness.mjs` (an MCP client of the built server) as `uid`, in a fresh base
  * directory of that uid's own under /tmp/aleph-…: its HOME, a config whose workspace root is inside it,
  * and a host secret of its own (mode 0600 in a 0700 directory: readable by the uid's host processes, not
- * by its sandboxed commands) for the planted-link scenario.
+ * by its sandboxed commands) for the planted-link scenario. `extra` goes into the plan as it is (the
+ * ports of a test's servers, say).
  */
 
 export interface McpHarnessOutput {
@@ -27,7 +28,11 @@ export interface McpRun {
   readonly output: McpHarnessOutput;
 }
 
-export async function runMcpHarness(uid: number, scenarios: readonly string[]): Promise<McpRun> {
+export async function runMcpHarness(
+  uid: number,
+  scenarios: readonly string[],
+  extra: Readonly<Record<string, unknown>> = {},
+): Promise<McpRun> {
   const self = process.getuid?.() ?? 0;
   const base = mkdtempSync(path.join(os.tmpdir(), 'aleph-e2e-mcp-'));
   const own = (p: string, mode: number) => {
@@ -51,7 +56,7 @@ export async function runMcpHarness(uid: number, scenarios: readonly string[]): 
   writeFileSync(config, `[sandbox]\nworkspace_root = ${JSON.stringify(wsroot)}\n`);
   chmodSync(config, 0o644);
   const marker = String(1_000_000 + Math.floor(Math.random() * 8_000_000));
-  const plan = { base, home, config, secret, marker, scenarios };
+  const plan = { ...extra, base, home, config, secret, marker, scenarios };
   const mountpoint = path.join(base, 'repo');
   if (uid !== self) mkdirSync(mountpoint, { mode: 0o755 });
   const [cmd, ...args] = nodeArgvAs(uid, mountpoint, 'e2e/linux/mcp-harness.mjs') as [string, ...string[]];

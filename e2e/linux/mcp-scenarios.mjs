@@ -154,6 +154,41 @@ export const mcpScenarios = {
     );
   },
 
+  // A run allowed localhost on one port (and its address, which localhost resolves to): the allowed host
+  // answers; a host off the allowlist, a port off it and (with transparent egress) a name the sandbox's
+  // resolver refuses each come back as typed denials; asking for the port the denial named is approved
+  // through elicitation and reaches it. Only loopback servers of the test; no name is looked up outside.
+  async 'network-denials'({ plan, open }) {
+    const { allowed, other } = plan.ports;
+    const net = `localhost:${allowed},127.0.0.1:${allowed}`;
+    const elicit = () => ({ action: 'accept', content: { duration: 'once' } });
+    const flags = ['--workspace', ws(plan, 'net'), '--allow-spawn', '--net', net];
+    return closing(await open(flags, { elicit }), async ({ client, call }) => {
+      const code = (url) => `curl -sS -o /dev/null -w '%{http_code}' ${url}`;
+      const result = {
+        allowed: brief(await call('execute', { command: `curl -sS http://localhost:${allowed}/ok` })),
+        host: brief(await call('execute', { command: code(`http://evil.test:${allowed}/ok`) })),
+        port: brief(await call('execute', { command: code(`http://localhost:${other}/ok`) })),
+        portAllowed: brief(
+          await call('execute', {
+            command: `curl -sS http://localhost:${other}/ok`,
+            capabilities: { network: [`localhost:${other}`, `127.0.0.1:${other}`] },
+          }),
+        ),
+        ...(plan.transparent
+          ? {
+              dns: brief(
+                await call('execute', { command: `curl -sS --noproxy '*' http://evil.test:${allowed}/ok` }),
+              ),
+            }
+          : {}),
+      };
+      const audit = await json(client, 'aleph://audit');
+      const ledger = audit.records.filter((r) => r.type === 'capability_ledger');
+      return { ...result, auditDenials: ledger.map((r) => r.details?.denials ?? []) };
+    });
+  },
+
   async files({ plan, open }) {
     const homes = path.join(plan.home, '.aleph', 'homes');
     const listHomes = () => (existsSync(homes) ? readdirSync(homes) : []);

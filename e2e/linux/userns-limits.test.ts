@@ -25,6 +25,8 @@ import { identities as allIdentities, asIdentityTitle, type Identity } from './h
  * control, on the host as uid 65534 without any sandbox: a process holding 128 leaves the next one EMFILE.
  * Tier 1 (root: a uid of the command's own) is checked the same way; tier 2 as root without CAP_SYS_ADMIN
  * too, without the control, which would take every inotify instance of root on this machine for a moment.
+ * A tier 2 run with allowHosts makes the bridge's network namespace before these limits allow none, and
+ * its command still sees them.
  */
 
 const stack = linuxStack();
@@ -132,6 +134,37 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
             // Tier 1: a uid of the command's own, with a count of its own.
             expect(held).toBe(Math.min(WANTED, hostMax));
           }
+        },
+        60_000,
+      );
+
+      it.skipIf(identity.skip !== undefined || identity.tier !== 'user-namespace')(
+        `${asIdentityTitle(identity)}: a run with allowHosts (the bridge in a network namespace of its own) starts, and its user namespace still allows no namespace${identity.tier === 'user-namespace' ? '' : ' [skipped: tier 2 only]'}`,
+        async () => {
+          const base = scratch(identity.uid);
+          const read = 'cat /proc/sys/user/max_net_namespaces /proc/sys/user/max_inotify_instances';
+          const steps = [
+            {
+              id: 'net',
+              command: {
+                program: 'sh',
+                args: ['-c', read],
+                capabilities: {
+                  spawnSubprocess: true,
+                  network: { kind: 'allowHosts', hosts: ['localhost:9'] },
+                },
+              },
+            },
+          ];
+          const { output, results } = await runHarness<StepResult>(
+            { workspaceRoot: path.join(base, 'workspaces'), steps },
+            { ...process.env, HOME: path.join(base, 'home') },
+            { uid: identity.uid, mountpoint: path.join(base, 'repo'), wrap: identity.wrap },
+          );
+          expect(output.tierId).toBe(identity.tier);
+          const net = results.get('net');
+          expect(net?.stderr ?? '').toBe('');
+          expect(net?.stdout).toBe(`0\n${Math.floor(hostMax / 2)}\n`);
         },
         60_000,
       );

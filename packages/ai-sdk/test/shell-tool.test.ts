@@ -198,6 +198,39 @@ describe.runIf(posix)(`createAlephShellTool in an AI SDK loop${POSIX_ONLY}`, () 
     });
   });
 
+  it("the sandbox's refusals during a run reach the model: denials in the result and each in stderr with what would allow it", async () => {
+    const denial = {
+      kind: 'network.host',
+      target: 'evil.test:443',
+      reason: 'evil.test is not on the allowlist',
+      allowWith: 'add "evil.test" to the allowed hosts: aleph-sandbox run --net api.test,evil.test',
+    };
+    const { session } = await fakeSession(
+      {},
+      { output: { exitCode: 22, stderr: enc('curl: (22) 403\n'), details: { denials: [denial] } } },
+    );
+    const { model, seen } = scriptedModel([
+      turn(call('c1', 'shell', { command: 'curl -f https://evil.test/' })),
+      turn({ type: 'text', text: 'ok' }),
+    ]);
+    await generateText({
+      model,
+      tools: { shell: createAlephShellTool(session) },
+      stopWhen: stepCountIs(5),
+      prompt: 'go',
+    });
+    expect(seen[0]).toEqual({
+      type: 'json',
+      value: {
+        exitCode: 22,
+        stdout: '',
+        stderr:
+          'curl: (22) 403\naleph-sandbox: denied network.host evil.test:443 (evil.test is not on the allowlist); allowed with add "evil.test" to the allowed hosts: aleph-sandbox run --net api.test,evil.test\n',
+        denials: [denial],
+      },
+    });
+  });
+
   it('a timeout is a result: exit 124, timedOut, and the note; the timeout asked for is passed on', async () => {
     const { session, driver } = await fakeSession({}, { runMs: Number.POSITIVE_INFINITY });
     const { model, seen } = scriptedModel([

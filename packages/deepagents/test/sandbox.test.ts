@@ -77,6 +77,31 @@ describe.runIf(posix)(`execute${POSIX_ONLY}`, () => {
     expect(driver.requests[0]?.capabilities.spawnSubprocess).toBe(true);
   });
 
+  it("the sandbox's refusals during a run follow the output, each with what would allow it", async () => {
+    const denial = {
+      kind: 'network.dns',
+      target: 'evil.test',
+      reason: "evil.test is not on the allowlist: the sandbox's resolver answered NXDOMAIN",
+      allowWith: 'add "evil.test" to the allowed hosts: aleph-sandbox run --net evil.test',
+    };
+    const { sandbox } = await open(
+      {},
+      {
+        output: {
+          exitCode: 6,
+          stderr: enc('curl: (6) Could not resolve host: evil.test\n'),
+          details: { denials: [denial] },
+        },
+      },
+    );
+    expect(await sandbox.execute('curl http://evil.test/')).toEqual({
+      output:
+        'curl: (6) Could not resolve host: evil.test\naleph-sandbox: denied network.dns evil.test (evil.test is not on the allowlist: the sandbox\'s resolver answered NXDOMAIN); allowed with add "evil.test" to the allowed hosts: aleph-sandbox run --net evil.test',
+      exitCode: 6,
+      truncated: false,
+    });
+  });
+
   it('a timeout is exit 124 with a note; truncation is reported', async () => {
     const { sandbox } = await open(
       {},

@@ -1,3 +1,4 @@
+import { networkDenial } from '@aleph/sandbox-core';
 import { describe, expect, it } from 'vitest';
 import { connect, encode, textOf } from './connect.js';
 
@@ -106,6 +107,46 @@ describe('execute', () => {
     const t = await slow.call('execute', { argv: ['sleep', '9'], timeoutSeconds: 0.05 });
     expect(t.structuredContent).toMatchObject({ status: 'timedOut', exitCode: null, signal: 'SIGKILL' });
     expect(textOf(t)).toMatch(/^timed out: every process of the command was killed/);
+  });
+
+  it("a run's network denials: the records as the sandbox made them, and in the text what allows them through this server", async () => {
+    const refused = (kind: string, target: string, allowEntry: string, deniedBy?: string) =>
+      networkDenial(
+        { kind, target, reason: `${target} refused`, allowEntry, ...(deniedBy ? { deniedBy } : {}) },
+        ['api.test:8080'],
+      );
+    const denials = [
+      refused('network.host', 'evil.test:443', 'evil.test'),
+      refused('network.port', 'api.test:80', 'api.test:80'),
+      refused('network.dns', 'evil.test', 'evil.test'),
+      refused('network.host', 'bad.test:443', 'bad.test', '*.bad.test'),
+    ];
+    const { call } = await connect({
+      config: { network: { allow: ['api.test:8080'] } },
+      driver: { output: { exitCode: 0, stdout: encode('403'), details: { denials } } },
+    });
+    const r = await call('execute', { argv: ['curl', 'http://evil.test/'] });
+    expect(r.structuredContent).toMatchObject({ status: 'completed', denials });
+    const lines = textOf(r).split('\n');
+    expect(lines.slice(3, 7)).toEqual(
+      denials.map((d) => `denied ${d.kind} ${d.target}: ${d.reason}; allow with: ${d.allowWith}`),
+    );
+    expect(lines.slice(7)).toEqual([
+      'To allow it: call execute again adding "evil.test", "api.test:80" to capabilities.network (the user is asked); or, for every command:',
+      '  start the server with: --net api.test:8080,evil.test,api.test:80',
+      expect.stringMatching(/^ {2}or set in \/\S+\.toml:$/),
+      '    [sandbox.network]',
+      '    allow = ["api.test:8080", "evil.test", "api.test:80"]',
+    ]);
+    // Within what the server allows, asking is enough.
+    const within = await connect({
+      server: { grants: { network: { kind: 'allowHosts', hosts: ['evil.test'] } } },
+      driver: { output: { exitCode: 6, details: { denials: [denials[2]] } } },
+    });
+    const w = await within.call('execute', { argv: ['curl', 'http://evil.test/'] });
+    expect(textOf(w).split('\n').at(-1)).toBe(
+      'To allow it: call execute again adding "evil.test" to capabilities.network.',
+    );
   });
 
   it('a session the client names has its own workspace; other calls stay in the connection session', async () => {

@@ -143,7 +143,7 @@ export {
   type RefuseLoaderEnvOptions,
   refuseLoaderEnv,
 } from './loader-env.js';
-export { denialsOf, type NetworkRefusal, networkDenial } from './network-denial.js';
+export { denialsOf, type NetworkRefusal, networkAllowEntry, networkDenial } from './network-denial.js';
 export { NoopSandbox } from './noop-sandbox.js';
 export {
   createSandboxOutput,

@@ -43,6 +43,23 @@ export function networkDenial(r: NetworkRefusal, hosts: readonly string[]): Sand
   };
 }
 
+const ALLOW_ENTRY = /^add "([^"]+)" to the allowed hosts: /;
+
+/**
+ * The allowlist entry that would allow a denial {@link networkDenial} made (its `allowWith` names it), or
+ * undefined for any other denial (a deny-list refusal, another kind).
+ *
+ * @example
+ * ```ts
+ * networkAllowEntry(networkDenial({ kind: 'network.port', target: 'api.test:80', reason: '…', allowEntry: 'api.test:80' }, ['api.test']))
+ * // 'api.test:80'
+ * ```
+ */
+export function networkAllowEntry(denial: SandboxDenial): string | undefined {
+  if (!denial.kind.startsWith('network.')) return undefined;
+  return ALLOW_ENTRY.exec(denial.allowWith)?.[1];
+}
+
 /** `details.denials` of an output, when it has any (each checked for its shape). */
 export function denialsOf(details: Readonly<Record<string, unknown>> | undefined): SandboxDenial[] {
   const list = details?.denials;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   denialsOf,
+  networkAllowEntry,
   networkDenial,
   parseCapabilities,
   requiredDriverCapabilities,
@@ -58,6 +59,21 @@ describe('networkDenial', () => {
     ).toBe(
       'remove "*.test" from the proxy\'s deny list (config [network] deny; Linux and macOS driver option proxy.deny)',
     );
+  });
+
+  it('networkAllowEntry reads back the entry a denial names; none for a deny-list refusal or another kind', () => {
+    const refusal = { kind: 'network.port', target: 'api.test:80', reason: 'r', allowEntry: 'api.test:80' };
+    expect(networkAllowEntry(networkDenial(refusal, ['api.test']))).toBe('api.test:80');
+    expect(
+      networkAllowEntry(networkDenial({ ...refusal, deniedBy: '*.test' }, ['api.test'])),
+    ).toBeUndefined();
+    const spawn = {
+      kind: 'capability.spawn',
+      target: 's',
+      reason: 'r',
+      allowWith: 'add "x" to the allowed hosts: …',
+    };
+    expect(networkAllowEntry(spawn)).toBeUndefined();
   });
 
   it('denialsOf reads details.denials, keeping only well-formed entries', () => {

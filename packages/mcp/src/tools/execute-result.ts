@@ -1,14 +1,17 @@
 /**
  * What `execute` answers: a finished command (`SandboxOutput`) or a refusal of the pipeline (command
  * policy, capabilities not approved, rate limit, a driver that cannot enforce the request) as one
- * structured result with readable text beside it. Bad input becomes an MCP error naming the argument.
+ * structured result with readable text beside it; a run's network denials also say what allows them
+ * through this server. Bad input becomes an MCP error naming the argument.
  */
 import type { SandboxOutput } from '@aleph/sandbox';
 import {
   type AlephError,
   isAlephError,
+  networkAllowEntry,
   type SandboxCapabilities,
   type SandboxDenial,
+  strictCapabilities,
 } from '@aleph/sandbox-core';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
@@ -16,12 +19,16 @@ import type { RefusalKind } from '../approval.js';
 import { grantHints, grantInstructions } from '../grant-hints.js';
 import type { ExecuteResult } from './execute-schema.js';
 
-/** What rendering a refusal needs of the server. */
-export interface RefusalContext {
+/** What rendering a result needs of the server. */
+export interface ResultContext {
   readonly session: string;
   /** The baseline plus the workspace: what runs without asking. */
   readonly ceiling: SandboxCapabilities;
   readonly configPath: string;
+}
+
+/** What rendering a refusal needs of the server. */
+export interface RefusalContext extends ResultContext {
   /** Why the approval requester refused, when it did. */
   readonly refusal: RefusalKind | undefined;
 }
@@ -58,8 +65,26 @@ function textResult(result: ExecuteResult, text: string[], isError: boolean): Ca
   };
 }
 
+/**
+ * For the network denials of a run, what allows them through this server: the entries to ask for in
+ * `capabilities.network` (the user is asked), or the `--net` and config line that allow them for good.
+ * The denials' own `allowWith` names the session API and `aleph-sandbox run`.
+ */
+function networkAllowLines(denials: readonly SandboxDenial[], ctx: ResultContext): string[] {
+  const entries = [...new Set(denials.map(networkAllowEntry).filter((e) => e !== undefined))];
+  if (entries.length === 0) return [];
+  const requested = { ...strictCapabilities(), network: { kind: 'allowHosts' as const, hosts: entries } };
+  const hints = grantHints(requested, ctx.ceiling);
+  const ask = `To allow it: call execute again adding ${entries.map((e) => JSON.stringify(e)).join(', ')} to capabilities.network`;
+  // Within what this server allows, asking is enough; beyond it, the user is asked or grants it for good.
+  return hints.length === 0
+    ? [`${ask}.`]
+    : [`${ask} (the user is asked); or, for every command:`, ...grantInstructions(hints, ctx.configPath)];
+}
+
 /** The result of a command that ran (whatever its exit). */
-export function outputResult(out: SandboxOutput, session: string): CallToolResult {
+export function outputResult(out: SandboxOutput, ctx: ResultContext): CallToolResult {
+  const { session } = ctx;
   const details = out.details ?? {};
   const denials = Array.isArray(details.denials) ? (details.denials as SandboxDenial[]) : [];
   const status = out.timedOut ? 'timedOut' : details.killedBy === 'kill' ? 'killed' : 'completed';
@@ -89,6 +114,7 @@ export function outputResult(out: SandboxOutput, session: string): CallToolResul
     ...block('stdout', result.stdout, result.stdoutTruncated),
     ...block('stderr', result.stderr, result.stderrTruncated),
     ...denialLines(denials),
+    ...networkAllowLines(denials, ctx),
   ];
   return textResult(result, text, false);
 }

@@ -100,18 +100,17 @@ async function execute(ctx: ServerContext, args: ExecuteArgs, extra: Extra): Pro
   };
   const call: CallContext = { signal: extra.signal, reason: args.reason };
   const token = extra._meta?.progressToken;
+  const result = { session: session.sessionId as string, ceiling: ctx.baseline, configPath: ctx.configPath };
   try {
     const out = await callContext.run(call, () =>
       token === undefined
         ? session.execute(command, { signal: extra.signal })
         : runStreaming(session, command, extra, token),
     );
-    return outputResult(out, session.sessionId as string);
+    return outputResult(out, result);
   } catch (error) {
     return failureResult(error, args.command ?? args.argv?.join(' ') ?? program, {
-      session: session.sessionId as string,
-      ceiling: ctx.baseline,
-      configPath: ctx.configPath,
+      ...result,
       refusal: call.refusal,
     });
   }
