@@ -119,7 +119,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
       expect(bad.stderr).toMatch(/--publish "70000" must be a port from 1 to 65535/);
     }, 60_000);
 
-    it('--publish: a dev server inside answers on the host while the command runs, and not after; [network] publish approves it', async () => {
+    it('--publish: a dev server inside answers on the host while the command runs, and not after; [sandbox.network] publish approves it', async () => {
       const port = await freePort();
       const h = home(`[sandbox.network]\npublish = [${port}]\n`);
       const ws = path.join(h.home, 'published-ws');

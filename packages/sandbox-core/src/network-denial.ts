@@ -22,7 +22,7 @@ export interface NetworkRefusal {
  * @example
  * ```ts
  * networkDenial({ kind: 'network.host', target: 'evil.test:443', reason: 'evil.test is not on the allowlist', allowEntry: 'evil.test' }, ['api.test'])
- * // allowWith: 'add "evil.test" to the allowed hosts: aleph-sandbox run --net api.test,evil.test (capabilities.network = { kind: "allowHosts", hosts: ["api.test", "evil.test"] }; config [network] allow)'
+ * // allowWith: 'add "evil.test" to the allowed hosts: aleph-sandbox run --net api.test,evil.test (capabilities.network = { kind: "allowHosts", hosts: ["api.test", "evil.test"] }; config [sandbox.network] allow)'
  * ```
  */
 export function networkDenial(r: NetworkRefusal, hosts: readonly string[]): SandboxDenial {
@@ -31,7 +31,7 @@ export function networkDenial(r: NetworkRefusal, hosts: readonly string[]): Sand
       kind: r.kind,
       target: r.target,
       reason: r.reason,
-      allowWith: `remove "${r.deniedBy}" from the proxy's deny list (config [network] deny; Linux and macOS driver option proxy.deny)`,
+      allowWith: `remove "${r.deniedBy}" from the proxy's deny list (config [sandbox.network] deny; Linux and macOS driver option proxy.deny)`,
     };
   }
   const all = hosts.includes(r.allowEntry) ? hosts : [...hosts, r.allowEntry];
@@ -39,7 +39,7 @@ export function networkDenial(r: NetworkRefusal, hosts: readonly string[]): Sand
     kind: r.kind,
     target: r.target,
     reason: r.reason,
-    allowWith: `add "${r.allowEntry}" to the allowed hosts: aleph-sandbox run --net ${all.join(',')} (capabilities.network = { kind: "allowHosts", hosts: ${JSON.stringify(all).replaceAll('","', '", "')} }; config [network] allow)`,
+    allowWith: `add "${r.allowEntry}" to the allowed hosts: aleph-sandbox run --net ${all.join(',')} (capabilities.network = { kind: "allowHosts", hosts: ${JSON.stringify(all).replaceAll('","', '", "')} }; config [sandbox.network] allow)`,
   };
 }
 

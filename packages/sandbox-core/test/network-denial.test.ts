@@ -25,7 +25,7 @@ describe('networkDenial', () => {
       target: 'evil.test:443',
       reason: 'evil.test is not on the allowlist',
       allowWith:
-        'add "evil.test" to the allowed hosts: aleph-sandbox run --net api.test,evil.test (capabilities.network = { kind: "allowHosts", hosts: ["api.test", "evil.test"] }; config [network] allow)',
+        'add "evil.test" to the allowed hosts: aleph-sandbox run --net api.test,evil.test (capabilities.network = { kind: "allowHosts", hosts: ["api.test", "evil.test"] }; config [sandbox.network] allow)',
     });
   });
 
@@ -57,7 +57,7 @@ describe('networkDenial', () => {
         ['x.test'],
       ).allowWith,
     ).toBe(
-      'remove "*.test" from the proxy\'s deny list (config [network] deny; Linux and macOS driver option proxy.deny)',
+      'remove "*.test" from the proxy\'s deny list (config [sandbox.network] deny; Linux and macOS driver option proxy.deny)',
     );
   });
 

@@ -28,7 +28,7 @@ Flags:
   --allow-write PATH   grant write access (repeatable)
   --net none|all|HOST,HOST...   network: none (default), everything, or only these hosts (through the proxy)
   --publish PORT       make the command's 127.0.0.1:PORT reachable on the host's 127.0.0.1:PORT while it
-                       runs (repeatable; a dev server to show; needs approval unless [network] publish lists it)
+                       runs (repeatable; a dev server to show; needs approval unless [sandbox.network] publish lists it)
   --allow-spawn        allow the command to start subprocesses (needed by most shell scripts)
   --memory MB          memory limit
   --timeout S          wall-clock timeout in seconds
@@ -78,7 +78,7 @@ profile, with privateNames.`,
 
 Reports the driver for this host, each enforcement mechanism as it behaved when used (the helper, seccomp,
 Landlock, user namespaces, cgroups, each tier running a sandboxed \`true\`), the tier in use, what it does not
-enforce, and for anything missing the exact command that fixes it, and the names of [network] allow that resolve
+enforce, and for anything missing the exact command that fixes it, and the names of [sandbox.network] allow that resolve
 to a private address. "ready" only after a command ran sandboxed.`,
   'build-helper': `aleph-sandbox build-helper
 

@@ -25,7 +25,7 @@ export async function privateNamesOf(
   return (await findPrivateNames(hosts, { deny })).map(({ entry, addresses, allowEntries }) => {
     const all = [...hosts, ...allowEntries.filter((e) => !hosts.includes(e))];
     const where = addresses.map((a) => `${a.address} (${a.reason})`).join(', ');
-    const summary = `private: ${entry} resolves to ${where}: the proxy refuses it unless the address is allowed too: --net ${all.join(',')} (or add ${allowEntries.map((e) => `"${e}"`).join(', ')} to [network] allow)`;
+    const summary = `private: ${entry} resolves to ${where}: the proxy refuses it unless the address is allowed too: --net ${all.join(',')} (or add ${allowEntries.map((e) => `"${e}"`).join(', ')} to [sandbox.network] allow)`;
     return { entry, addresses, allowEntries, summary };
   });
 }
