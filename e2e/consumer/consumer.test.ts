@@ -185,7 +185,7 @@ function binArgv(manager: Manager, bin: string, args: readonly string[]): string
 /**
  * Starts an MCP server (`cmd args`), initializes it over stdio, makes each `tools/call` in turn, ends its
  * stdin once every answer is in, and waits for it to exit: its exit code, stderr and the responses
- * (initialize first).
+ * (initialize first); the server's own requests (a ping) are answered and left out.
  */
 function mcpExchange(
   cmd: string,
@@ -219,7 +219,13 @@ function mcpExchange(
       const lines = stdout.split('\n');
       stdout = lines.pop() ?? '';
       for (const line of lines) {
-        responses.push(JSON.parse(line) as Record<string, unknown>);
+        const message = JSON.parse(line) as Record<string, unknown>;
+        // The server's own requests (its ping once initialized) are answered, not counted as responses.
+        if (typeof message.method === 'string') {
+          if (message.id !== undefined) send({ jsonrpc: '2.0', id: message.id, result: {} });
+          continue;
+        }
+        responses.push(message);
         next();
       }
     });
