@@ -154,7 +154,10 @@ describe.skipIf(skipAll)(
       expect(m.gvisor?.detail).toMatch(/gVisor.*no Landlock/);
       expect(m.landlock?.available).toBe(false);
       expect(m.landlock?.fix).toMatch(/gVisor.*no runsc flag or capability/);
-      expect(m['user-namespaces']?.fix ?? '').not.toMatch(/sysctl|unprivileged_userns_clone/);
+      if (m['user-namespaces']?.available === false) {
+        expect(m['user-namespaces'].detail).toMatch(/bwrap cannot start under gVisor/);
+        expect(m['user-namespaces'].fix).not.toMatch(/sysctl|unprivileged_userns_clone/);
+      }
       for (const fix of fixes(o)) {
         expect(fix).not.toMatch(/aleph-sandbox doctor/);
         expect(fix).not.toMatch(/boot a kernel|lsm=landlock/);
@@ -182,6 +185,13 @@ describe.skipIf(skipAll)(
       `gVisor (runsc): a command is confined or refused with gVisor's reason; the escapes fail${noRunsc ? ' [skipped: runsc missing]' : ''}`,
       () => {
         expectGvisorTruthful(inContainer('runsc'));
+      },
+    );
+
+    it.skipIf(noRunsc !== undefined)(
+      `gVisor (runsc) as uid 65534: the same verdict and escapes${noRunsc ? ' [skipped: runsc missing]' : ''}`,
+      () => {
+        expectGvisorTruthful(inContainer('runsc', '65534:65534'));
       },
     );
 
