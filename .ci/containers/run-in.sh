@@ -13,6 +13,7 @@
 #   tier1caps   default + --cap-add SYS_ADMIN --cap-add SYS_PTRACE --cap-add NET_ADMIN
 #   privileged  --privileged
 #   runsc       gVisor (runsc, ptrace platform) as the OCI runtime
+#   runsc-sysadmin  runsc + --cap-add SYS_ADMIN
 # Env: ALEPH_REPO (default: the git toplevel of the cwd), ALEPH_CI_CACHE, RUN_IN_TIMEOUT, RUNSC_PLATFORM.
 # Variables named ALEPH_* and CI are passed in.
 set -euo pipefail
@@ -41,8 +42,10 @@ case $config in
   privileged) args+=(--privileged) ;;
   # ignore-cgroups: runsc cannot set up hybrid cgroups; network=none: with podman's --network none alone
   # runsc refuses to start ("cannot run with network enabled in root network namespace").
-  runsc) global=(--runtime "$(command -v runsc)" --runtime-flag ignore-cgroups --runtime-flag network=none
-                 --runtime-flag "platform=${RUNSC_PLATFORM:-ptrace}") ;;
+  runsc|runsc-sysadmin)
+    global=(--runtime "$(command -v runsc)" --runtime-flag ignore-cgroups --runtime-flag network=none
+            --runtime-flag "platform=${RUNSC_PLATFORM:-ptrace}")
+    [ "$config" = runsc-sysadmin ] && args+=(--cap-add SYS_ADMIN) ;;
   *) echo "run-in.sh: unknown config $config" >&2; exit 2 ;;
 esac
 [ -n "$user" ] && args+=(--user "$user")

@@ -144,19 +144,64 @@ describe.skipIf(skipAll)(
       if (tier2?.available === false) expect(tier2.fix).toMatch(/systempaths=unconfined/);
     });
 
+    /**
+     * Under gVisor: a tier runs and confines (then Landlock's absence is declared), or every command is
+     * refused (exit 125) with doctor naming gVisor's own limits, never a kernel's boot option or sysctl;
+     * either way the escapes fail while their controls work unsandboxed in the same container.
+     */
+    function expectGvisorTruthful(o: Outcome): void {
+      const m = o.doctor.mechanisms;
+      expect(m.gvisor?.detail).toMatch(/gVisor.*no Landlock/);
+      expect(m.landlock?.available).toBe(false);
+      expect(m.landlock?.fix).toMatch(/gVisor.*no runsc flag or capability/);
+      if (m['user-namespaces']?.available === false) {
+        expect(m['user-namespaces'].detail).toMatch(/bwrap cannot start under gVisor/);
+        expect(m['user-namespaces'].fix).not.toMatch(/sysctl|unprivileged_userns_clone/);
+      }
+      for (const fix of fixes(o)) {
+        expect(fix).not.toMatch(/aleph-sandbox doctor/);
+        expect(fix).not.toMatch(/boot a kernel|lsm=landlock/);
+      }
+      expect(o.escape.controlWrote).toBe(true);
+      expect(o.escape.wroteOutside).toBe(false);
+      if (o.uid === 0) expect(o.escape.controlReadSecret).toBe(true);
+      expect(o.escape.readSecret).toBe(false);
+      expect(o.escape.controlReadEnviron).toBe(true);
+      expect(o.escape.readEnviron).toBe(false);
+      if (o.doctor.available) {
+        expectConfined(o);
+        expect(o.doctor.notEnforced.some((g) => /landlock/i.test(g))).toBe(true);
+        return;
+      }
+      // Refused, and the refusal says why: no tier confines the filesystem without Landlock here.
+      expect(o.doctor.code).toBe(1);
+      expect(m['tier-3']?.fix).toMatch(/Landlock.*refused rather than run unconfined/);
+      expect(o.step.code).toBe(125);
+      expect(o.step.written).toBeNull();
+      expect(o.step.stderr).toMatch(/cannot run here.*gVisor/s);
+    }
+
     it.skipIf(noRunsc !== undefined)(
-      `gVisor (runsc): doctor and the refusal say gVisor${noRunsc ? ' [skipped: runsc missing]' : ''}`,
+      `gVisor (runsc): a command is confined or refused with gVisor's reason; the escapes fail${noRunsc ? ' [skipped: runsc missing]' : ''}`,
       () => {
-        const o = inContainer('runsc');
-        const said = JSON.stringify(o.doctor);
-        expect(said).toMatch(/gVisor/);
-        if (o.doctor.available) expectConfined(o);
-        else {
-          expect(o.doctor.code).toBe(1);
-          expect(o.step.code).toBe(125);
-          expect(o.step.written).toBeNull();
-          for (const fix of fixes(o)) expect(fix).not.toMatch(/aleph-sandbox doctor/);
-        }
+        expectGvisorTruthful(inContainer('runsc'));
+      },
+    );
+
+    it.skipIf(noRunsc !== undefined)(
+      `gVisor (runsc) as uid 65534: the same verdict and escapes${noRunsc ? ' [skipped: runsc missing]' : ''}`,
+      () => {
+        expectGvisorTruthful(inContainer('runsc', '65534:65534'));
+      },
+    );
+
+    it.skipIf(noRunsc !== undefined)(
+      `gVisor (runsc) with --cap-add SYS_ADMIN: doctor's "even with --cap-add SYS_ADMIN" holds${noRunsc ? ' [skipped: runsc missing]' : ''}`,
+      () => {
+        const o = inContainer('runsc-sysadmin');
+        expectGvisorTruthful(o);
+        if (!o.doctor.available)
+          expect(o.doctor.mechanisms['tier-1']?.fix).toMatch(/even with `--cap-add SYS_ADMIN`/);
       },
     );
   },

@@ -53,6 +53,20 @@ describe('fixes that fit the failure in a container', () => {
     );
   });
 
+  it("under gVisor the fixes name gVisor's own limits, not a kernel's boot option or sysctl", () => {
+    const subreaper = 'aleph-sandbox-init: launch: PR_SET_CHILD_SUBREAPER: Invalid argument';
+    const tier3 = fixFor('direct', subreaper, GVISOR);
+    // The Landlock it lacks is the reason, and the run is refused rather than left unconfined.
+    expect(tier3).toMatch(/Landlock.*refused rather than run unconfined/);
+    expect(tier3).not.toMatch(/openat2/); // walked with O_PATH|O_NOFOLLOW there
+    expect(fixFor('namespaces', CLONE, GVISOR)).toMatch(/even with `--cap-add SYS_ADMIN`/);
+    expect(fixFor('user-namespace', "bwrap: Can't read /proc/sys/kernel/overflowuid", GVISOR)).toMatch(
+      /overflowuid.*mounts inside a user namespace/,
+    );
+    for (const tier of ['namespaces', 'user-namespace', 'direct'] as const)
+      expect(fixFor(tier, subreaper, GVISOR)).not.toMatch(/boot a kernel|sysctl|lsm=/);
+  });
+
   it('no fix sends the user to doctor', () => {
     for (const traits of [DEFAULT, SYSADMIN, TIER1CAPS, GVISOR])
       for (const tier of ['namespaces', 'user-namespace', 'direct'] as const)

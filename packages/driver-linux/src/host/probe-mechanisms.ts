@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import type { ProbeMechanism } from '@aleph/sandbox-core';
 import { hostSeccompArch } from '../seccomp/seccomp-program.js';
 import { type CgroupInfo, CgroupManager, detectCgroup, exerciseCgroup, launcherRunIn } from './cgroup.js';
+import { GVISOR_LANDLOCK_FIX, GVISOR_USERNS_FIX, onGvisor } from './gvisor-facts.js';
 import type { HelperCheck } from './helper-check.js';
 import type { HostFacts } from './host-facts.js';
 import { usernsFix } from './userns-fix.js';
@@ -142,7 +143,9 @@ function landlockMechanism(
         fix:
           reportedAbi > 0
             ? "allow landlock_create_ruleset, landlock_add_rule and landlock_restrict_self: the host's seccomp profile or an LSM refuses them (Docker: a seccomp profile that allows them)"
-            : 'boot a kernel >= 5.13 with Landlock enabled (`lsm=landlock,…` on the kernel command line)',
+            : onGvisor()
+              ? GVISOR_LANDLOCK_FIX
+              : 'boot a kernel >= 5.13 with Landlock enabled (`lsm=landlock,…` on the kernel command line)',
       };
 }
 
@@ -160,10 +163,13 @@ export async function userNamespacesMechanism(
   } catch (e) {
     error = String((e as { stderr?: string }).stderr ?? e).trim();
   }
-  const fix = usernsFix(helper.ok ? helper.probe?.userns : undefined);
+  const gvisor = onGvisor();
+  const fix = gvisor ? GVISOR_USERNS_FIX : usernsFix(helper.ok ? helper.probe?.userns : undefined);
+  // gVisor makes the namespace; bwrap stops before it asks for one.
+  const failed = gvisor ? 'bwrap cannot start under gVisor' : 'bwrap cannot create a user namespace';
   return ok
     ? { available: true, detail: `bwrap made a user namespace and ran \`true\` in it (as uid ${host.uid})` }
-    : { available: false, detail: `bwrap cannot create a user namespace: ${error}`, fix };
+    : { available: false, detail: `${failed}: ${error}`, fix };
 }
 
 /** The cgroup check the caller made, else one made here (detected, then exercised if it looks delegated). */

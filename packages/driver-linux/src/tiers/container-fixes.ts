@@ -5,6 +5,8 @@
  * /proc (which refuses a fresh procfs), podman's seccomp rule for sethostname — and gVisor, where some
  * tiers cannot run at all.
  */
+
+import { GVISOR_TIER1_FIX, GVISOR_TIER2_FIX, GVISOR_TIER3_FIX } from '../host/gvisor-facts.js';
 import { type HostTraits, missingCaps } from '../host/host-traits.js';
 
 const OFF_OVERLAY =
@@ -14,8 +16,7 @@ const UNMASK =
 
 /** Tier 1 on a root host: the capabilities it lacks, else what refused the mount API. */
 export function tier1Fix(detail: string, traits: HostTraits): string | undefined {
-  if (traits.gvisor)
-    return 'none inside gVisor (runsc): its kernel implements neither open_tree/mount_setattr (idmapped mounts) nor the /proc files bubblewrap reads, so tier 1 cannot run there';
+  if (traits.gvisor) return GVISOR_TIER1_FIX;
   if (/cannot make an idmapped mount/.test(detail))
     return `put the workspace, /tmp and home_root on a filesystem that supports idmapped mounts (ext4, xfs, btrfs, tmpfs on Linux >= 6.3): ${OFF_OVERLAY}`;
   const missing = missingCaps(traits, ['SYS_ADMIN', 'SYS_PTRACE', 'NET_ADMIN']);
@@ -30,8 +31,7 @@ export function tier1Fix(detail: string, traits: HostTraits): string | undefined
 
 /** Tier 2: what bubblewrap in a user namespace was refused, as the container's flags. */
 export function tier2Fix(detail: string, traits: HostTraits): string | undefined {
-  if (traits.gvisor || /overflowuid/.test(detail))
-    return 'none inside gVisor (runsc): it has no /proc/sys/kernel/overflowuid, which bubblewrap reads at start, so tier 2 cannot run there';
+  if (traits.gvisor || /overflowuid/.test(detail)) return GVISOR_TIER2_FIX;
   if (/Can't set hostname/.test(detail))
     return `let it set the sandbox's hostname: podman's default seccomp profile allows sethostname only to a container with CAP_SYS_ADMIN: \`--cap-add SYS_ADMIN\`${traits.maskedProc.length > 0 ? `, and unmask /proc, which bubblewrap mounts next: ${UNMASK}` : ''}`;
   if (/Can't mount proc/.test(detail))
@@ -41,10 +41,9 @@ export function tier2Fix(detail: string, traits: HostTraits): string | undefined
   return undefined;
 }
 
-/** Tier 3: what the helper alone needs (Landlock, openat2), or that gVisor has neither. */
+/** Tier 3: what the helper alone needs (Landlock), or that gVisor lacks it. */
 export function tier3Fix(detail: string, traits: HostTraits): string | undefined {
-  if (traits.gvisor)
-    return 'none inside gVisor (runsc): it implements neither Landlock nor openat2, which tier 3 confines the filesystem with; gVisor itself is then the only boundary around the agent, so run commands in a runc container if they need the sandbox’s own confinement';
+  if (traits.gvisor) return GVISOR_TIER3_FIX;
   if (/Landlock/i.test(detail))
     return 'boot a kernel >= 5.13 with Landlock enabled (`lsm=landlock,…` on the kernel command line; in a container, on its host)';
   return undefined;

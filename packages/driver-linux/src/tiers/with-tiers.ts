@@ -3,6 +3,7 @@
  * does not enforce and what would close each gap. What `aleph-sandbox doctor` prints.
  */
 import type { ProbeMechanism } from '@aleph/sandbox-core';
+import { GVISOR_DETAIL } from '../host/gvisor-facts.js';
 import { readHostTraits } from '../host/host-traits.js';
 import type { LinuxProbe } from '../host/probe.js';
 import { linuxGapFixes } from './gap-fixes.js';
@@ -53,8 +54,7 @@ function tierMechanisms(base: LinuxProbe, selection: TierSelection): Record<stri
   if (readHostTraits().gvisor)
     mechanisms.gvisor = {
       available: false,
-      detail:
-        "this kernel is gVisor's (runsc): it implements neither openat2 nor Landlock, and bubblewrap cannot start (no /proc/sys/kernel/overflowuid); each tier above says what that leaves",
+      detail: GVISOR_DETAIL,
     };
   if (selection.tier === 'user-namespace' && base.mechanisms.identity?.detail.startsWith('host is root'))
     mechanisms.identity = {
