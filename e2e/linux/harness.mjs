@@ -48,6 +48,10 @@ async function runStep(step, id, k = 0) {
       stderr: out.stderrText,
       timedOut: out.timedOut,
       notEnforced: out.details.notEnforced,
+      afterRun: out.details.afterRun,
+      quarantine: out.details.quarantine,
+      setIdCleared: out.details.setIdCleared,
+      symlinksOut: out.details.symlinksOut,
     };
   } catch (error) {
     return { id, workspace, error: { code: error.code, message: error.message } };

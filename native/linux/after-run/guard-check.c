@@ -16,6 +16,7 @@
 #include "../common/report.h"
 #include "guard-tree.h"
 #include "quarantine.h"
+#include "tree.h"
 
 static ssize_t read_full(int fd, char *buf, size_t len) {
   size_t done = 0;
@@ -144,14 +145,14 @@ static void restore(const struct guard *g, const struct gunit *u, int pfd, const
   char tmp[64], shown[GUARD_PATH_MAX];
   snprintf(tmp, sizeof tmp, ".aleph-restoring-%d", (int)getpid());
   full_path(g, u->rel, shown);
-  remove_entry(pfd, tmp, 0);
+  remove_tree(pfd, tmp);
   if (rebuild(g, u->first, pfd, tmp) == 0 && renameat2(pfd, tmp, pfd, base, RENAME_NOREPLACE) == 0) {
     report_line(report, "restored", shown, NULL);
     return;
   }
   char why[160];
   snprintf(why, sizeof why, "the original could not be put back: %s", strerror(errno));
-  remove_entry(pfd, tmp, 0);
+  remove_tree(pfd, tmp);
   report_line(report, "failed", shown, why);
 }
 

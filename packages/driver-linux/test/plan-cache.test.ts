@@ -40,20 +40,21 @@ describe.skipIf(!usable)(
       const ctx = { sessionId: 'plan', workspace: ws };
       const first = await driver.profileFor(caps, ws, ctx);
       expect(await driver.profileFor(caps, ws, ctx)).toBe(first);
-      expect(first.stubs.map((s) => path.basename(s.path))).toContain('.npmrc');
-      // A protected path that now exists is mounted read-only instead of stubbed.
+      // Every protected path is planned, there or not: the launcher decides from what it finds.
+      expect(first.protectedPaths).toContain(path.join(ws, '.npmrc'));
+      expect(first.protectedPaths).toContain(path.join(ws, '.git/hooks'));
       writeFileSync(path.join(ws, '.npmrc'), 'x=1\n');
       const second = await driver.profileFor(caps, ws, ctx);
       expect(second).not.toBe(first);
-      expect(second.stubs.map((s) => path.basename(s.path))).not.toContain('.npmrc');
-      // A repository created since: its control files are planned.
-      mkdirSync(path.join(ws, '.git', 'hooks'), { recursive: true });
-      const third = await driver.profileFor(caps, ws, ctx);
-      expect(third).not.toBe(second);
-      expect(third.mounts.some((m) => m.includes('.git/hooks'))).toBe(true);
+      expect(second.launch).toEqual(first.launch);
+      // A protected path that became a symlink is refused (it could be swapped).
+      mkdirSync(path.join(ws, '.git'));
+      symlinkSync('/etc', path.join(ws, '.git', 'hooks'));
+      await expect(driver.profileFor(caps, ws, ctx)).rejects.toThrow(/is a symlink/);
+      rmSync(path.join(ws, '.git', 'hooks'));
       // Other capabilities are another plan.
       const other = await driver.profileFor({ ...caps, spawnSubprocess: false }, ws, ctx);
-      expect(other).not.toBe(third);
+      expect(other).not.toBe(second);
     });
   },
 );

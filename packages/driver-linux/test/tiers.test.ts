@@ -13,11 +13,19 @@ describe('Linux tiers', () => {
     expect(candidateTiers(false, 1)).toEqual([]);
   });
 
-  it('tier 1 declares nothing; tier 2 on a root host declares root file identity and, without a cgroup, the process limit', () => {
-    expect(tierGaps('namespaces', ctx)).toEqual([]);
-    expect(tierGaps('user-namespace', { ...ctx, isRoot: false })).toEqual([]);
-    expect(gapNames(tierGaps('user-namespace', ctx))).toEqual(['root-file-identity', 'process-limit']);
-    expect(gapNames(tierGaps('user-namespace', { ...ctx, cgroup: true }))).toEqual(['root-file-identity']);
+  it('tiers 1 and 2 declare the window of absent protected paths; tier 2 on a root host also root file identity and, without a cgroup, the process limit', () => {
+    const absent = 'absent-protected-paths-during-run';
+    expect(gapNames(tierGaps('namespaces', ctx))).toEqual([absent]);
+    expect(gapNames(tierGaps('user-namespace', { ...ctx, isRoot: false }))).toEqual([absent]);
+    expect(gapNames(tierGaps('user-namespace', ctx))).toEqual([
+      absent,
+      'root-file-identity',
+      'process-limit',
+    ]);
+    expect(gapNames(tierGaps('user-namespace', { ...ctx, cgroup: true }))).toEqual([
+      absent,
+      'root-file-identity',
+    ]);
   });
 
   it('tier 3 names every gap, and how Landlock ABI changes them', () => {

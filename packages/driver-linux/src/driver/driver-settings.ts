@@ -32,6 +32,8 @@ export interface DriverSettings {
   /** Where sessions' HOMEs live on the host; `undefined` when HOME is the workspace. */
   readonly homeRoot: string | undefined;
   readonly stateDir: string;
+  /** Where each session's quarantine lives (`<quarantineRoot>/<session key>`). */
+  readonly quarantineRoot: string;
   readonly allowLoaderEnv: readonly string[];
   readonly maxPids: number;
   readonly maxOpenFiles: number;
@@ -40,11 +42,9 @@ export interface DriverSettings {
   readonly cpuQuotaPercent: number | undefined;
   readonly protectedPaths: readonly string[];
   readonly homeProtectedPaths: readonly string[];
-  /** Protected names at the top of a writable root, for the session's git excludes. */
-  readonly topLevelProtected: readonly string[];
   /**
-   * Never visible, whatever is granted: the vault, the audit log, and every session's HOME (each session
-   * sees only its own, at /run/aleph/home).
+   * Never visible, whatever is granted: the vault, the audit log, every session's HOME (each session sees
+   * only its own, at /run/aleph/home) and the quarantine.
    */
   readonly vaultPaths: readonly string[];
   readonly envAllowlist: readonly string[];
@@ -63,6 +63,13 @@ export function resolveSettings(options: LinuxDriverOptions): DriverSettings {
     options.homeRoot === false ? undefined : (options.homeRoot ?? path.join(host.home, '.aleph', 'homes'));
   const maxPids = options.maxPids ?? DEFAULT_MAX_PIDS;
   const protectedPaths = resolveProtectedPaths(options);
+  const stateDir = options.stateDir ?? path.join(host.home, '.aleph', 'run');
+  // Beside the default state directory; inside one of the caller's own, so a test's stays its own.
+  const quarantineRoot =
+    options.quarantineRoot ??
+    (options.stateDir === undefined
+      ? path.join(host.home, '.aleph', 'quarantine')
+      : path.join(stateDir, 'quarantine'));
   return {
     host,
     arch: hostSeccompArch() ?? 'x86_64',
@@ -73,7 +80,8 @@ export function resolveSettings(options: LinuxDriverOptions): DriverSettings {
     sandboxGid: options.sandboxGid ?? options.sandboxUid,
     uidRange: options.sandboxUidRange ?? DEFAULT_SANDBOX_UID_RANGE,
     homeRoot,
-    stateDir: options.stateDir ?? path.join(host.home, '.aleph', 'run'),
+    stateDir,
+    quarantineRoot,
     allowLoaderEnv: options.allowLoaderEnv ?? [],
     maxPids,
     maxOpenFiles:
@@ -84,13 +92,11 @@ export function resolveSettings(options: LinuxDriverOptions): DriverSettings {
     cpuQuotaPercent: options.cpuQuotaPercent,
     protectedPaths,
     homeProtectedPaths: options.homeProtectedPaths ?? DEFAULT_HOME_PROTECTED_PATHS,
-    topLevelProtected: [
-      ...new Set(protectedPaths.filter((p) => !p.startsWith('.git')).map((p) => p.split('/')[0] as string)),
-    ],
     vaultPaths: [
       ...(options.vaultPaths ?? defaultVaultPaths(host.home)),
       ...(options.auditLogPath === undefined ? [] : [options.auditLogPath]),
       ...(homeRoot === undefined ? [] : [homeRoot]),
+      quarantineRoot,
     ],
     envAllowlist: options.envAllowlist ?? DEFAULT_ENV_ALLOWLIST,
     poolOptions: {

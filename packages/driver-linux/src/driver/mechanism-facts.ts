@@ -23,6 +23,8 @@ export interface MechanismFacts {
   readonly landlockAbi: number;
   /** The helper could make a device node (a root host's helper then makes /dev). */
   readonly mknod: boolean;
+  /** The launcher can keep a change journal (fanotify) for the check after the run (a root host). */
+  readonly journal: boolean;
   readonly cgroup: CgroupInfo;
   /** The manager of the checked cgroup, which makes the runs' leaves; none when the check failed. */
   readonly manager: CgroupManager | undefined;
@@ -44,10 +46,12 @@ export function mechanismFacts(settings: DriverSettings): () => Promise<Mechanis
 async function findFacts({ helperPath, cgroupRoot }: DriverSettings): Promise<MechanismFacts> {
   let landlockAbi = 0;
   let mknod = false;
+  let journal = false;
   try {
     const said = JSON.parse((await execFileAsync(helperPath, ['--probe'])).stdout) as HelperProbeOutput;
     if (said.landlock === 'ok') landlockAbi = said.landlock_abi;
     mknod = said.mknod === 'ok';
+    journal = said.journal === 'ok';
   } catch {
     // no helper: every tier fails its preflight and says why
   }
@@ -59,7 +63,7 @@ async function findFacts({ helperPath, cgroupRoot }: DriverSettings): Promise<Me
   } else if (cgroup.available) {
     cgroup = { ...cgroup, available: false, detail: `${cgroup.detail}; not used: the helper cannot run` };
   }
-  return { landlockAbi, mknod, cgroup, manager: cgroup.available ? manager : undefined };
+  return { landlockAbi, mknod, journal, cgroup, manager: cgroup.available ? manager : undefined };
 }
 
 /** What `tier` does not enforce on this host, with this driver's settings. */

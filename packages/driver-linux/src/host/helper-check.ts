@@ -50,6 +50,11 @@ export interface HelperProbeOutput {
   readonly userns?: string;
   /** `ok` when a device node could be made (a root host's helper makes /dev's), else why not. */
   readonly mknod?: string;
+  /**
+   * `ok` when a fanotify group with an unlimited queue could mark a filesystem (the launcher's change
+   * journal for the check after the run), else why not.
+   */
+  readonly journal?: string;
   readonly [key: string]: unknown;
 }
 

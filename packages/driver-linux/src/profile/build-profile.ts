@@ -67,6 +67,8 @@ export function buildLinuxProfile(
   });
   const launch = namespaceLauncherArgs({
     stateDir: inputs.stateDir,
+    quarantineDir: inputs.quarantineDir,
+    journal: inputs.journal === true,
     identity,
     networkKey: privileged && !sharedNetwork ? inputs.networkKey : undefined,
     plan: draft.plan,
@@ -93,7 +95,7 @@ export function buildLinuxProfile(
     limits: limitsSection(rlimits, caps, inputs),
     network: networkSection(net, inputs.proxySocket),
     mounts: mountSummary,
-    stubs: [...fsPlan.protection.stubs, ...fsPlan.homeProtection.stubs],
+    protectedPaths: [...fsPlan.protection.paths, ...fsPlan.homeProtection.paths],
     cwd,
     workspace,
   };

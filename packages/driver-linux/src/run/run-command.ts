@@ -37,10 +37,11 @@ export interface RunSettings {
   readonly helperPath: string;
   readonly bwrap: string;
   readonly stateDir: string;
+  /** Sessions' quarantines are made in it by the launcher (one directory each). */
+  readonly quarantineRoot: string;
   readonly homeRoot: string | undefined;
   readonly allowLoaderEnv: readonly string[];
   readonly envAllowlist: readonly string[];
-  readonly topLevelProtected: readonly string[];
   readonly sandboxUid: number | undefined;
 }
 
@@ -149,21 +150,17 @@ export class CommandRunner {
     return this.#runnable;
   }
 
-  /** The state directory (once), and the session's HOME when the plan has one. */
+  /** The state directory and the quarantines' (once), and the session's HOME when the plan has one. */
   #prepareHost(profile: LinuxProfile, request: DriverRunRequest): void {
-    const { stateDir, homeRoot, host, topLevelProtected } = this.settings;
+    const { stateDir, quarantineRoot, homeRoot, host } = this.settings;
     if (!this.#stateReady) {
       mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+      mkdirSync(quarantineRoot, { recursive: true, mode: 0o700 });
       this.#stateReady = true;
     }
     if (profile.home !== null && homeRoot !== undefined) {
       this.#gitIdentity ??= readGitIdentity(host.home);
-      ensureSessionHome(
-        homeRoot,
-        sessionKeyToFilename(request.sessionId),
-        this.#gitIdentity,
-        topLevelProtected,
-      );
+      ensureSessionHome(homeRoot, sessionKeyToFilename(request.sessionId), this.#gitIdentity);
     }
   }
 

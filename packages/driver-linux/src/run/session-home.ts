@@ -1,4 +1,4 @@
-/** Each session's HOME on the host: made once, with only the user's git identity, its XDG directories and git excludes. */
+/** Each session's HOME on the host: made once, with only the user's git identity and its XDG directories. */
 import { lstatSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { DriverError } from '@aleph/sandbox-core';
@@ -59,12 +59,7 @@ const quote = (v: string) => `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"
  *
  * @throws {DriverError} when `<homeRoot>/<key>` exists and is not a directory.
  */
-export function ensureSessionHome(
-  homeRoot: string,
-  key: string,
-  identity: GitIdentity,
-  protectedNames: readonly string[],
-): string {
+export function ensureSessionHome(homeRoot: string, key: string, identity: GitIdentity): string {
   const dir = path.join(homeRoot, key);
   // The common case, every run of a session after its first: one lstat.
   if (lstatSync(dir, { throwIfNoEntry: false })?.isDirectory()) return dir;
@@ -94,15 +89,6 @@ export function ensureSessionHome(
     flag: 'wx',
   });
   for (const [, rel] of XDG) mkdirSync(path.join(dir, rel), { recursive: true, mode: 0o700 });
-  // git's default excludes file ($XDG_CONFIG_HOME/git/ignore): the read-only stubs of missing protected
-  // paths exist only while a command runs, so `git add -A`, `git clean -fd` and `git stash -u` inside must
-  // leave them alone (a stub is a mount point: removing it fails with EBUSY).
-  mkdirSync(path.join(dir, '.config', 'git'), { recursive: true, mode: 0o700 });
-  writeFileSync(
-    path.join(dir, '.config', 'git', 'ignore'),
-    `# Written by aleph-sandbox: protected paths, read-only in the sandbox (stubs where missing).\n${protectedNames.map((n) => `/${n}`).join('\n')}\n`,
-    { mode: 0o644, flag: 'wx' },
-  );
   return dir;
 }
 
