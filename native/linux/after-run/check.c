@@ -10,8 +10,9 @@
  *   - what cannot be examined, set aside whole.
  * What was mounted read-only for the run is exempt. Protected paths absent at the start are set aside when
  * they exist after it (absent.c). What is set aside goes to the session's quarantine (quarantine.c).
- * Roots beneath another root are checked with it. Each root's known git directories (registry.c) are
- * found by a walk before the run the first time, when none is kept.
+ * Where the journal checked a root, the gitlinks and .gitmodules of its repository, when the run changed
+ * them, are followed (gitlinks.c). Roots beneath another root are checked with it. Each root's known git
+ * directories (registry.c) are found by a walk before the run the first time, when none is kept.
  */
 #define _GNU_SOURCE
 #include "check.h"
@@ -26,6 +27,7 @@
 #include "absent.h"
 #include "check-types.h"
 #include "check-walk.h"
+#include "gitlinks.h"
 #include "journal-check.h"
 #include "registry.h"
 #include "where.h"
@@ -106,6 +108,12 @@ void check_after(const struct timespec *start, FILE *report) {
   chk.report = report;
   absent_check(report);
   if (journal != NULL) journal_check(journal, &chk);
+  for (int i = 0; i < chk.nroots; i++)
+    if (chk.roots[i].method == CHECK_JOURNAL && check_gitlinks(&chk, i) < 0) {
+      /* What the index points at cannot be told: the root is walked whole. */
+      report_line(report, "walked", chk.roots[i].path, "its repository's index could not be read or parsed");
+      chk.roots[i].method = CHECK_NONE;
+    }
   for (int i = 0; i < chk.nroots; i++) {
     struct check_root *r = &chk.roots[i];
     if (r->covered || r->method == CHECK_JOURNAL) continue;

@@ -97,6 +97,9 @@ static int move_in(int dirfd, const char *name, int to, const char *base) {
   for (int tries = 0; tries < 3; tries++) {
     remove_tree(to, base); /* the earlier copy of the same path */
     if (renameat2(dirfd, name, to, base, RENAME_NOREPLACE) == 0) return 0;
+    /* Moving a directory to another parent rewrites its "..": it must be writable (a command may have
+     * made it 0000; its owner may change that). */
+    if (errno == EACCES && tries == 0 && fchmodat(dirfd, name, 0700, 0) == 0) continue;
     if (errno != EEXIST) break;
   }
   if (errno != EXDEV) return -1;

@@ -116,7 +116,9 @@ static int before(const struct timespec *a, const struct timespec *b) {
 int registry_known(struct registry *g, int fd, const struct stat *st, const struct timespec *start) {
   struct registry_entry k;
   if (g == NULL || key_of(fd, st, &k) < 0) return 0;
+  /* Known from the file, or noted by the walk that found the git directories before the run. */
   const struct registry_entry *e = lookup(&g->loaded, &k);
+  if (e == NULL) e = lookup(&g->noted, &k);
   return e != NULL && before(&e->since, start);
 }
 
