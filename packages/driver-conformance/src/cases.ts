@@ -115,8 +115,11 @@ async function loopbackListener(): Promise<{
   };
 }
 
-/** The suite. Cases in the `contract` group need nothing; the rest need a driver that runs programs. */
-export const conformanceCases: readonly ConformanceCase[] = [
+/**
+ * The command cases: the `contract` group needs nothing; the rest need a driver that runs programs. The
+ * whole suite (with the session cases) is `conformanceCases`.
+ */
+export const commandConformanceCases: readonly ConformanceCase[] = [
   // ── contract ───────────────────────────────────────────────────────────────────────────────
   {
     id: 'contract.name',

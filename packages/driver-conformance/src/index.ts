@@ -1,7 +1,7 @@
 export {
   type ConformanceCase,
   type ConformanceContext,
-  conformanceCases,
+  commandConformanceCases,
   POSIX_PLATFORMS,
   requirementsOf,
 } from './cases.js';
@@ -12,3 +12,5 @@ export {
   type DriverFactory,
   runConformanceCase,
 } from './context.js';
+export { sessionConformanceCases } from './session-cases.js';
+export { conformanceCases } from './suite.js';

@@ -1,6 +1,7 @@
 import { describe, it } from 'vitest';
-import { type ConformanceCase, conformanceCases } from './cases.js';
+import type { ConformanceCase } from './cases.js';
 import { conformanceSkipReason, type DriverFactory, runConformanceCase } from './context.js';
+import { conformanceCases } from './suite.js';
 
 /** Options of {@link describeDriverConformance}. */
 export interface DescribeConformanceOptions {

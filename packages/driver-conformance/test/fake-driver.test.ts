@@ -9,6 +9,12 @@ const fake = () => createFakeDriver({ capabilities: ['fs.confine', 'net.none', '
 
 describeDriverConformance('fake', fake);
 
+// With its host-path file mechanism declared, the fake runs the file cases (a reference for the
+// pipeline's side of them: rules, errors, audit); the spawn cases need a driver that runs programs.
+describeDriverConformance('fake with files', () =>
+  createFakeDriver({ capabilities: ['fs.confine', 'net.none', 'proc.deny-spawn', 'files'] }),
+);
+
 describe('conformanceSkipReason', () => {
   const byId = (id: string) => conformanceCases.find((c) => c.id === id)!;
   it('names the undeclared capability', () => {

@@ -23,6 +23,8 @@ import {
   type SandboxCapabilities,
   type SandboxOutput,
 } from '@aleph/sandbox-core';
+import { createMacosFiles } from './files.js';
+import { nodeMacosFs } from './files-binding.js';
 import { DEFAULT_PATH, DEFAULT_SANDBOX_EXEC, type MacosDriverOptions, SYSTEM_READ_PATHS } from './options.js';
 import { type MacosProbe, probeMacos } from './probe.js';
 import {
@@ -38,6 +40,7 @@ import { collectSeatbeltViolations } from './violations.js';
 /** Everything the macOS driver can enforce. */
 export const MACOS_CAPABILITIES: readonly DriverCapabilityId[] = [
   'exec',
+  'exec.stdin-stream',
   'fs.confine',
   'fs.read',
   'fs.write',
@@ -123,6 +126,12 @@ export function createMacosDriver(options: MacosDriverOptions = {}): MacosDriver
   const envAllowlist = options.envAllowlist ?? DEFAULT_ENV_ALLOWLIST;
   const collect = options.collectViolations ?? true;
   const allowLoaderEnv = options.allowLoaderEnv ?? [];
+  const platform = options.platform ?? process.platform;
+  const fileRules = {
+    protectedPaths,
+    homeProtectedPaths,
+    hiddenPaths: [...vaultPaths, ...(options.auditLogPath === undefined ? [] : [options.auditLogPath])],
+  };
   const pool = new ProxyPool({
     transport: { kind: 'loopback' },
     ...(options.proxy?.deny === undefined ? {} : { deny: options.proxy.deny }),
@@ -185,11 +194,11 @@ export function createMacosDriver(options: MacosDriverOptions = {}): MacosDriver
         patterns: LOADER_ENV_PATTERNS.macos,
         fix: (name) => `remove it, or allow it explicitly (macOS driver option allowLoaderEnv: ['${name}'])`,
       });
-      if (process.platform !== 'darwin') {
+      if (platform !== 'darwin') {
         throw new DriverError(
           'ALEPH_DRIVER_UNAVAILABLE',
           'macos',
-          `the macOS sandbox cannot run here: this is ${process.platform}; use the driver for this platform`,
+          `the macOS sandbox cannot run here: this is ${platform}; use the driver for this platform`,
         );
       }
       let profile = request.profile as MacosProfile;
@@ -319,6 +328,18 @@ export function createMacosDriver(options: MacosDriverOptions = {}): MacosDriver
         lease?.release();
         if (scratchMade) rmSync(scratchDir, { recursive: true, force: true });
       }
+    },
+
+    // Planned: see files.ts for what is done, and what is refused, on macOS.
+    files() {
+      if (platform !== 'darwin' && options.filesBinding === undefined) {
+        throw new DriverError(
+          'ALEPH_DRIVER_UNAVAILABLE',
+          'macos',
+          `the macOS file mechanism cannot run here: this is ${platform} (its open flags are macOS's); use the driver for this platform`,
+        );
+      }
+      return createMacosFiles(fileRules, options.filesBinding ?? nodeMacosFs);
     },
 
     async dispose(): Promise<void> {

@@ -5,6 +5,8 @@ export {
   type MacosDriver,
   macosHomes,
 } from './driver.js';
+export { createMacosFiles } from './files.js';
+export { DARWIN_O, type MacosFs, nodeMacosFs } from './files-binding.js';
 export {
   DEFAULT_PATH,
   DEFAULT_SANDBOX_EXEC,

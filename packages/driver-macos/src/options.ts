@@ -1,4 +1,5 @@
 import type { ParentProxy, Resolver } from '@aleph/proxy';
+import type { MacosFs } from './files-binding.js';
 
 /** Options of `createMacosDriver`. */
 export interface MacosDriverOptions {
@@ -34,6 +35,10 @@ export interface MacosDriverOptions {
    * seconds) and attach them to the output as `details.violations`. Default true.
    */
   readonly collectViolations?: boolean;
+  /** Override `process.platform` (tests run the driver elsewhere with a stand-in `sandbox-exec`). */
+  readonly platform?: NodeJS.Platform;
+  /** The file-system calls of the file mechanism (tests pass a fake; default: macOS's own). */
+  readonly filesBinding?: MacosFs;
   /** Settings for the managed proxy started for `allowHosts` commands. */
   readonly proxy?: {
     /** Deny patterns applied to every allowlist. */

@@ -19,6 +19,7 @@ import {
   type SandboxOutput,
 } from '@aleph/sandbox-core';
 import { buildCommandLine } from './cmdline.js';
+import { createWindowsFiles } from './files.js';
 import { LaunchError, runInJob } from './launch.js';
 import {
   DEFAULT_WINDOWS_PROTECTED_PATHS,
@@ -37,6 +38,7 @@ import type { Win32 } from './win32.js';
 /** What the Windows driver can enforce (tier 1; `details.notEnforced` says what a lower tier could not). */
 export const WINDOWS_CAPABILITIES: readonly DriverCapabilityId[] = [
   'exec',
+  'exec.stdin-stream',
   'fs.confine',
   'fs.read',
   'fs.write',
@@ -176,6 +178,7 @@ export function createWindowsDriver(options: WindowsDriverOptions = {}): Windows
     name: 'windows' as const,
     capabilities: WINDOWS_CAPABILITIES,
     probe,
+    files: () => createWindowsFiles(),
 
     async explainUnsupported(caps: SandboxCapabilities): Promise<string | undefined> {
       if (caps.network.kind !== 'allowHosts') return undefined;

@@ -11,6 +11,7 @@ export {
   type WindowsDriver,
   type WindowsDriverOptions,
 } from './driver.js';
+export { createWindowsFiles, WINDOWS_FILES_UNSUPPORTED } from './files.js';
 export { Cleanup, type JobRunResult, LaunchError, type Launched, launchInTiers, runInJob } from './launch.js';
 export {
   assertNoLinkComponents,

@@ -1,3 +1,4 @@
+import { abortKind } from '@aleph/sandbox-core';
 import type { Tier, WindowsProfile } from './plan.js';
 import {
   ACCESS,
@@ -197,7 +198,8 @@ export function launchInTiers(
 /** What the job-wrapped run observed. */
 export interface JobRunResult {
   readonly exitCode: number | null;
-  readonly killedBy: 'timeout' | 'abort' | null;
+  /** `'kill'`: the signal's reason was a `KillRequest` (the job is terminated whatever signal it names). */
+  readonly killedBy: 'timeout' | 'abort' | 'kill' | null;
 }
 
 /**
@@ -240,7 +242,7 @@ export async function runInJob(
     options.onStarted?.();
 
     let killedBy: JobRunResult['killedBy'] = null;
-    const kill = (why: 'timeout' | 'abort') => {
+    const kill = (why: 'timeout' | 'abort' | 'kill') => {
       if (killedBy !== null) return;
       killedBy = why;
       try {
@@ -250,7 +252,9 @@ export async function runInJob(
       }
     };
     const timer = setTimeout(() => kill('timeout'), Math.max(1, Math.min(options.timeoutMs, 2_147_483_647)));
-    const onAbort = () => kill('abort');
+    // A kill() on the handle (a KillRequest reason) is told apart from the caller's abort; Windows has no
+    // soft signal, so the job is terminated either way.
+    const onAbort = () => kill(options.signal === undefined ? 'abort' : abortKind(options.signal));
     if (options.signal?.aborted) onAbort();
     options.signal?.addEventListener('abort', onAbort, { once: true });
     try {

@@ -2,7 +2,14 @@ import { rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { type OutputCallback, OutputCapture, outputBudgets } from '@aleph/sandbox-core';
+import {
+  feedStdin,
+  isStreamedStdin,
+  type OutputCallback,
+  OutputCapture,
+  outputBudgets,
+  type StdinSource,
+} from '@aleph/sandbox-core';
 import type { Handle, Win32 } from './win32.js';
 
 /** Where a named pipe for `tag` lives: `\\.\pipe\…` on Windows, a Unix socket elsewhere (tests). */
@@ -34,7 +41,8 @@ export async function openStdio(
   win32: Win32,
   tag: string,
   options: {
-    stdin?: string | Uint8Array | undefined;
+    /** Written then closed, or streamed (chunks pulled as the command reads) and closed at its end. */
+    stdin?: StdinSource | undefined;
     maxOutputBytes: number;
     onStdout?: OutputCallback | undefined;
     onStderr?: OutputCallback | undefined;
@@ -47,6 +55,10 @@ export async function openStdio(
   const sockets = new Set<net.Socket>();
   const childEnds: Handle[] = [];
   let disposed = false;
+  let stopFeeding!: () => void;
+  const feedingStopped = new Promise<void>((resolve) => {
+    stopFeeding = resolve;
+  });
 
   const serve = async (name: string, onSocket: (s: net.Socket) => void) => {
     const where = pipePath(tag, name);
@@ -121,6 +133,7 @@ export async function openStdio(
     dispose() {
       if (disposed) return;
       disposed = true;
+      stopFeeding();
       try {
         stdio.closeChildEnds();
       } catch {
@@ -144,8 +157,11 @@ export async function openStdio(
     let stdinHandle: Handle;
     if (options.stdin === undefined) stdinHandle = open({ kind: 'nul' });
     else {
-      const data = typeof options.stdin === 'string' ? Buffer.from(options.stdin, 'utf8') : options.stdin;
-      const inPath = await serve('in', (s) => s.end(data));
+      const source = options.stdin;
+      const inPath = await serve('in', (s) => {
+        if (isStreamedStdin(source)) void feedStdin(s, source, feedingStopped);
+        else s.end(typeof source === 'string' ? Buffer.from(source, 'utf8') : source);
+      });
       stdinHandle = open({ kind: 'pipe', path: inPath, write: false });
     }
     Object.assign(stdio, {

@@ -3,6 +3,7 @@ import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import path from 'node:path';
 import type { SandboxCapabilities } from './capabilities.js';
 import type { AlephErrorCode } from './errors.js';
+import type { FileOperation } from './file-errors.js';
 import type { SessionId } from './session.js';
 
 /** Channel carrying one {@link CapabilityLedgerRecord} per execution. */
@@ -33,8 +34,11 @@ export interface CapabilityLedgerRecord {
   readonly cwd: string | null;
   readonly capabilities: SandboxCapabilities | null;
   readonly decision: CapabilityDecision;
-  /** `completed` (ran to an exit code or signal), `timeout`, `denied` (never ran), `error`, `aborted`. */
-  readonly outcome: 'completed' | 'timeout' | 'denied' | 'error' | 'aborted';
+  /**
+   * `completed` (ran to an exit code or signal), `timeout`, `denied` (never ran), `error`, `aborted` (the
+   * caller's signal), `killed` (`kill()` on its process handle, or its session closed).
+   */
+  readonly outcome: 'completed' | 'timeout' | 'denied' | 'error' | 'aborted' | 'killed';
   readonly exitCode: number | null;
   readonly signal: string | null;
   readonly durationMs: number;
@@ -47,10 +51,33 @@ export interface CapabilityLedgerRecord {
   readonly details?: Readonly<Record<string, unknown>>;
 }
 
+/**
+ * The audit record every session file call produces exactly once (on {@link CAPABILITY_LEDGER_CHANNEL},
+ * told apart from executions by `type`).
+ */
+export interface FileOperationRecord {
+  readonly type: 'file_operation';
+  /** ISO-8601 time the call started. */
+  readonly time: string;
+  readonly sessionId: SessionId;
+  readonly workspace: string | null;
+  readonly operation: FileOperation;
+  /** The path as the caller gave it. */
+  readonly path: string;
+  /** Where it resolved to (absolute), when it got that far. */
+  readonly resolved?: string;
+  /** Bytes read or written, when the call moved content. */
+  readonly bytes?: number;
+  readonly outcome: 'ok' | 'error';
+  readonly error?: { readonly code: AlephErrorCode; readonly reason: string };
+  readonly durationMs: number;
+  readonly driver: string;
+}
+
 const ledgerChannel = diagnosticsChannel.channel(CAPABILITY_LEDGER_CHANNEL);
 
-/** Publishes a ledger record on {@link CAPABILITY_LEDGER_CHANNEL}. */
-export function publishLedgerRecord(record: CapabilityLedgerRecord): void {
+/** Publishes a ledger record (an execution's or a file call's) on {@link CAPABILITY_LEDGER_CHANNEL}. */
+export function publishLedgerRecord(record: CapabilityLedgerRecord | FileOperationRecord): void {
   if (ledgerChannel.hasSubscribers) ledgerChannel.publish(record);
 }
 

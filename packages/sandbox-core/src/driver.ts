@@ -1,7 +1,9 @@
 import type { SandboxCapabilities } from './capabilities.js';
+import type { DriverFiles, FilesContext } from './files/driver-files.js';
 import type { SandboxOutput } from './output.js';
 import type { OutputCallback } from './runner.js';
 import type { SessionId } from './session.js';
+import type { StdinSource } from './stdin-feed.js';
 
 /**
  * What a driver can enforce, as dotted ids. The pipeline derives the ids a command needs from its
@@ -10,6 +12,16 @@ import type { SessionId } from './session.js';
 export const DRIVER_CAPABILITY_IDS = [
   /** Runs real programs (conformance: process behaviour). */
   'exec',
+  /**
+   * Streams stdin: `DriverRunRequest.stdin` may be an `AsyncIterable` of chunks, written with backpressure
+   * and closed at its end (`spawn()` with `stdin: 'pipe'` needs it).
+   */
+  'exec.stdin-stream',
+  /**
+   * Has a safe file mechanism (`files()`): read, write, list, stat and delete resolved on descriptors
+   * beneath the workspace, never following a link out of it.
+   */
+  'files',
   /** Nothing outside the granted paths is readable or writable. Needed by every command. */
   'fs.confine',
   /** Can grant extra read-only paths. */
@@ -108,13 +120,22 @@ export interface DriverRunRequest {
   readonly args: readonly string[];
   /** The command's own environment; drivers add their scrubbed allowlist and proxy variables. */
   readonly env: Readonly<Record<string, string>>;
-  readonly stdin?: string | Uint8Array;
+  /**
+   * Text or bytes written then closed, or (for drivers declaring `exec.stdin-stream`) chunks streamed with
+   * backpressure and closed when the iterable ends. Absent: stdin is empty (`/dev/null`).
+   */
+  readonly stdin?: StdinSource;
   /** Absolute, realpath-resolved, inside `workspace`. */
   readonly cwd: string;
   readonly capabilities: SandboxCapabilities;
   readonly profile: SandboxProfile;
   readonly timeoutMs: number;
   readonly maxOutputBytes: number;
+  /**
+   * Aborting it kills the whole process tree. Its reason is a `KillRequest` (`killRequestOf`) when the
+   * run's handle was killed: report `details.killedBy: 'kill'` then, `'abort'` otherwise
+   * (`runBoundedProcess` does both).
+   */
   readonly signal?: AbortSignal;
   /** Live output; a returned promise must pause that stream until it settles (see {@link OutputCallback}). */
   readonly onStdout?: OutputCallback;
@@ -140,7 +161,8 @@ export interface OsSandboxDriver {
   ): SandboxProfile | Promise<SandboxProfile>;
   /**
    * Runs the command. A non-zero exit, a signal or a timeout is a value; reject only when the sandbox
-   * itself could not be set up (with a `DriverError`). Abort is reported by `details.killedBy: 'abort'`.
+   * itself could not be set up (with a `DriverError`). Abort is reported by `details.killedBy: 'abort'`
+   * (`'kill'` for a `KillRequest` reason, `'timeout'` for the timeout).
    */
   run(request: DriverRunRequest): Promise<SandboxOutput>;
   /**
@@ -151,6 +173,11 @@ export interface OsSandboxDriver {
     caps: SandboxCapabilities,
     missing: readonly DriverCapabilityId[],
   ): Promise<string | undefined> | string | undefined;
+  /**
+   * The platform's file mechanism for a session's file calls (see {@link DriverFiles}). Without it every
+   * file call fails with `ALEPH_CAPABILITY_UNSUPPORTED`: there is no unsafe fallback.
+   */
+  files?(context: FilesContext): DriverFiles;
   /** Prepares a freshly created session workspace (for example, ownership for a sandbox uid). */
   prepareWorkspace?(dir: string): Promise<void>;
   dispose?(): Promise<void>;

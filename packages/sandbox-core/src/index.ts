@@ -12,6 +12,7 @@ export {
   type CapabilityLedgerRecord,
   COMMAND_POLICY_CHANNEL,
   createJsonlAuditSink,
+  type FileOperationRecord,
   type JsonlAuditSinkOptions,
   PROXY_CHANNEL,
   publishLedgerRecord,
@@ -73,6 +74,43 @@ export {
   type SandboxError,
 } from './errors.js';
 export {
+  FILE_ERROR_CODES,
+  FileAccessError,
+  type FileAccessErrorInit,
+  type FileErrorCode,
+  type FileOperation,
+} from './file-errors.js';
+export type {
+  DriverFiles,
+  DriverFileTarget,
+  FileAction,
+  FileRules,
+  FilesContext,
+} from './files/driver-files.js';
+export { DEFAULT_MAX_READ_BYTES } from './files/session-files.js';
+export type {
+  DeleteOptions,
+  DirectoryEntry,
+  FileStat,
+  FileType,
+  ReadFileOptions,
+  ReadFileStreamOptions,
+  ReadTextFileOptions,
+  SandboxFiles,
+  StatOptions,
+  WriteFileContent,
+  WriteFileOptions,
+} from './files/types.js';
+export {
+  MAX_SYMLINK_HOPS,
+  releaseWalk,
+  type WalkNode,
+  type WalkOps,
+  type WalkOptions,
+  type WalkResult,
+  walkBeneath,
+} from './files/walk.js';
+export {
   HookChain,
   type HookChainResult,
   type HookVerdict,
@@ -80,6 +118,14 @@ export {
   type RateLimitOptions,
   type SandboxBeforeHook,
 } from './hooks.js';
+export {
+  abortKind,
+  createKillRequest,
+  DEFAULT_KILL_GRACE_MS,
+  type KillRequest,
+  type KillSignal,
+  killRequestOf,
+} from './kill-request.js';
 export {
   LOADER_ENV_PATTERNS,
   type RefuseLoaderEnvOptions,
@@ -89,6 +135,7 @@ export { NoopSandbox } from './noop-sandbox.js';
 export {
   createSandboxOutput,
   type KillReason,
+  type SandboxDenial,
   type SandboxOutput,
   type SandboxOutputFields,
   type SandboxOutputJson,
@@ -115,6 +162,16 @@ export {
   type SessionId,
   sessionKeyToFilename,
 } from './session.js';
+export type {
+  KillOptions,
+  PipedSpawnCommandInput,
+  SandboxProcess,
+  SandboxSession,
+  SpawnCommandInput,
+  SpawnOptions,
+  WritableSandboxProcess,
+} from './session-api.js';
+export { feedStdin, isStreamedStdin, type StdinSource } from './stdin-feed.js';
 export {
   type SessionWorkspace,
   WorkspaceSandbox,

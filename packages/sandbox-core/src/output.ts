@@ -1,5 +1,29 @@
-/** Why a run was cut short by the sandbox rather than ending by itself. */
-export type KillReason = 'timeout' | 'abort';
+/**
+ * Why a run was cut short by the sandbox rather than ending by itself (`details.killedBy`): its timeout,
+ * the caller's `AbortSignal`, or `kill()` on its process handle (or the close of its session).
+ */
+export type KillReason = 'timeout' | 'abort' | 'kill';
+
+/**
+ * One refusal the sandbox itself made while a command ran (`details.denials` of its output): a network
+ * host, port, DNS name or private address the egress policy refused, and so on. The model can act on it:
+ * `allowWith` names the capability that would have allowed it.
+ *
+ * @example
+ * ```ts
+ * { kind: 'network.host', target: 'evil.example:443', reason: 'not in the allowlist', allowWith: 'network: { kind: "allowHosts", hosts: ["evil.example"] }' }
+ * ```
+ */
+export interface SandboxDenial {
+  /** What was refused, as a dotted id: `network.host`, `network.port`, `network.dns`, `network.private-address`, … */
+  readonly kind: string;
+  /** The thing refused: `host:port`, an address, a name. */
+  readonly target: string;
+  /** Why, in words. */
+  readonly reason: string;
+  /** The capability (or setting) that would allow it. */
+  readonly allowWith: string;
+}
 
 /** The fields every {@link SandboxOutput} carries. */
 export interface SandboxOutputFields {
@@ -15,7 +39,11 @@ export interface SandboxOutputFields {
   /** True when the wall-clock timeout ended the run (the whole process tree was killed). */
   readonly timedOut: boolean;
   readonly durationMs: number;
-  /** Driver-specific facts about the run (enforcement tier, denials the OS reported, …). */
+  /**
+   * Driver-specific facts about the run (enforcement tier, denials the OS reported, …). Common keys:
+   * `killedBy` ({@link KillReason}) when the sandbox ended the run, `denials` ({@link SandboxDenial}[])
+   * for every refusal the sandbox itself made, `notEnforced`, `tier`.
+   */
   readonly details?: Readonly<Record<string, unknown>>;
 }
 

@@ -102,6 +102,37 @@ function findStragglers(root: number, pipeInodes: ReadonlySet<string>): number[]
   return [...out];
 }
 
+/**
+ * Sends `signal` to every process of `pid`'s tree (its group and every straggler) without stopping any:
+ * the first step of a soft kill, which lets programs clean up. A trusted supervisor at the root
+ * (`skipRoot`) and the processes named in `skipNames` (`/proc/PID/comm`: the supervisor's own helpers,
+ * which would take the tree down with them) are left out; off Linux only the group is signalled.
+ */
+export function signalTree(
+  pid: number,
+  pipeInodes: ReadonlySet<string>,
+  signal: NodeJS.Signals,
+  skip: { readonly root: boolean; readonly names: readonly string[] },
+): void {
+  if (!skip.root && process.platform !== 'linux') {
+    signalGroup(pid, signal);
+    return;
+  }
+  if (!skip.root) signalGroup(pid, signal);
+  for (const p of findStragglers(pid, pipeInodes)) {
+    if (skip.names.length > 0 && skip.names.includes(commOf(p))) continue;
+    signalPid(p, signal);
+  }
+}
+
+function commOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '';
+  }
+}
+
 export function pipeInode(stream: unknown): string | undefined {
   const fd = (stream as { _handle?: { fd?: number } } | null)?._handle?.fd;
   if (typeof fd !== 'number' || fd < 0 || process.platform !== 'linux') return undefined;

@@ -1,8 +1,11 @@
-import type { Readable } from 'node:stream';
 import { monotonicMs } from './internal/clock.js';
+import { killRequestOf } from './kill-request.js';
 import type { KillReason } from './output.js';
 import { type ProcessStarter, startWithNode } from './process-start.js';
-import { killTree, signalGroup, signalPid, trackGroup, untrackGroup } from './process-tree.js';
+import { killTree, signalGroup, trackGroup, untrackGroup } from './process-tree.js';
+import { armRunKiller } from './run-kill.js';
+import { forwardOutput } from './run-output.js';
+import { feedStdin, isStreamedStdin, type StdinSource } from './stdin-feed.js';
 
 /**
  * Receives the live output of a command, one chunk at a time. Returning a promise pauses that stream
@@ -30,12 +33,20 @@ export interface BoundedRunOptions {
   /** The complete environment (nothing is inherited). */
   readonly env: Readonly<Record<string, string>>;
   readonly cwd?: string;
-  /** Written to stdin, which is then closed. Without it, stdin is `/dev/null`. */
-  readonly stdin?: string | Uint8Array;
+  /**
+   * Written to stdin, which is then closed; or streamed chunk by chunk with backpressure and closed when
+   * the source ends (see {@link StdinSource}). Without it, stdin is `/dev/null`.
+   */
+  readonly stdin?: StdinSource;
   /** Wall-clock limit; when it fires the whole process tree is killed with SIGKILL. */
   readonly timeoutMs: number;
   /** Output budget shared by stdout (first half, rounded up) and stderr (second half). */
   readonly maxOutputBytes: number;
+  /**
+   * Aborting it kills the whole tree (`killedBy: 'abort'`). When its reason is a `KillRequest`
+   * (`createKillRequest`), the kill is reported as `killedBy: 'kill'`, and a `SIGTERM`/`SIGINT` request
+   * first sends that signal to every process of the tree, killing what is left after its grace.
+   */
   readonly signal?: AbortSignal;
   /**
    * Every stdout chunk, including bytes past the budget (the budget bounds memory, not streaming). A
@@ -53,9 +64,15 @@ export interface BoundedRunOptions {
   /**
    * The child is a trusted supervisor that stops what it started and cleans up when sent `signal`: on a
    * timeout, an abort or this process's exit it gets `signal` first, and the whole tree is killed only if
-   * it has not exited `graceMs` later.
+   * it has not exited `graceMs` later. A soft kill (`SIGTERM`/`SIGINT` from a `KillRequest`) skips the
+   * supervisor and the processes named in `relays` (its own helpers, by `/proc/PID/comm`), whose death
+   * would end the tree at once.
    */
-  readonly gracefulStop?: { readonly signal: NodeJS.Signals; readonly graceMs: number };
+  readonly gracefulStop?: {
+    readonly signal: NodeJS.Signals;
+    readonly graceMs: number;
+    readonly relays?: readonly string[];
+  };
   /** What starts the process; by default this Node process forks (`child_process.spawn`). */
   readonly starter?: ProcessStarter;
 }
@@ -142,17 +159,18 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
       stdoutTruncated: false,
       stderrTruncated: false,
       timedOut: false,
-      killedBy: 'abort',
+      killedBy: killRequestOf(options.signal.reason) === undefined ? 'abort' : 'kill',
       durationMs: 0,
       pid: 0,
     };
   }
+  const streamed = isStreamedStdin(options.stdin) ? options.stdin : undefined;
   const stdinData =
-    options.stdin === undefined
+    options.stdin === undefined || streamed !== undefined
       ? undefined
       : typeof options.stdin === 'string'
         ? Buffer.from(options.stdin, 'utf8')
-        : options.stdin;
+        : (options.stdin as Uint8Array);
   const subprocess = await (options.starter ?? startWithNode)({
     file: options.file,
     args: options.args,
@@ -160,7 +178,7 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
     ...(options.uid === undefined ? {} : { uid: options.uid }),
     ...(options.gid === undefined ? {} : { gid: options.gid }),
-    stdin: stdinData !== undefined,
+    stdin: options.stdin !== undefined,
     extraFds: extra,
   });
   const pid = subprocess.pid;
@@ -168,7 +186,6 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
 
   let exitCode: number | null = null;
   let exitSignal: string | null = null;
-  let killedBy: KillReason | null = null;
   const pipeInodes = new Set<string>(subprocess.outputInodes);
   const exited = subprocess.exit.then((status) => {
     exitCode = status.code;
@@ -176,77 +193,37 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
     // Whatever the program left behind in its group goes with it (the fork server kills it on reaping).
     if (status.groupKilled !== true) signalGroup(pid, 'SIGKILL');
   });
-
-  // Streams paused for a consumer's promise; a kill resumes them all (see OutputCallback).
-  const paused = new Set<Readable>();
-  let draining = false;
-  const forward = (stream: Readable, capture: OutputCapture, callback: OutputCallback | undefined) => {
-    let live = callback !== undefined;
-    stream.on('data', (chunk: Uint8Array) => {
-      capture.push(chunk);
-      if (!live || callback === undefined) return;
-      const pending = callback(chunk) as PromiseLike<void> | undefined;
-      if (typeof pending?.then !== 'function') return;
-      const resume = () => {
-        if (paused.delete(stream)) stream.resume();
-      };
-      if (!draining) {
-        paused.add(stream);
-        stream.pause();
-      }
-      Promise.resolve(pending).then(resume, () => {
-        live = false;
-        resume();
-      });
-    });
-  };
-  const ended = (stream: Readable) =>
-    new Promise<void>((resolve) => {
-      if (stream.destroyed || stream.readableEnded) resolve();
-      else {
-        stream.once('close', () => resolve());
-        stream.once('error', () => resolve());
-      }
-    });
-  const outputEnded = Promise.all([ended(subprocess.stdout), ended(subprocess.stderr)]);
-  forward(subprocess.stdout, stdoutCap, options.onStdout);
-  forward(subprocess.stderr, stderrCap, options.onStderr);
+  const output = forwardOutput(
+    subprocess,
+    { stdout: stdoutCap, stderr: stderrCap },
+    { onStdout: options.onStdout, onStderr: options.onStderr },
+  );
   if (subprocess.stdin !== null) {
     subprocess.stdin.on('error', () => {}); // EPIPE: the program did not read it all
-    subprocess.stdin.end(stdinData);
+    if (streamed === undefined) subprocess.stdin.end(stdinData);
+    else void feedStdin(subprocess.stdin, streamed, exited);
   }
-
-  let graceTimer: NodeJS.Timeout | undefined;
-  const kill = (reason: KillReason) => {
-    if (killedBy !== null) return;
-    killedBy = reason;
-    if (options.gracefulStop === undefined) killTree(pid, pipeInodes);
-    else {
-      signalPid(pid, options.gracefulStop.signal);
-      graceTimer = setTimeout(() => killTree(pid, pipeInodes), options.gracefulStop.graceMs);
-    }
-    // The pipes hold at most what was written before the kill: read it without waiting for consumers.
-    draining = true;
-    for (const stream of paused) stream.resume();
-    paused.clear();
-  };
-  const timer = setTimeout(() => kill('timeout'), Math.max(1, Math.min(options.timeoutMs, 2_147_483_647)));
-  const onAbort = () => kill('abort');
-  options.signal?.addEventListener('abort', onAbort, { once: true });
+  const killer = armRunKiller({
+    pid,
+    pipeInodes,
+    timeoutMs: options.timeoutMs,
+    signal: options.signal,
+    gracefulStop: options.gracefulStop,
+    onKill: () => output.drain(),
+  });
 
   try {
-    await Promise.all([exited, outputEnded]);
+    await Promise.all([exited, output.ended]);
   } catch (error) {
     // The exit can no longer be known (a fork server died): nothing of the run may outlive it.
     killTree(pid, pipeInodes);
     for (const stream of [subprocess.stdin, subprocess.stdout, subprocess.stderr]) stream?.destroy();
     throw error;
   } finally {
-    clearTimeout(timer);
-    clearTimeout(graceTimer);
-    options.signal?.removeEventListener('abort', onAbort);
+    killer.dispose();
     untrackGroup(pid);
   }
+  const killedBy = killer.killedBy;
   return {
     exitCode,
     signal: exitSignal,

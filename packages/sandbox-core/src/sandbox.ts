@@ -1,6 +1,15 @@
 import type { SandboxCommandInput } from './command.js';
 import type { SandboxOutput } from './output.js';
 import type { OutputCallback } from './runner.js';
+import type { SessionId } from './session.js';
+import type {
+  PipedSpawnCommandInput,
+  SandboxProcess,
+  SandboxSession,
+  SpawnCommandInput,
+  SpawnOptions,
+  WritableSandboxProcess,
+} from './session-api.js';
 
 /** Per-call runtime options that are not part of the (serialisable, audited) command. */
 export interface ExecuteOptions {
@@ -32,6 +41,18 @@ export interface Sandbox {
    *   or the sandbox cannot run it.
    */
   execute(command: SandboxCommandInput, options?: ExecuteOptions): Promise<SandboxOutput>;
+  /**
+   * Starts one command and resolves with its handle once steps 0-4 passed (streamed output, optional
+   * writable stdin, `wait()`, `kill()`). Optional, so that older implementations still compile;
+   * `WorkspaceSandbox`, `NoopSandbox` and `MockSandbox` have it.
+   */
+  spawn?(command: PipedSpawnCommandInput, options?: SpawnOptions): Promise<WritableSandboxProcess>;
+  spawn?(command: SpawnCommandInput, options?: SpawnOptions): Promise<SandboxProcess>;
+  /**
+   * A handle bound to one session: spawn, execute, files, close. Without an id: the enclosing
+   * `withSession()` id, else a new random one. Optional, like {@link spawn}.
+   */
+  session?(sessionId?: SessionId): SandboxSession;
   /** Releases everything the sandbox holds (proxies, sockets, temp dirs). Idempotent. */
   dispose?(): Promise<void>;
 }

@@ -1,31 +1,45 @@
-import { mkdir, realpath, stat } from 'node:fs/promises';
+// WorkspaceSandbox: the six-step pipeline in front of an OS driver, its sessions (lazy workspaces and
+// cached grants) and the entry points on it: execute(), spawn(), session(), files(), dispose().
+import { randomUUID } from 'node:crypto';
+import { mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { ApprovalGate, type ApprovalOutcome } from './approval.js';
-import { type CapabilityDecision, type CapabilityLedgerRecord, publishLedgerRecord } from './audit.js';
-import {
-  explainNotWithin,
-  isPathWithin,
-  isWithin,
-  normalizeCapabilities,
-  type SandboxCapabilities,
-  strictCapabilities,
-} from './capabilities.js';
-import { parseSandboxCommand, type SandboxCommand, type SandboxCommandInput } from './command.js';
+import { publishLedgerRecord } from './audit.js';
+import { normalizeCapabilities, type SandboxCapabilities, strictCapabilities } from './capabilities.js';
+import type { SandboxCommandInput } from './command.js';
 import { currentSession } from './context.js';
-import { type DriverCapabilityId, type OsSandboxDriver, requiredDriverCapabilities } from './driver.js';
-import {
-  AlephError,
-  CapabilityDeniedError,
-  DriverError,
-  InvalidInputError,
-  isAlephError,
-  PolicyDeniedError,
-} from './errors.js';
+import type { DriverCapabilityId, OsSandboxDriver } from './driver.js';
+import { AlephError, InvalidInputError } from './errors.js';
+import { createSessionFiles } from './files/session-files.js';
+import type { SandboxFiles } from './files/types.js';
 import { HookChain, type SandboxBeforeHook } from './hooks.js';
 import { monotonicMs } from './internal/clock.js';
 import type { SandboxOutput } from './output.js';
+import {
+  abortedError,
+  failedRun,
+  newAuditRecord,
+  type PipelineContext,
+  prepareRun,
+  type RunRuntime,
+  runPrepared,
+} from './pipeline-run.js';
+import type { MutableSessionWorkspace, SessionWorkspace } from './pipeline-steps.js';
 import type { ExecuteOptions, Sandbox } from './sandbox.js';
-import { canonicalJson, type SessionId, sessionKeyToFilename } from './session.js';
+import type { Killable } from './sandbox-process.js';
+import { SessionHandle, type SessionOwner } from './sandbox-session.js';
+import { assertSessionId, type SessionId, sessionKeyToFilename } from './session.js';
+import type {
+  PipedSpawnCommandInput,
+  SandboxProcess,
+  SandboxSession,
+  SpawnCommandInput,
+  SpawnOptions,
+  WritableSandboxProcess,
+} from './session-api.js';
+import { type SpawnDeps, spawnProcess } from './spawn-process.js';
+
+export type { SessionWorkspace } from './pipeline-steps.js';
 
 /** Options of {@link WorkspaceSandbox}. */
 export interface WorkspaceSandboxOptions {
@@ -46,31 +60,16 @@ export interface WorkspaceSandboxOptions {
   readonly workspaceFor?: (sessionId: SessionId) => string;
 }
 
-/** A session's materialised workspace and its cached grants. */
-export interface SessionWorkspace {
-  readonly sessionId: SessionId;
-  /** `sessionKeyToFilename(sessionId)`. */
-  readonly key: string;
-  /** The workspace directory, realpath-resolved. */
-  readonly cwd: string;
-  readonly baseline: SandboxCapabilities;
-  /** Elevations approved for the rest of the session. */
-  readonly grants: readonly SandboxCapabilities[];
-}
-
-interface MutableSessionWorkspace extends SessionWorkspace {
-  readonly grants: SandboxCapabilities[];
-}
-
 interface SharedState {
   readonly sessions: Map<string, Promise<MutableSessionWorkspace>>;
   readonly pendingApprovals: Map<string, Promise<ApprovalOutcome>>;
+  /** Every process still running (spawned, or executed through a session handle), for dispose. */
+  readonly live: Set<Killable>;
   disposed: boolean;
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_OUTPUT = 1024 * 1024;
-const MAX_AUDIT_ARG = 4096;
 
 /**
  * The spec's six-step pipeline in front of an OS driver:
@@ -87,13 +86,11 @@ const MAX_AUDIT_ARG = 4096;
 export class WorkspaceSandbox implements Sandbox {
   readonly #options: WorkspaceSandboxOptions;
   readonly #driver: OsSandboxDriver;
-  readonly #hooks: HookChain;
-  readonly #gate: ApprovalGate;
   readonly #baseline: SandboxCapabilities;
-  readonly #timeoutMs: number;
-  readonly #maxOutputBytes: number;
-  readonly #declared: ReadonlySet<DriverCapabilityId>;
   readonly #state: SharedState;
+  readonly #ctx: PipelineContext;
+  readonly #spawnDeps: SpawnDeps;
+  readonly #owner: SessionOwner;
 
   constructor(options: WorkspaceSandboxOptions, shared?: SharedState) {
     if (!path.isAbsolute(options.workspaceRoot)) {
@@ -109,13 +106,38 @@ export class WorkspaceSandbox implements Sandbox {
     checkPositive('maxOutputBytes', options.maxOutputBytes);
     this.#options = options;
     this.#driver = options.driver;
-    this.#hooks = options.hooks instanceof HookChain ? options.hooks : new HookChain(options.hooks ?? []);
-    this.#gate = options.approvalGate ?? new ApprovalGate();
     this.#baseline = normalizeCapabilities(options.baseline ?? strictCapabilities());
-    this.#timeoutMs = options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.#maxOutputBytes = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
-    this.#declared = new Set(options.driver.capabilities);
-    this.#state = shared ?? { sessions: new Map(), pendingApprovals: new Map(), disposed: false };
+    this.#state = shared ?? {
+      sessions: new Map(),
+      pendingApprovals: new Map(),
+      live: new Set(),
+      disposed: false,
+    };
+    this.#ctx = {
+      driver: options.driver,
+      hooks: options.hooks instanceof HookChain ? options.hooks : new HookChain(options.hooks ?? []),
+      gate: options.approvalGate ?? new ApprovalGate(),
+      timeoutMs: options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS,
+      maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT,
+      declared: new Set<DriverCapabilityId>(options.driver.capabilities),
+      pendingApprovals: this.#state.pendingApprovals,
+      workspacePath: (id) => this.workspacePath(id),
+      forSession: (id) => this.forSession(id),
+    };
+    const assertUsable = () => this.#assertUsable();
+    this.#spawnDeps = { assertUsable, live: this.#state.live };
+    this.#owner = {
+      files: {
+        driver: options.driver,
+        forSession: (id) => this.forSession(id),
+        workspacePath: (id) => this.workspacePath(id),
+      },
+      assertUsable,
+      live: this.#state.live,
+      workspace: async (id) => (await this.forSession(id)).cwd,
+      execute: (input, runtime) => this.#execute(input, runtime),
+      spawn: (input, options, session) => spawnProcess(this.#ctx, this.#spawnDeps, input, options, session),
+    };
   }
 
   /** A sandbox sharing this one's sessions and grants, with another default timeout. */
@@ -175,233 +197,77 @@ export class WorkspaceSandbox implements Sandbox {
    * @throws {DriverError} the driver cannot enforce what is asked, or failed.
    * @throws {AlephError} `ALEPH_ABORTED` when `options.signal` aborted it; `ALEPH_DISPOSED` after dispose.
    */
-  async execute(input: SandboxCommandInput, options: ExecuteOptions = {}): Promise<SandboxOutput> {
-    const startedAt = new Date();
+  execute(input: SandboxCommandInput, options: ExecuteOptions = {}): Promise<SandboxOutput> {
+    return this.#execute(input, options);
+  }
+
+  async #execute(input: unknown, runtime: RunRuntime): Promise<SandboxOutput> {
     const t0 = monotonicMs();
-    const raw = input as Partial<SandboxCommandInput> | null | undefined;
-    const audit: Mutable<CapabilityLedgerRecord> = {
-      type: 'capability_ledger',
-      time: startedAt.toISOString(),
-      sessionId: null,
-      workspace: null,
-      program: typeof raw?.program === 'string' ? raw.program : '',
-      args: Array.isArray(raw?.args) ? raw.args.map(clipArg) : [],
-      cwd: null,
-      capabilities: null,
-      decision: 'not-checked',
-      outcome: 'denied',
-      exitCode: null,
-      signal: null,
-      durationMs: 0,
-      timedOut: false,
-      stdoutTruncated: false,
-      stderrTruncated: false,
-      denial: null,
-      warnings: [],
-      driver: this.#driver.name,
-    };
+    const audit = newAuditRecord(input, this.#driver.name);
     try {
       this.#assertUsable();
-      if (options.signal?.aborted) throw abortedError(options.signal);
-      const cmd = parseSandboxCommand(input, currentSession());
-      audit.sessionId = cmd.sessionId;
-
-      // Step 0: before-hooks.
-      const hooks = await this.#hooks.runBefore(cmd);
-      audit.warnings = hooks.warnings.map((w) => `${w.hook}: ${w.reason}`);
-      if (hooks.denied) {
-        const { hook, verdict } = hooks.denied;
-        throw new PolicyDeniedError(verdict.code ?? 'ALEPH_POLICY_DENIED', hook, verdict.reason, {
-          details: verdict.rules ? { rules: verdict.rules } : {},
-        });
-      }
-
-      // Steps 1 and 2: session resolve and cwd validate (nothing is created for a cwd we reject).
-      const requestedCwd = cmd.cwd === undefined ? undefined : await this.#validateCwd(cmd);
-      const ws = await this.forSession(cmd.sessionId);
-      const cwd = requestedCwd ?? ws.cwd;
-      audit.workspace = ws.cwd;
-      audit.cwd = cwd;
-
-      // Step 3: capability check.
-      const caps = await resolveCapabilityPaths(cmd.capabilities);
-      audit.capabilities = caps;
-      await this.#assertDriverCan(caps);
-      audit.decision = await this.#checkCapabilities(cmd, caps, ws as MutableSessionWorkspace, cwd);
-
-      // Step 4: profile.
-      const profile = await this.#driver.profileFor(caps, cwd, {
-        sessionId: cmd.sessionId,
-        workspace: ws.cwd,
-      });
-
-      // Step 5: run.
-      const timeoutMs =
-        cmd.timeout ?? (caps.timeoutSecs === undefined ? this.#timeoutMs : caps.timeoutSecs * 1000);
-      let output: SandboxOutput;
-      try {
-        output = await this.#driver.run({
-          sessionId: cmd.sessionId,
-          workspace: ws.cwd,
-          program: cmd.program,
-          args: cmd.args,
-          env: cmd.env,
-          ...(cmd.stdin === undefined ? {} : { stdin: cmd.stdin }),
-          cwd,
-          capabilities: caps,
-          profile,
-          timeoutMs,
-          maxOutputBytes: this.#maxOutputBytes,
-          ...(options.signal === undefined ? {} : { signal: options.signal }),
-          ...(options.onStdout === undefined ? {} : { onStdout: options.onStdout }),
-          ...(options.onStderr === undefined ? {} : { onStderr: options.onStderr }),
-        });
-      } catch (error) {
-        if (isAlephError(error)) throw error;
-        throw new DriverError(
-          'ALEPH_DRIVER_FAILED',
-          this.#driver.name,
-          `driver ${this.#driver.name} failed to run ${cmd.program}: ${error instanceof Error ? error.message : String(error)}`,
-          { cause: error },
-        );
-      }
-      audit.exitCode = output.exitCode;
-      audit.signal = output.signal;
-      audit.timedOut = output.timedOut;
-      audit.stdoutTruncated = output.stdoutTruncated;
-      audit.stderrTruncated = output.stderrTruncated;
-      if (output.details !== undefined) audit.details = output.details;
-      if (options.signal?.aborted) throw abortedError(options.signal);
-      audit.outcome = output.timedOut ? 'timeout' : 'completed';
-      return output;
+      if (runtime.signal?.aborted) throw abortedError(runtime.signal);
+      const request = await prepareRun(this.#ctx, input, runtime, audit);
+      return await runPrepared(this.#ctx, request, runtime, audit);
     } catch (error) {
-      const aleph = isAlephError(error)
-        ? error
-        : new AlephError('ALEPH_DRIVER_FAILED', String(error instanceof Error ? error.message : error), {
-            cause: error,
-          });
-      audit.denial = { code: aleph.code, reason: aleph.message };
-      audit.outcome =
-        aleph.code === 'ALEPH_ABORTED'
-          ? 'aborted'
-          : aleph.code === 'ALEPH_DRIVER_FAILED' || aleph.code === 'ALEPH_DRIVER_UNAVAILABLE'
-            ? 'error'
-            : 'denied';
-      if (
-        aleph.code === 'ALEPH_CAPABILITY_DENIED' &&
-        audit.decision === 'not-checked' &&
-        audit.cwd !== null
-      ) {
-        audit.decision = 'denied';
-      }
-      throw aleph;
+      throw failedRun(audit, error);
     } finally {
       audit.durationMs = monotonicMs() - t0;
       publishLedgerRecord(audit);
     }
   }
 
-  async #validateCwd(cmd: SandboxCommand): Promise<string> {
-    const requested = cmd.cwd as string;
-    let real: string;
-    try {
-      real = await realpath(requested);
-    } catch {
-      throw new InvalidInputError(
-        'ALEPH_INVALID_COMMAND',
-        'command.cwd',
-        requested,
-        'does not exist',
-        'pass an existing directory inside the session workspace, or omit cwd for the workspace root',
-      );
-    }
-    let wsReal: string | undefined;
-    try {
-      wsReal = await realpath(this.workspacePath(cmd.sessionId));
-    } catch {
-      wsReal = undefined;
-    }
-    if (wsReal === undefined || !isPathWithin(real, wsReal)) {
-      throw new CapabilityDeniedError('cwd outside workspace root', {
-        details: { cwd: requested, resolved: real, workspace: wsReal ?? this.workspacePath(cmd.sessionId) },
-      });
-    }
-    if (!(await stat(real)).isDirectory()) {
-      throw new InvalidInputError(
-        'ALEPH_INVALID_COMMAND',
-        'command.cwd',
-        requested,
-        'is not a directory',
-        'pass a directory inside the session workspace',
-      );
-    }
-    return real;
+  /**
+   * Starts one command and resolves with its handle (streamed stdout/stderr, optional writable stdin,
+   * `wait()`, `kill()`) once steps 0-4 passed; a denial rejects exactly as {@link execute} would. The
+   * audit record is published when the process tree has ended.
+   *
+   * @example
+   * ```ts
+   * const proc = await sandbox.spawn({ sessionId: 's1', program: 'cat', stdin: 'pipe' })
+   * ```
+   * @throws {AlephError} what {@link execute} throws for steps 0-4; `ALEPH_CAPABILITY_UNSUPPORTED` for
+   *   `stdin: 'pipe'` on a driver that does not declare `exec.stdin-stream`.
+   */
+  spawn(command: PipedSpawnCommandInput, options?: SpawnOptions): Promise<WritableSandboxProcess>;
+  spawn(command: SpawnCommandInput, options?: SpawnOptions): Promise<SandboxProcess>;
+  spawn(command: SpawnCommandInput, options: SpawnOptions = {}): Promise<SandboxProcess> {
+    return spawnProcess(this.#ctx, this.#spawnDeps, command, options);
   }
 
-  async #assertDriverCan(caps: SandboxCapabilities): Promise<void> {
-    const missing = requiredDriverCapabilities(caps).filter((id) => !this.#declared.has(id));
-    if (missing.length > 0) {
-      let more: string | undefined;
-      try {
-        more = await this.#driver.explainUnsupported?.(caps, missing);
-      } catch (error) {
-        more = `(and explaining it failed: ${(error as Error).message})`;
-      }
-      throw new DriverError(
-        'ALEPH_CAPABILITY_UNSUPPORTED',
-        this.#driver.name,
-        `driver ${this.#driver.name} cannot enforce ${missing.join(', ')}; refusing to run rather than run less confined${more === undefined ? '' : `. ${more}`}`,
-        { details: { missing } },
-      );
-    }
+  /**
+   * A handle bound to one session (spawn, execute, files, close). Without an id: the enclosing
+   * `withSession()` id, else a new random one (a fresh session).
+   *
+   * @example
+   * ```ts
+   * const session = sandbox.session('chat-1')
+   * await session.files.writeFile('a.txt', 'hi')
+   * ```
+   * @throws {InvalidInputError} `ALEPH_INVALID_COMMAND` for an id that is not plain JSON.
+   */
+  session(sessionId?: SessionId): SandboxSession {
+    this.#assertUsable();
+    const id = sessionId ?? currentSession() ?? randomUUID();
+    return new SessionHandle(this.#owner, assertSessionId(id, 'sessionId'));
   }
 
-  async #checkCapabilities(
-    cmd: SandboxCommand,
-    caps: SandboxCapabilities,
-    ws: MutableSessionWorkspace,
-    cwd: string,
-  ): Promise<CapabilityDecision> {
-    const ceiling: SandboxCapabilities = { ...ws.baseline, fsWrite: [...ws.baseline.fsWrite, ws.cwd] };
-    if (isWithin(caps, ceiling)) return 'baseline';
-    if (ws.grants.some((grant) => isWithin(caps, grant))) return 'cached-grant';
-    const reasons = explainNotWithin(caps, ceiling);
-    const approvalKey = `${ws.key}\n${canonicalJson(caps as never)}`;
-    let pending = this.#state.pendingApprovals.get(approvalKey);
-    if (pending === undefined) {
-      pending = this.#gate.request({
-        sessionId: cmd.sessionId,
-        program: cmd.program,
-        args: cmd.args,
-        cwd,
-        requested: caps,
-        baseline: ceiling,
-        reasons,
-      });
-      this.#state.pendingApprovals.set(approvalKey, pending);
-      void pending.finally(() => this.#state.pendingApprovals.delete(approvalKey));
-    }
-    const outcome = await pending;
-    if (outcome.outcome === 'approved') {
-      if (outcome.scope === 'once') return 'approved-once';
-      if (!ws.grants.some((grant) => isWithin(caps, grant))) {
-        ws.grants.push({ ...caps, fsWrite: [...caps.fsWrite, ws.cwd] });
-      }
-      return 'approved';
-    }
-    const why =
-      outcome.outcome === 'timeout'
-        ? 'approval timed out'
-        : `approval denied${outcome.reason ? ` (${outcome.reason})` : ''}`;
-    throw new CapabilityDeniedError(`${why} for ${reasons.join('; ')}`, {
-      details: { requested: caps, reasons, outcome: outcome.outcome },
-    });
+  /**
+   * The files of a session, without a handle to close (see {@link SandboxFiles}); refused after dispose.
+   */
+  files(sessionId: SessionId): SandboxFiles {
+    const id = assertSessionId(sessionId, 'sessionId');
+    return createSessionFiles({ ...this.#owner.files, assertOpen: () => this.#assertUsable() }, id);
   }
 
-  /** Stops accepting commands and disposes the driver. Idempotent. */
+  /**
+   * Stops accepting commands, kills every process still running (spawned ones and those of session
+   * handles, which are closed) and disposes the driver. Idempotent.
+   */
   async dispose(): Promise<void> {
     if (this.#state.disposed) return;
     this.#state.disposed = true;
+    await Promise.all([...this.#state.live].map((p) => p.kill()));
     await this.#driver.dispose?.();
   }
 
@@ -415,19 +281,6 @@ export class WorkspaceSandbox implements Sandbox {
   }
 }
 
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };
-
-function clipArg(arg: unknown): string {
-  const s = String(arg);
-  return s.length > MAX_AUDIT_ARG ? `${s.slice(0, MAX_AUDIT_ARG)}…(${s.length} chars)` : s;
-}
-
-function abortedError(signal: AbortSignal): AlephError {
-  return new AlephError('ALEPH_ABORTED', 'the command was aborted by its AbortSignal', {
-    cause: signal.reason,
-  });
-}
-
 function checkPositive(field: string, value: number | undefined): void {
   if (value !== undefined && !(Number.isFinite(value) && value > 0)) {
     throw new InvalidInputError(
@@ -437,29 +290,5 @@ function checkPositive(field: string, value: number | undefined): void {
       'must be a positive number',
       `set ${field} > 0`,
     );
-  }
-}
-
-/** Resolves symlinks in requested paths (the deepest existing ancestor for paths that do not exist). */
-async function resolveCapabilityPaths(caps: SandboxCapabilities): Promise<SandboxCapabilities> {
-  if (caps.fsRead.length === 0 && caps.fsWrite.length === 0) return normalizeCapabilities(caps);
-  const resolve = (list: readonly string[]) => Promise.all(list.map(resolveExisting));
-  const [fsRead, fsWrite] = await Promise.all([resolve(caps.fsRead), resolve(caps.fsWrite)]);
-  return normalizeCapabilities({ ...caps, fsRead, fsWrite });
-}
-
-async function resolveExisting(p: string): Promise<string> {
-  let current = path.resolve(p);
-  const rest: string[] = [];
-  for (;;) {
-    try {
-      const real = await realpath(current);
-      return rest.length === 0 ? real : path.join(real, ...rest.reverse());
-    } catch {
-      const parent = path.dirname(current);
-      if (parent === current) return path.resolve(p);
-      rest.push(path.basename(current));
-      current = parent;
-    }
   }
 }

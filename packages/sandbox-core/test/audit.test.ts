@@ -26,6 +26,29 @@ describe('createJsonlAuditSink', () => {
   });
 });
 
+describe('file_operation records', () => {
+  it('the JSONL sink writes them, next to the executions', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'audit.jsonl');
+    const sink = createJsonlAuditSink({ path: file });
+    const sandbox = new WorkspaceSandbox({ driver: createFakeDriver(), workspaceRoot: path.join(dir, 'ws') });
+    await sandbox.session('f').files.writeFile('a.txt', 'abc');
+    await sink.close();
+    const [line] = readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(line).toMatchObject({
+      channel: 'aleph:capability_ledger',
+      type: 'file_operation',
+      operation: 'writeFile',
+      path: 'a.txt',
+      bytes: 3,
+      outcome: 'ok',
+    });
+  });
+});
+
 describe('NoopSandbox', () => {
   it('fails fast with "sandbox disabled" and audits it', async () => {
     const records = recordLedger();

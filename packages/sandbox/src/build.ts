@@ -9,14 +9,21 @@ import {
   type ExecuteOptions,
   NoopSandbox,
   type OsSandboxDriver,
+  type PipedSpawnCommandInput,
   type ProbeResult,
   RateLimitHook,
   type Sandbox,
   type SandboxBeforeHook,
   type SandboxCommandInput,
+  type SandboxFiles,
   type SandboxOutput,
+  type SandboxProcess,
+  type SandboxSession,
   type SessionId,
+  type SpawnCommandInput,
+  type SpawnOptions,
   WorkspaceSandbox,
+  type WritableSandboxProcess,
 } from '@aleph/sandbox-core';
 import { denyAllApprovalRequester } from './approval.js';
 import type { AlephConfig } from './config-shape.js';
@@ -35,9 +42,22 @@ export interface BuildSandboxOptions {
   readonly platform?: NodeJS.Platform;
 }
 
-/** The sandbox agent frameworks use: `execute` plus lifecycle and introspection. */
+/**
+ * The sandbox agent frameworks use: `execute`, the session API (`spawn`, `session`, `files`) plus
+ * lifecycle and introspection.
+ */
 export interface AlephSandbox extends Sandbox {
   execute(command: SandboxCommandInput, options?: ExecuteOptions): Promise<SandboxOutput>;
+  /** Starts a command and resolves with its handle once steps 0-4 passed (see `WorkspaceSandbox.spawn`). */
+  spawn(command: PipedSpawnCommandInput, options?: SpawnOptions): Promise<WritableSandboxProcess>;
+  spawn(command: SpawnCommandInput, options?: SpawnOptions): Promise<SandboxProcess>;
+  /**
+   * A handle bound to one session: spawn, execute, files, close (see `SandboxSession`). Without an id:
+   * the enclosing `withSession()` id, else a new random one.
+   */
+  session(sessionId?: SessionId): SandboxSession;
+  /** The files of a session, confined to its workspace and grants (see `SandboxFiles`). */
+  files(sessionId: SessionId): SandboxFiles;
   /** Releases the proxies, sockets and audit sink; using the sandbox afterwards is an error. */
   dispose(): Promise<void>;
   readonly config: AlephConfig;
@@ -145,6 +165,9 @@ export async function buildSandbox(
           );
         return noop.execute(command);
       },
+      spawn: ((command: SpawnCommandInput) => noop.spawn(command)) as AlephSandbox['spawn'],
+      session: (sessionId) => noop.session(sessionId),
+      files: (sessionId) => noop.session(sessionId).files,
       async dispose() {
         disposed = true;
       },
@@ -198,6 +221,10 @@ export async function buildSandbox(
     driver,
     warnings,
     execute: (command, executeOptions) => pipeline.execute(command, executeOptions),
+    spawn: ((command: SpawnCommandInput, spawnOptions?: SpawnOptions) =>
+      pipeline.spawn(command, spawnOptions)) as AlephSandbox['spawn'],
+    session: (sessionId) => pipeline.session(sessionId),
+    files: (sessionId) => pipeline.files(sessionId),
     dispose() {
       disposing ??= (async () => {
         await pipeline.dispose();

@@ -40,6 +40,29 @@ describe('buildSandbox', () => {
     await sandbox.dispose();
   });
 
+  it('has the session API: spawn, session handles and files, through the same pipeline', async () => {
+    const driver = createFakeDriver({ output: { stdout: new TextEncoder().encode('streamed') } });
+    const sandbox = await buildSandbox(config(), { driver });
+    const session = sandbox.session('chat');
+    const proc = await session.spawn({ program: 'echo' });
+    expect((await proc.wait()).stdoutText).toBe('streamed');
+    await session.files.writeFile('notes.md', 'hi');
+    expect(await sandbox.files('chat').readTextFile('notes.md')).toBe('hi');
+    const denied = await rejection(sandbox.spawn({ sessionId: 'chat', program: 'rm', args: ['-rf', '/'] }));
+    expect(denied.code).toBe('ALEPH_POLICY_DENIED');
+    await sandbox.dispose();
+    expect((await rejection(session.files.readFile('notes.md'))).code).toBe('ALEPH_DISPOSED');
+  });
+
+  it('disabled: spawn and every session call fail fast with ALEPH_SANDBOX_DISABLED', async () => {
+    const sandbox = await buildSandbox(config({ enabled: false }));
+    expect((await rejection(sandbox.spawn({ sessionId: 's', program: 'ls' }))).code).toBe(
+      'ALEPH_SANDBOX_DISABLED',
+    );
+    expect((await rejection(sandbox.session('s').files.readFile('a'))).code).toBe('ALEPH_SANDBOX_DISABLED');
+    expect((await rejection(sandbox.files('s').list('.'))).code).toBe('ALEPH_SANDBOX_DISABLED');
+  });
+
   it('installs the command policy first: rm -rf / is denied before anything runs', async () => {
     const driver = createFakeDriver();
     const sandbox = await buildSandbox(config({ rate_limit: { capacity: 1, refill_per_second: 0 } }), {

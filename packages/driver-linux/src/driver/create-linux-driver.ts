@@ -2,7 +2,7 @@
  * The driver folder: `createLinuxDriver`, which puts the rest together. Its steps, in the order a driver
  * uses them: the settings (`driver-settings.ts`), what the host's mechanisms showed
  * (`mechanism-facts.ts`), the plans and their cache (`plan-builder.ts`), the tier choice
- * (`tier-choice.ts`), the runs (`../run/run-command.ts`), and dispose.
+ * (`tier-choice.ts`), the runs (`../run/run-command.ts`), the file calls (`../files/`), and dispose.
  */
 import { randomBytes } from 'node:crypto';
 import {
@@ -12,6 +12,7 @@ import {
   type ProfileContext,
   type SandboxCapabilities,
 } from '@aleph/sandbox-core';
+import { linuxDriverFiles } from '../files/driver-files.js';
 import { type LinuxProbe, probeLinux } from '../host/probe.js';
 import type { LinuxDriverOptions } from '../options.js';
 import type { LinuxProfile } from '../profile/profile-types.js';
@@ -27,6 +28,8 @@ import { TierChoice } from './tier-choice.js';
 /** Everything the Linux driver can enforce. */
 export const LINUX_CAPABILITIES: readonly DriverCapabilityId[] = [
   'exec',
+  'exec.stdin-stream',
+  'files',
   'fs.confine',
   'fs.read',
   'fs.write',
@@ -89,6 +92,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
     profileFor: (caps: SandboxCapabilities, cwd: string, context: ProfileContext) =>
       tiers.profileFor(caps, cwd, context),
     run: (request) => runner.run(request),
+    files: () => linuxDriverFiles(settings),
     async dispose(): Promise<void> {
       runner.dispose();
       await Promise.all([pools.dispose(), forkServer?.dispose()]);

@@ -216,7 +216,9 @@ export class CommandRunner {
       args: ['--launch', ...launch, '--', ...argv],
       env: HOST_SIDE_ENV,
       cwd: '/',
-      gracefulStop: { signal: 'SIGTERM', graceMs: 2000 },
+      // A soft kill (SIGTERM/SIGINT) goes to the sandboxed processes, not to bwrap, whose death would
+      // take them all down at once.
+      gracefulStop: { signal: 'SIGTERM', graceMs: 2000, relays: ['bwrap'] },
       ...(request.stdin === undefined ? {} : { stdin: request.stdin }),
       timeoutMs: request.timeoutMs,
       maxOutputBytes: request.maxOutputBytes,

@@ -1,0 +1,78 @@
+// How a run is ended by the sandbox: its timeout, its signal (the caller's abort, or a kill request:
+// at once, or SIGTERM/SIGINT to the tree first and the rest after a grace), through its supervisor when
+// it has one.
+import { type KillRequest, killRequestOf } from './kill-request.js';
+import type { KillReason } from './output.js';
+import { killTree, signalPid, signalTree } from './process-tree.js';
+
+/** What ends a run. */
+export interface RunKillerOptions {
+  readonly pid: number;
+  readonly pipeInodes: ReadonlySet<string>;
+  readonly timeoutMs: number;
+  readonly signal?: AbortSignal | undefined;
+  readonly gracefulStop?:
+    | { readonly signal: NodeJS.Signals; readonly graceMs: number; readonly relays?: readonly string[] }
+    | undefined;
+  /** Called once when the tree is being killed (not on a soft signal). */
+  readonly onKill: () => void;
+}
+
+/** The killer of one run: why it was ended (if it was), and `dispose()` once it has ended. */
+export interface RunKiller {
+  readonly killedBy: KillReason | null;
+  dispose(): void;
+}
+
+const clampMs = (ms: number) => Math.max(0, Math.min(ms, 2_147_483_647));
+
+/** Arms the timeout and listens to the signal (also one aborted while the process was starting). */
+export function armRunKiller(options: RunKillerOptions): RunKiller {
+  const { pid, pipeInodes, gracefulStop } = options;
+  let killedBy: KillReason | null = null;
+  let killing = false;
+  let graceTimer: NodeJS.Timeout | undefined;
+  let softTimer: NodeJS.Timeout | undefined;
+  const kill = (reason: KillReason) => {
+    if (killing) return;
+    killing = true;
+    killedBy ??= reason;
+    if (gracefulStop === undefined) killTree(pid, pipeInodes);
+    else {
+      signalPid(pid, gracefulStop.signal);
+      graceTimer = setTimeout(() => killTree(pid, pipeInodes), gracefulStop.graceMs);
+    }
+    options.onKill();
+  };
+  // SIGTERM/SIGINT: the tree gets it first (not its supervisor and relays), the rest goes after the grace.
+  const softKill = (request: KillRequest) => {
+    if (killedBy !== null) return;
+    killedBy = 'kill';
+    signalTree(pid, pipeInodes, request.signal, {
+      root: gracefulStop !== undefined,
+      names: gracefulStop?.relays ?? [],
+    });
+    softTimer = setTimeout(() => kill('kill'), clampMs(request.graceMs));
+  };
+  const timer = setTimeout(() => kill('timeout'), Math.max(1, clampMs(options.timeoutMs)));
+  const onAbort = () => {
+    const request = killRequestOf(options.signal?.reason);
+    if (request === undefined) kill('abort');
+    else if (request.signal === 'SIGKILL') kill('kill');
+    else softKill(request);
+  };
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  // Aborted while the process was being started: the listener came too late to hear it.
+  if (options.signal?.aborted) onAbort();
+  return {
+    get killedBy() {
+      return killedBy;
+    },
+    dispose() {
+      clearTimeout(timer);
+      clearTimeout(graceTimer);
+      clearTimeout(softTimer);
+      options.signal?.removeEventListener('abort', onAbort);
+    },
+  };
+}
