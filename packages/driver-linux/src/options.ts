@@ -107,6 +107,12 @@ export interface LinuxDriverOptions {
    * Default true; where the server cannot start, runs fall back to `child_process.spawn`.
    */
   readonly forkServer?: boolean;
+  /**
+   * Find what a run changed with a fanotify change journal where the host can keep one (a root host), so
+   * the check after the run costs what the command changed. `false`: always the complete walk of every
+   * writable root (it costs the size of the trees; benchmarks compare the two). Default true.
+   */
+  readonly changeJournal?: boolean;
   /** cgroup v2 mount point. Default: detected. Tests point it at a fake tree. */
   readonly cgroupRoot?: string;
 }

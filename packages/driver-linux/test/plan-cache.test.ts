@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -55,6 +56,21 @@ describe.skipIf(!usable)(
       // Other capabilities are another plan.
       const other = await driver.profileFor({ ...caps, spawnSubprocess: false }, ws, ctx);
       expect(other).not.toBe(second);
+    });
+
+    it('the launcher keeps a change journal only where the host can and changeJournal is not false', async () => {
+      const ws = tempDir();
+      const ctx = { sessionId: 'journal', workspace: ws };
+      const walking = createLinuxDriver({ stateDir: tempDir(), homeRoot: tempDir(), changeJournal: false });
+      try {
+        expect((await walking.profileFor(caps, ws, ctx)).launch).not.toContain('--journal');
+        // The helper says whether this host can keep one (a root host with fanotify); the default follows.
+        const said = JSON.parse(execFileSync(resolveHelperPath(), ['--probe'], { encoding: 'utf8' }));
+        const can = said.journal === 'ok';
+        expect((await driver.profileFor(caps, ws, ctx)).launch.includes('--journal')).toBe(can);
+      } finally {
+        await walking.dispose?.();
+      }
     });
   },
 );

@@ -54,6 +54,8 @@ export interface DriverSettings {
   readonly cgroupRoot: string | undefined;
   /** Start launchers through the fork server. */
   readonly forkServer: boolean;
+  /** Use the change journal where the helper can keep one (else the complete walk). */
+  readonly changeJournal: boolean;
 }
 
 /** Resolves `options` against their defaults and this host. */
@@ -108,5 +110,6 @@ export function resolveSettings(options: LinuxDriverOptions): DriverSettings {
     minimumTier: options.minimumTier ?? 3,
     cgroupRoot: options.cgroupRoot,
     forkServer: options.forkServer !== false,
+    changeJournal: options.changeJournal !== false,
   };
 }
