@@ -106,6 +106,8 @@ static int resolve(const char *path) { return open_path(AT_FDCWD, path, RESOLVE_
 static int open_dest(const struct mount_op *m, int create_file) {
   int fd = resolve(m->dest);
   if (fd >= 0 || errno != ENOENT || (strchr(m->flags, 'c') == NULL && strchr(m->flags, 'f') == NULL)) {
+    if (fd < 0 && errno == ENOENT && strchr(m->flags, 's') != NULL)
+      die("%s changed while the sandbox was being set up (another command may have moved it); run again", m->dest);
     if (fd < 0) die("mount point %s: %s", m->dest, errno == ELOOP ? "a symlink is in the way" : strerror(errno));
     return fd;
   }
