@@ -28,6 +28,7 @@ struct registry {
   int fd; /* the file, -1 without --state */
   struct list loaded, noted, dropped;
   int dirty;
+  int found; /* the file held a whole registry when opened */
 };
 
 static int add(struct list *l, const struct registry_entry *e) {
@@ -95,7 +96,7 @@ struct registry *registry_open(int state_fd, const struct stat *root_st, int *fo
   g->fd = openat(state_fd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (g->fd < 0) return g;
   flock(g->fd, LOCK_SH);
-  *found = read_file(g->fd, &g->loaded) == 0;
+  *found = g->found = read_file(g->fd, &g->loaded) == 0;
   flock(g->fd, LOCK_UN);
   return g;
 }
@@ -169,6 +170,9 @@ static void write_file(int fd, const struct list *l) {
 
 void registry_save(struct registry *g, int complete) {
   if (g == NULL || g->fd < 0) return;
+  /* A complete walk that found no git directory still leaves a whole (empty) registry: without it every
+   * run would walk the root again before it starts. */
+  if (complete && !g->found) g->dirty = 1;
   if (complete)
     for (int i = 0; !g->dirty && i < g->loaded.n; i++)
       if (lookup(&g->noted, &g->loaded.e[i]) == NULL) g->dirty = 1;

@@ -6,6 +6,7 @@ import {
   lstatSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
   statSync,
@@ -228,6 +229,18 @@ describe.runIf(usable)('the check after the run (the real launcher) [needs the b
       expect(run(w, 'journal', `python3 -c "${py}"`)).toEqual([`quarantined ${w.ws}/nested/.git/config`]);
     },
   );
+
+  it('a root with no git directory keeps a whole registry after its first run, so the next runs do not walk it before they start', () => {
+    const w = world();
+    mkdirSync(path.join(w.ws, 'src', 'lib'), { recursive: true });
+    expect(run(w, methods[0], 'true')).toEqual([]);
+    const kept = readdirSync(w.state).filter((n) => n.startsWith('gitdirs-'));
+    expect(kept.map((n) => readFileSync(path.join(w.state, n), 'utf8'))).toEqual(['aleph-gitdirs 1\nend\n']);
+    // And a repository made later is still found as new: its control files go.
+    expect(run(w, methods[0], 'git init -q r')).toEqual(
+      expect.arrayContaining([`quarantined ${w.ws}/r/.git/config`, `quarantined ${w.ws}/r/.git/hooks`]),
+    );
+  });
 
   it.runIf(isRoot)('what the walk cannot read is set aside whole [root only: setpriv]', () => {
     const w = world();
