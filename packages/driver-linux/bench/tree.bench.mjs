@@ -15,8 +15,8 @@ import { fileURLToPath } from 'node:url';
 import { ApprovalGate, WorkspaceSandbox } from '@aleph/sandbox-core';
 import { createLinuxDriver } from '../dist/index.js';
 
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
-const PER_ROUND = Number(process.env.BENCH_PER_ROUND ?? 10);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
+const PER_ROUND = Number(process.env.BENCH_PER_ROUND ?? 6);
 const SIZES = (process.env.BENCH_TREE_SIZES ?? '1500,5000,60000').split(',').map(Number);
 const STORE = fileURLToPath(new URL('../../../node_modules/.pnpm', import.meta.url));
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'aleph-bench-tree-'));
@@ -95,7 +95,10 @@ for (const [method, changeJournal] of [
   const driver = createLinuxDriver({ changeJournal, stateDir });
   methods[method] = {
     stateDir,
-    sandboxes: workspaces.map((w) => new WorkspaceSandbox({ driver, workspaceRoot: w.dir, approvalGate })),
+    // workspaceFor: the session's workspace is the tree itself (not a directory of its own beneath it).
+    sandboxes: workspaces.map(
+      (w) => new WorkspaceSandbox({ driver, workspaceRoot: w.dir, workspaceFor: () => w.dir, approvalGate }),
+    ),
   };
 }
 const probe = await createLinuxDriver().probe();
