@@ -1,6 +1,6 @@
 /*
  * The launcher's report (`--report FILE`): one line `KIND PATH[: WHY]` for each thing the checks after
- * the run did (quarantined, removed, restored, unrestored, unchecked, incomplete, failed), read by the
+ * the run did (quarantined, removed, restored, unrestored, incomplete, failed), read by the
  * driver (packages/driver-linux/src/launch-report.ts).
  */
 #ifndef ALEPH_COMMON_REPORT_H
