@@ -38,8 +38,8 @@ import { identities as allIdentities, asIdentityTitle, declaredGaps } from './ho
  * red once the bug is fixed. An entry is a task id (every identity) or `id@<identity key>` (see hosts.ts).
  */
 const KNOWN_BROKEN = new Set<string>([
-  // Empty: git-clean and git-stash-untracked failed on the protected-path stubs (EBUSY) until the
-  // session's git excludes listed them.
+  // Empty: git-clean failed on the protected-path stubs (EBUSY) until missing protected paths got no
+  // placeholder at all (they are checked after the run instead).
 ]);
 
 const stack = linuxStack();
@@ -159,39 +159,25 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           );
         }
 
-        // Where the tier declares protected-paths-during-run it makes no stubs; the rest of the test holds there too.
-        const stubs = !gaps.has('protected-paths-during-run');
-        it(`a SIGKILLed CLI takes its command with it and leaves ${stubs ? 'no stubs: its supervisor removes them, or at the latest the next run' : 'no residue [no stubs to check: the tier declares protected-paths-during-run]'}`, async () => {
+        it('a SIGKILLed CLI takes its command with it; no placeholder of a missing protected path exists while it runs, nor after', async () => {
           const repo = freshRepo(env, 'sigkill');
           const before = snapshot(repo);
           const tag = `29.${identities.indexOf(identity)}3`;
-          let sawStubs = false;
+          let placeholders: string[] = ['(not looked at)'];
           const r = await runCli(
             env,
             runArgs(repo, 'sigkill', `echo started; exec sleep ${tag}`, ['--allow-spawn']),
             {
               act: (child) => {
-                child.stdout?.once('data', async () => {
-                  if (stubs)
-                    sawStubs = await poll(() => STUBS.every((s) => existsSync(path.join(repo, s))), 100);
+                child.stdout?.once('data', () => {
+                  placeholders = STUBS.filter((s) => existsSync(path.join(repo, s)));
                   child.kill('SIGKILL');
                 });
               },
             },
           );
           expect(r.signal).toBe('SIGKILL');
-          if (stubs) expect(sawStubs, 'the stubs were there while the command ran').toBe(true);
-          const gone = () => STUBS.every((s) => !existsSync(path.join(repo, s)));
-          const bySupervisor = await poll(gone, 40);
-          if (!bySupervisor) {
-            const next = await runCli(env, runArgs(repo, 'sigkill', ['true']));
-            expect(next.status, next.stderr).toBe(0);
-          }
-          expect(gone(), `stubs left (supervisor cleaned: ${bySupervisor})`).toBe(true);
-          if (stubs)
-            console.info(
-              `[agent-tasks ${identity.key}] stubs of the SIGKILLed run removed by ${bySupervisor ? "the helper's supervisor" : 'the next run'}`,
-            );
+          expect(placeholders, 'missing protected paths while the command ran').toEqual([]);
           const left = () =>
             spawnSync('pgrep', ['-f', `sleep ${tag}`], { encoding: 'utf8' }).stdout.trim() === '';
           expect(await poll(left, 40), 'the command died with the CLI').toBe(true);
@@ -199,51 +185,49 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           expect(hostGitStatus(env, repo)).toMatchObject({ status: 0, stdout: '' });
         }, 60_000);
 
-        unless('protected-paths-during-run')(
-          `two runs at once in one workspace share the stubs: the first to end leaves the other protected, the last removes them${suffix('protected-paths-during-run')}`,
-          async () => {
-            const repo = freshRepo(env, 'overlap');
-            const before = snapshot(repo);
-            let short: RunResult | undefined;
-            let stubsAfterShort: string[] = [];
-            // The long run waits (a bounded number of rounds) for the host to say the short one has ended.
-            const long = runCli(
-              env,
-              runArgs(
-                repo,
-                'overlap',
-                [
-                  'echo started',
-                  'for i in $(seq 1 400); do [ -e go ] && echo go && break; sleep 0.05; done',
-                  'rm -f go',
-                  'mkdir .aleph/evil 2>/dev/null && echo MADE-DIR',
-                  'echo x > .aleph/evil.txt 2>/dev/null && echo WROTE-FILE',
-                  'mkdir -p .git/hooks 2>/dev/null; echo evil > .git/hooks/pre-commit 2>/dev/null && echo WROTE-HOOK',
-                  'echo done',
-                ].join('\n'),
-                ['--allow-spawn'],
-              ),
-              {
-                act: (child) => {
-                  child.stdout?.once('data', async () => {
-                    short = await runCli(env, runArgs(repo, 'overlap', ['true']));
-                    stubsAfterShort = STUBS.filter((st) => existsSync(path.join(repo, st)));
-                    hostRun(env, ['touch', 'go'], repo);
-                  });
-                },
+        it('two runs at once in one workspace: what the longer one plants in a missing protected path after the shorter one ended is set aside when it ends', async () => {
+          const repo = freshRepo(env, 'overlap');
+          const before = snapshot(repo);
+          let short: RunResult | undefined;
+          // The long run waits (a bounded number of rounds) for the host to say the short one has ended.
+          const long = runCli(
+            env,
+            runArgs(
+              repo,
+              'overlap',
+              [
+                'echo started',
+                'for i in $(seq 1 400); do [ -e go ] && echo go && break; sleep 0.05; done',
+                'rm -f go',
+                'mkdir -p .aleph && echo planted > .aleph/config.toml && echo PLANTED',
+                'echo evil > .git/hooks/pre-commit 2>/dev/null && echo WROTE-HOOK',
+                'echo done',
+              ].join('\n'),
+              ['--allow-spawn'],
+            ),
+            {
+              act: (child) => {
+                child.stdout?.once('data', async () => {
+                  short = await runCli(env, runArgs(repo, 'overlap', ['true']));
+                  hostRun(env, ['touch', 'go'], repo);
+                });
               },
-            );
-            const r = await long;
-            expect(r.status, r.stderr).toBe(0);
-            expect(short?.status, short?.stderr).toBe(0);
-            expect(stubsAfterShort, 'stubs still there for the run that goes on').toEqual(STUBS);
-            expect(r.stdout.toString('utf8')).toBe('started\ngo\ndone\n');
-            checkTree(env, repo, before, snapshot(repo), {});
-          },
-          60_000,
-        );
+            },
+          );
+          const r = await long;
+          expect(r.status, r.stderr).toBe(0);
+          expect(short?.status, short?.stderr).toBe(0);
+          // .git/hooks exists: read-only for the run; .aleph does not: the command may make it, and it goes.
+          expect(r.stdout.toString('utf8')).toBe(
+            gaps.has('protected-paths-during-run')
+              ? 'started\ngo\nPLANTED\nWROTE-HOOK\ndone\n'
+              : 'started\ngo\nPLANTED\ndone\n',
+          );
+          expect(existsSync(path.join(repo, '.aleph')), '.aleph set aside after the run').toBe(false);
+          checkTree(env, repo, before, snapshot(repo), {});
+        }, 60_000);
 
-        it('a timeout (--timeout 1 on sleep 10) exits 124 and leaves no stubs', async () => {
+        it('a timeout (--timeout 1 on sleep 10) exits 124 and leaves nothing behind', async () => {
           const repo = freshRepo(env, 'timeout');
           const before = snapshot(repo);
           const r = await runCli(env, runArgs(repo, 'timeout', ['sleep', '10'], ['--timeout', '1']));

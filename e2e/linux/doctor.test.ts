@@ -115,6 +115,12 @@ describe.skipIf((!stack.ok || unavailable !== undefined) && !stack.missing.some(
       );
       expect(m['userns-limits']?.detail).toMatch(/counts of its own|cannot be set/);
       everyGapHasItsFix(r);
+      // Tiers 1 and 2 mount what exists read-only and make no placeholder for what does not: the window
+      // that leaves is declared, with its fix.
+      if (r.json.tierId !== 'direct')
+        expect(r.json.gapFixes?.['absent-protected-paths-during-run']).toMatch(
+          /^create the protected paths the host reads/,
+        );
     });
 
     it('namespaces refused (tier 3): what refused them, the fix for each stronger tier, and for every gap', async () => {

@@ -52,6 +52,8 @@ interface StepResult {
   stdout?: string;
   stderr?: string;
   timedOut?: boolean;
+  /** What the check after the run set aside: each path and where it went. */
+  quarantine?: { path: string; movedTo: string }[];
   error?: { code: string; message: string };
 }
 
@@ -521,20 +523,25 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
       });
 
       unless('protected-paths-during-run')(
-        `.git/hooks and .git/config stay read-only and .git cannot be swapped${suffix('protected-paths-during-run')}`,
+        `.git/hooks and .git/config stay read-only where they exist, .git cannot be swapped, and what a command makes of missing ones is set aside${suffix('protected-paths-during-run')}`,
         () => {
-          for (const id of ['git-hooks-write', 'git-config-write', 'git-rename']) failed(id);
+          for (const id of ['git-hooks-write', 'git-rename']) failed(id);
           const ws = get('git-init').workspace;
+          // git init's run wrote .git/config, so the check after it moved that to the quarantine: missing
+          // when git-config-write starts, it gets no placeholder; what that run writes there goes too.
+          const configWrite = get('git-config-write');
+          if (configWrite.exitCode === 0)
+            expect(configWrite.quarantine?.map((q) => q.path)).toContain(path.join(ws, '.git', 'config'));
           expect(existsSync(path.join(ws, '.git', 'hooks', 'pre-commit'))).toBe(false);
-          // The repository was created by a command (git init), so the git sweep moved the control files
-          // that run wrote aside; later runs had them read-only. Neither holds what a command planted.
-          for (const config of [
-            path.join(ws, '.git', 'config'),
-            path.join(ws, '.git', 'config.aleph-quarantined'),
-          ])
-            if (existsSync(config)) expect(readFileSync(config, 'utf8')).not.toContain('fsmonitor');
+          // The repository was created by a command (git init), so the check after that run moved the
+          // control files it wrote to the quarantine; later runs had them read-only. None holds a plant.
+          const config = path.join(ws, '.git', 'config');
+          if (existsSync(config)) expect(readFileSync(config, 'utf8')).not.toContain('fsmonitor');
           expect(get('git-commit-still-works').stdout.trim()).toBe('2');
-          failed('aleph-dir-create');
+          // .aleph is missing: no placeholder; what the command makes there is set aside after the run.
+          const aleph = get('aleph-dir-create');
+          expect(existsSync(path.join(aleph.workspace, '.aleph'))).toBe(false);
+          expect(aleph.quarantine?.map((q) => q.path)).toContain(path.join(aleph.workspace, '.aleph'));
         },
       );
 
@@ -550,9 +557,14 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
             const config = path.join(ws, git, 'config');
             if (existsSync(config)) expect(readFileSync(config, 'utf8'), git).not.toContain('fsmonitor');
           }
-          const aleph = get('aleph-dir-create').workspace;
+          const created = get('aleph-dir-create');
+          const aleph = created.workspace;
           expect(existsSync(path.join(aleph, '.aleph'))).toBe(false);
-          expect(existsSync(path.join(aleph, '.aleph.aleph-quarantined'))).toBe(true);
+          // It went to the session's quarantine, outside the workspace.
+          const moved = created.quarantine?.find((q) => q.path === path.join(aleph, '.aleph'));
+          expect(moved, JSON.stringify(created.quarantine)).toBeDefined();
+          expect(moved?.movedTo.startsWith(`${aleph}/`)).toBe(false);
+          expect(existsSync(moved?.movedTo as string)).toBe(true);
         },
       );
 

@@ -81,6 +81,10 @@ async function runStep(step, id, k = 0) {
       ...(record === undefined
         ? {}
         : { audit: { outcome: record.outcome, denials: record.details?.denials ?? [] } }),
+      afterRun: out.details.afterRun,
+      quarantine: out.details.quarantine,
+      setIdCleared: out.details.setIdCleared,
+      symlinksOut: out.details.symlinksOut,
     };
   } catch (error) {
     return { id, workspace, error: { code: error.code, message: error.message } };

@@ -193,16 +193,19 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
                   expect(quarantined, `details.quarantined names ${rel}\n${shown(r)}`).toContain(
                     path.join(ws, rel),
                   );
-                for (const q of quarantined) {
+                for (const { path: q, movedTo } of r.json?.details?.quarantine ?? []) {
                   expect(q.startsWith(`${ws}/`), `${q} lies in the workspace`).toBe(true);
-                  expect(existsSync(q), `${q} was renamed away`).toBe(false);
-                  expect(
-                    readdirSync(path.dirname(q)).some((n) =>
-                      n.startsWith(`${path.basename(q)}.aleph-quarantined`),
-                    ),
-                    `${q} was renamed to NAME.aleph-quarantined`,
-                  ).toBe(true);
+                  expect(existsSync(q), `${q} was moved away`).toBe(false);
+                  // Out of the repository, into the session's quarantine under the HOME's ~/.aleph.
+                  expect(movedTo.startsWith(path.join(ctx.home, '.aleph', 'quarantine')), movedTo).toBe(true);
+                  const st = lstatSync(movedTo);
+                  if (!st.isSymbolicLink())
+                    expect(st.mode & 0o7111, `${movedTo} is not executable`).toBe(
+                      st.isDirectory() ? 0o100 : 0,
+                    );
                 }
+                // Nothing set aside is left in the repository for `git add -A` to commit.
+                expect(host(ctx, ['find', '.', '-name', '*aleph-quarantined*'], ws).out).toBe('');
                 // No stub is left in the repository's own .git (a commondir stub would break host git).
                 if (c.empty !== true) {
                   const added = dotGitEntries(ws).filter((n) => !gitBefore.includes(n) && !GIT_OWN.test(n));
@@ -264,21 +267,32 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
                     const content = fill(ctx, c.content).replaceAll("'", "'\\''");
                     const command = [
                       `f='${file}'`,
+                      '[ -e "$f" ] && existed=1',
                       'mkdir -p "$(dirname "$f")" 2>/dev/null',
                       `printf '%s' '${content}' >> "$f" && echo "WROTE $f" || echo "REFUSED $f"`,
                       `printf '%s' '${content}' > "$f.new" 2>/dev/null && mv -f "$f.new" "$f" 2>/dev/null && echo "REPLACED $f"`,
-                      '[ -e "$f" ] && rm -rf "$f" 2>/dev/null && [ ! -e "$f" ] && echo "REMOVED $f"',
+                      '[ -n "$existed" ] && rm -rf "$f" 2>/dev/null && [ ! -e "$f" ] && echo "REMOVED $f"',
                       'true',
                     ].join('\n');
                     const r = await run(ctx, ws, id, command, extra);
                     expect(r.status, shown(r)).toBe(0);
-                    expect(r.json?.stdout, shown(r)).toBe(`REFUSED ${file}\n`);
-                    if (before === undefined)
-                      expect(existsSync(file), `~/${c.file} was created (or left as a stub)`).toBe(false);
-                    else expect(sha(file), `~/${c.file} changed`).toBe(before);
+                    if (before === undefined) {
+                      // Missing when the command started: no placeholder, so it could write there (the
+                      // declared absent-protected-paths-during-run); after the run it is set aside.
+                      expect(r.json?.stdout, shown(r)).toBe(`WROTE ${file}\nREPLACED ${file}\n`);
+                      expect(existsSync(file), `~/${c.file} was left for the host`).toBe(false);
+                      const quarantined = r.json?.details?.quarantined ?? [];
+                      expect(
+                        quarantined.some((q) => file === q || file.startsWith(`${q}/`)),
+                        `details.quarantined names ~/${c.file} or a protected path holding it\n${shown(r)}`,
+                      ).toBe(true);
+                    } else {
+                      expect(r.json?.stdout, shown(r)).toBe(`REFUSED ${file}\n`);
+                      expect(sha(file), `~/${c.file} changed`).toBe(before);
+                    }
                     expect(
                       homeProtected(ctx.home),
-                      'protected home paths that appeared (stubs left behind)',
+                      'protected home paths that appeared (left behind)',
                     ).toEqual(protectedBefore);
                     const ran: string[] = [];
                     for (const n of c.next?.(ctx) ?? []) {

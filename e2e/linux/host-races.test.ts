@@ -401,14 +401,10 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
             for (const id of ['a-victim', 'b-victim', 'c-new', 'c-old']) expectRoundsAccounted(results, id);
           });
 
-          it("the protected paths' real content did not change and no stub was left behind", () => {
-            // The attacker's own run may have renamed the hooks it swapped aside (the git sweep quarantines
-            // the control files of repositories below its root that changed during the run): either way
-            // the original hook is intact and nothing was added to it.
-            const hooks = [
-              path.join(proj, '.git', 'hooks'),
-              path.join(proj, '.git', 'hooks.aleph-quarantined'),
-            ]
+          it("the protected paths' real content did not change and nothing was left in place of a missing one", () => {
+            // The original hook is intact wherever the attacker's last exchange left it, and nothing was
+            // added to it.
+            const hooks = [path.join(proj, '.git', 'hooks'), path.join(proj, 'evil-dir')]
               .filter((p) => existsSync(p) && lstatSync(p).isDirectory())
               .filter((p) => readdirSync(p).includes('pre-commit'));
             expect(hooks).toHaveLength(1);
@@ -417,15 +413,11 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
             expect(lstatSync(path.join(proj, 'evil-dir')).isSymbolicLink()).toBe(true);
             expect(existsSync(path.join(proj, '.aleph'))).toBe(false);
             expect(existsSync(path.join(proj, '.git', 'config'))).toBe(false);
-            // That .git was made by the attacker during its run, so the sweep may have renamed its hooks aside.
-            const gvHooks = [
-              path.join(gv, '.git', 'hooks'),
-              path.join(gv, '.git', 'evil'),
-              path.join(gv, '.git', 'hooks.aleph-quarantined'),
-              path.join(gv, '.git', 'evil.aleph-quarantined'),
-            ].filter((p) => existsSync(p) && lstatSync(p).isDirectory());
-            expect(gvHooks.length).toBeGreaterThan(0);
-            for (const h of gvHooks) expect(readdirSync(h)).toEqual([]);
+            // That .git/hooks was missing when the attacker's run started: the check after it set aside what
+            // was there then; what is left of the exchange holds nothing the victims wrote.
+            expect(existsSync(path.join(gv, '.git', 'hooks'))).toBe(false);
+            const evil = path.join(gv, '.git', 'evil');
+            if (existsSync(evil) && lstatSync(evil).isDirectory()) expect(readdirSync(evil)).toEqual([]);
             expect(existsSync(path.join(gv, '.git', 'config'))).toBe(false);
             expect(
               [path.join(gv, 'sub'), path.join(gv, 'sub-link')].some((p) =>

@@ -13,6 +13,7 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { sessionKeyToFilename } from '@aleph/sandbox-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   asUid,
@@ -77,6 +78,7 @@ interface Details {
   tier?: string;
   notEnforced?: string[];
   quarantined?: string[];
+  quarantine?: { path: string; movedTo: string }[];
   restored?: string[];
   notRestored?: string[];
 }
@@ -299,11 +301,17 @@ describe.skipIf((!stack.ok || unavailable !== undefined) && !stack.missing.some(
             );
             // From the host: the originals, byte for byte, and nothing planted where it is run or read.
             expect(protectedState(ctx)).toEqual(before);
-            // What was planted is kept aside, where no tool reads it.
-            expect(
-              readFileSync(path.join(at('.git/hooks.aleph-quarantined'), 'pre-commit'), 'utf8'),
-            ).toContain(ctx.trigger);
-            expect(readFileSync(at('.git/config.aleph-quarantined'), 'utf8')).toMatch(/fsmonitor|hooksPath/);
+            // What was planted is kept aside in the session's quarantine, outside the repository.
+            const movedTo = (rel: string) => {
+              const q = d.quarantine?.find((e) => e.path === at(rel));
+              expect(q?.movedTo.startsWith(`${ctx.ws}/`), shown(r)).toBe(false);
+              return q?.movedTo as string;
+            };
+            expect(readFileSync(path.join(movedTo('.git/hooks'), 'pre-commit'), 'utf8')).toContain(
+              ctx.trigger,
+            );
+            expect(readFileSync(movedTo('.git/config'), 'utf8')).toMatch(/fsmonitor|hooksPath/);
+            expect(readdirSync(at('.git')).filter((n) => n.includes('aleph'))).toEqual([]);
             const ran = hostNext(ctx);
             expect(existsSync(ctx.marker), `the host ran planted code:\n${ran}`).toBe(false);
           });
@@ -386,7 +394,16 @@ describe.skipIf((!stack.ok || unavailable !== undefined) && !stack.missing.some(
               'the original .git/config',
             );
             expect(protectedState(ctx)).toEqual(before);
-            expect(existsSync(path.join(ctx.ws, '.git/config.aleph-quarantined'))).toBe(true);
+            // The plant went to the session's quarantine, not beside the original.
+            const quarantined = path.join(
+              ctx.home,
+              '.aleph/quarantine',
+              sessionKeyToFilename('killed-cli'),
+              ctx.ws,
+              '.git/config',
+            );
+            expect(readFileSync(quarantined, 'utf8')).toMatch(/fsmonitor/);
+            expect(readdirSync(path.join(ctx.ws, '.git')).filter((n) => n.includes('aleph'))).toEqual([]);
             expect(spawnSync('pgrep', ['-f', '^sleep 31.3$']).stdout.toString().trim()).toBe('');
           });
 

@@ -27,7 +27,8 @@ export const HOST_GITCONFIG = [
   '\tpath = ~/.gitconfig.local',
   '',
 ].join('\n');
-export const STUBS = ['.aleph', '.codex', '.agents'];
+/** Protected paths the generated repository does not have: nothing is ever made in their place. */
+export const STUBS = ['.aleph', '.codex', '.agents', '.claude', '.envrc', '.npmrc', '.mcp.json'];
 
 // pytest when the sandbox's python3 (found on the clean PATH) has it, else unittest; never installed here.
 const hasPytest =
@@ -330,7 +331,22 @@ export const TASKS: Task[] = [
     expect: { stdout: '', status: '' },
   },
   {
-    // Without -d, git leaves directories alone, the stubs included.
+    // No placeholder of a missing protected path (.aleph, .envrc, .claude, …) is in the command's way: git
+    // clean -x removes what it finds, ignored files included, and fails on nothing.
+    id: 'git-clean-fdx',
+    command:
+      'mkdir -p tmpdir node_modules && touch tmpdir/a scratch.txt node_modules/m.js && git clean -fdxq && git status --porcelain --ignored',
+    expect: { stdout: '', status: '' },
+  },
+  {
+    // A formatter or linter globbing every file, dotfiles included (`prettier --check .`-style), reads
+    // exactly the repository's own files: no empty placeholder of a missing protected path among them.
+    id: 'dotfile-glob',
+    command:
+      "node -e \"const fs=require('fs');const seen=[];const walk=(d)=>{for(const e of fs.readdirSync(d,{withFileTypes:true})){if(e.name==='.git')continue;const p=d+'/'+e.name;if(e.isDirectory())walk(p);else{fs.readFileSync(p);seen.push(p)}}};walk('.');console.log(seen.filter(p=>/^\\.\\/\\.[^/]*$/.test(p)).sort().join(' '))\"",
+    expect: { stdout: './.gitignore\n' },
+  },
+  {
     id: 'git-clean-files-only',
     command: 'touch scratch.txt && git clean -fq && git status --porcelain',
     expect: { stdout: '', status: '' },

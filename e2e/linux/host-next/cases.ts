@@ -32,6 +32,8 @@ export interface GitCase {
 export const HOOK = "printf '#!/bin/sh\\nexec {T}\\n'";
 export const GIT_STATUS = ['git', 'status'];
 export const GIT_COMMIT = ['git', 'commit', '--allow-empty', '-qm', 'host next'];
+/** 60 directories down. */
+const DEEP = Array.from({ length: 60 }, () => 'd').join('/');
 
 export const GIT_CASES: GitCase[] = [
   {
@@ -190,19 +192,19 @@ export const GIT_CASES: GitCase[] = [
     stdout: /PLANTED/,
   },
   {
-    // Every name the sweep would rename a planted file to is taken first.
-    id: 'git-quarantine-names-taken',
+    // A repository deeper than any bound a walk could have (the old sweep stopped at 40 levels).
+    id: 'git-init-depth-60',
     command: [
-      'git init -q sub3',
-      'for n in "" $(seq -f "-%g" 1 99); do touch "sub3/.git/config.aleph-quarantined$n"; mkdir -p "sub3/.git/hooks.aleph-quarantined$n"; done',
-      'git -C sub3 config core.fsmonitor {T}',
-      `${HOOK} > sub3/.git/hooks/pre-commit; chmod +x sub3/.git/hooks/pre-commit`,
+      `mkdir -p ${DEEP}`,
+      `git init -q ${DEEP}/x`,
+      `git -C ${DEEP}/x config core.fsmonitor {T}`,
+      `${HOOK} > ${DEEP}/x/.git/hooks/pre-commit; chmod +x ${DEEP}/x/.git/hooks/pre-commit`,
     ].join('; '),
     next: [
-      ['git', '-C', 'sub3', 'status'],
-      ['git', '-C', 'sub3', ...GIT_COMMIT.slice(1)],
+      ['git', '-C', `${DEEP}/x`, 'status'],
+      ['git', '-C', `${DEEP}/x`, ...GIT_COMMIT.slice(1)],
     ],
-    quarantined: ['sub3/.git/config', 'sub3/.git/hooks'],
+    quarantined: [`${DEEP}/x/.git/config`, `${DEEP}/x/.git/hooks`],
   },
   {
     id: 'git-dotgit-file',

@@ -60,7 +60,12 @@ export interface CliResult {
   stdout: string;
   stderr: string;
   json:
-    | { exitCode?: number; stdout?: string; stderr?: string; details?: { quarantined?: string[] } }
+    | {
+        exitCode?: number;
+        stdout?: string;
+        stderr?: string;
+        details?: { quarantined?: string[]; quarantine?: { path: string; movedTo: string }[] };
+      }
     | undefined;
 }
 

@@ -16,6 +16,7 @@
 #include "../common/report.h"
 #include "guard-tree.h"
 #include "quarantine.h"
+#include "tree.h"
 
 static ssize_t read_full(int fd, char *buf, size_t len) {
   size_t done = 0;
@@ -144,14 +145,14 @@ static void restore(const struct guard *g, const struct gunit *u, int pfd, const
   char tmp[64], shown[GUARD_PATH_MAX];
   snprintf(tmp, sizeof tmp, ".aleph-restoring-%d", (int)getpid());
   full_path(g, u->rel, shown);
-  remove_entry(pfd, tmp, 0);
+  remove_tree(pfd, tmp);
   if (rebuild(g, u->first, pfd, tmp) == 0 && renameat2(pfd, tmp, pfd, base, RENAME_NOREPLACE) == 0) {
     report_line(report, "restored", shown, NULL);
     return;
   }
   char why[160];
   snprintf(why, sizeof why, "the original could not be put back: %s", strerror(errno));
-  remove_entry(pfd, tmp, 0);
+  remove_tree(pfd, tmp);
   report_line(report, "failed", shown, why);
 }
 
@@ -166,33 +167,62 @@ static void gone(struct guard *g, const char *rel, FILE *report) {
   report_line(report, "unrestored", shown, "the directory was removed, renamed or replaced");
 }
 
-/* An entry of a unit the snapshot could not keep: what changed since it is renamed aside, one by one. */
-static void walk_unkept(const struct guard *g, int dirfd, const char *name, char *path, int depth, int *seen,
-                        int *moved, FILE *report) {
+/*
+ * An entry of a unit the snapshot could not keep: what changed since it is renamed aside, one by one (REPORT
+ * non-NULL), or only looked at (REPORT NULL). -1 when the walk cannot vouch for the whole entry (past the
+ * bounds, an entry that cannot be stat'ed or opened, a name too long): then nothing of it is skipped, the
+ * caller sets the unit aside whole.
+ */
+static int walk_unkept(const struct guard *g, int dirfd, const char *name, char *path, int depth, int *seen,
+                       int *moved, FILE *report) {
   struct stat st;
-  if (++*seen > GUARD_MAX_WALK || depth > GUARD_MAX_DEPTH) {
-    *seen = GUARD_MAX_WALK + 1;
-    return;
-  }
-  if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) return;
+  if (++*seen > GUARD_MAX_WALK || depth > GUARD_MAX_DEPTH) return -1;
+  if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) return errno == ENOENT ? 0 : -1;
   if (!S_ISDIR(st.st_mode)) {
-    if (changed_since(&st, &g->taken) && set_aside(dirfd, name, report, path) == 0) (*moved)++;
-    return;
+    if (report != NULL && changed_since(&st, &g->taken) && set_aside(dirfd, name, report, path) == 0) (*moved)++;
+    return 0;
   }
   int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return;
-  int n;
+  if (fd < 0) return errno == ENOENT ? 0 : -1;
+  int n, rc = 0;
   char **names = list_names(fd, &n);
   size_t len = strlen(path);
-  for (int i = 0; i < n && *seen <= GUARD_MAX_WALK; i++) {
-    if (len + 2 + strlen(names[i]) >= GUARD_PATH_MAX) continue;
+  if (n < 0) rc = -1;
+  for (int i = 0; i < n && rc == 0; i++) {
+    if (len + 2 + strlen(names[i]) >= GUARD_PATH_MAX) {
+      rc = -1;
+      break;
+    }
     path[len] = '/';
     strcpy(path + len + 1, names[i]);
-    walk_unkept(g, fd, names[i], path, depth + 1, seen, moved, report);
+    rc = walk_unkept(g, fd, names[i], path, depth + 1, seen, moved, report);
     path[len] = '\0';
   }
   free_names(names, n);
   close(fd);
+  return rc;
+}
+
+/* A unit the snapshot could not keep: what changed is set aside, or all of it when the walk cannot vouch. */
+static void check_unkept(const struct guard *g, int pfd, const char *base, char *shown, FILE *report) {
+  int seen = 0, moved = 0;
+  char why[200];
+  if (walk_unkept(g, pfd, base, shown, 0, &seen, &moved, NULL) < 0) {
+    snprintf(why, sizeof why,
+             "more than %d entries, deeper than %d or unreadable: set aside whole, the original is not back",
+             GUARD_MAX_WALK, GUARD_MAX_DEPTH);
+    if (set_aside(pfd, base, report, shown) == 0) report_line(report, "unrestored", shown, why);
+    return;
+  }
+  seen = 0;
+  if (walk_unkept(g, pfd, base, shown, 0, &seen, &moved, report) < 0) {
+    snprintf(why, sizeof why, "changed while it was checked: set aside whole, the original is not back");
+    if (set_aside(pfd, base, report, shown) == 0) report_line(report, "unrestored", shown, why);
+    return;
+  }
+  snprintf(why, sizeof why, "larger than a snapshot keeps (%d entries, %lld MiB) or unreadable", GUARD_MAX_ENTRIES,
+           GUARD_MAX_BYTES >> 20);
+  if (moved > 0) report_line(report, "unrestored", shown, why);
 }
 
 static void check_plain(struct guard *g, const struct gunit *u, FILE *report) {
@@ -209,15 +239,8 @@ static void check_plain(struct guard *g, const struct gunit *u, FILE *report) {
   if (!u->present) {
     if (exists) set_aside(pfd, base, report, shown);
   } else if (!u->kept) {
-    int seen = 0, moved = 0;
-    if (exists) walk_unkept(g, pfd, base, shown, 0, &seen, &moved, report);
-    full_path(g, u->rel, shown);
-    char why[160];
-    snprintf(why, sizeof why, "more than %d entries", GUARD_MAX_WALK);
-    if (seen > GUARD_MAX_WALK) report_line(report, "unchecked", shown, why);
-    snprintf(why, sizeof why, "larger than a snapshot keeps (%d entries, %lld MiB) or unreadable", GUARD_MAX_ENTRIES,
-             GUARD_MAX_BYTES >> 20);
-    if (moved > 0 || !exists) report_line(report, "unrestored", shown, why);
+    if (exists) check_unkept(g, pfd, base, shown, report);
+    else report_line(report, "unrestored", shown, "removed; larger than a snapshot keeps, so not put back");
   } else if (!exists || !unchanged(g, u->first, pfd, base)) {
     if (!exists || set_aside(pfd, base, report, shown) == 0) restore(g, u, pfd, base, report);
   }
@@ -265,14 +288,13 @@ static void check_container(struct guard *g, const struct gunit *u, FILE *report
   }
   struct stat st;
   full_path(g, u->rel, shown);
-  char why[64];
-  snprintf(why, sizeof why, "more than %d entries", GUARD_MAX_ENTRIES);
   if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
     report_line(report, "unrestored", shown, "removed or renamed");
   } else if (!S_ISDIR(st.st_mode)) {
     set_aside(pfd, base, report, shown);
   } else if (!u->kept) {
-    report_line(report, "unchecked", shown, why);
+    /* Past the snapshot's bounds: not exempt from the check after the run (guard_each_whole), which sets
+     * aside the control entries the run wrote in each git directory inside, at any depth. Nothing skipped. */
   } else {
     int fd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd >= 0) {

@@ -39,15 +39,18 @@
 #define _GNU_SOURCE
 #include "guard.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../common/errors.h"
 #include "guard-check.h"
 #include "guard-manifest.h"
 #include "guard-snapshot.h"
+#include "guard-tree.h"
 #include "guard-types.h"
 
 struct guard *guard_new(int rootfd, const char *root, dev_t dev, ino_t ino) {
@@ -98,6 +101,18 @@ void guard_prepare(struct guard *g, int state_fd, int fresh, FILE *report) {
   if (!loaded) manifest_save(g, 0, 0, 1);
   else if (g->ntops > tops) manifest_save(g, units, tops, 0);
   link_entries(g);
+}
+
+void guard_each_whole(const struct guard *g, void (*each)(const struct stat *st)) {
+  for (int i = 0; i < g->nunits; i++) {
+    const struct gunit *u = &g->units[i];
+    const char *base;
+    struct stat st;
+    if (u->kind != 'p' || !u->present) continue;
+    int pfd = open_parent(g, u->rel, &base);
+    if (pfd >= 0 && fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) each(&st);
+    if (pfd >= 0) close(pfd);
+  }
 }
 
 void guard_discard(struct guard *g, int state_fd) {

@@ -1,68 +1,142 @@
 /*
- * Setting aside what a command wrote where host tools would read it (the git sweep, sweep.c, and tier 3's
- * guard, guard-check.c): renamed to `NAME.aleph-quarantined[-N]` in its own directory, or removed where no
- * such name can be had; every step on descriptors, never following a symlink.
+ * The quarantine (quarantine.h): what the checks after the run set aside (after-run/check.c, the git rules,
+ * the absent protected paths, tier 3's guard) leaves the user's tree for `~/.aleph/quarantine/<session>`,
+ * where no host tool reads it and `git add -A` cannot commit it. Each path keeps one copy there, at the
+ * same path below the quarantine (a later plant of the same path replaces the earlier copy; a path too long
+ * or odd for that goes under `long/` by a hash of it). The move is a rename on descriptors (RENAME_NOREPLACE)
+ * when the quarantine is on the same filesystem, else a copy within tree.h's budget and a removal; the copy
+ * is then made owner-only and never executable. Concurrent runs of a session take the directory's lock.
  */
 #define _GNU_SOURCE
 #include "quarantine.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/paths.h"
 #include "../common/report.h"
+#include "tree.h"
 
-/* How deep remove_entry goes below what it removes. */
-#define REMOVE_MAX_DEPTH 40
+#define QUARANTINE_PATH_MAX 3072
 
-int remove_entry(int dirfd, const char *name, int depth) {
-  if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT) return 0;
-  if ((errno != EISDIR && errno != EPERM) || depth > REMOVE_MAX_DEPTH) return -1;
-  int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
-  if (dir == NULL) {
-    if (fd >= 0) close(fd);
-    return -1;
+static const char *qpath;
+static int qfd = -2; /* -2: not opened yet; -1: could not be */
+
+void quarantine_use(const char *dir) { qpath = dir; }
+
+/* The quarantine's descriptor: its parent opened without a symlink on the way, itself made 0700. */
+static int quarantine_fd(void) {
+  if (qfd != -2) return qfd;
+  qfd = -1;
+  const char *slash = qpath == NULL ? NULL : strrchr(qpath, '/');
+  if (slash == NULL || slash[1] == '\0' || qpath[0] != '/') return -1;
+  char parent[4096];
+  snprintf(parent, sizeof parent, "%.*s", slash == qpath ? 1 : (int)(slash - qpath), qpath);
+  int p = open_path(AT_FDCWD, parent, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  int real = p < 0 ? -1 : openat(p, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (p >= 0) close(p);
+  if (real < 0) return -1;
+  mkdirat(real, slash + 1, 0700);
+  int fd = openat(real, slash + 1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  close(real);
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_uid != geteuid())) {
+    close(fd);
+    fd = -1;
   }
-  /* Passes until one removes nothing: entries removed while reading may hide others from that pass. */
-  for (int pass = 0, removed = 1; removed && pass < 16; pass++) {
-    removed = 0;
-    rewinddir(dir);
-    struct dirent *e;
-    while ((e = readdir(dir)) != NULL) {
-      if (e->d_name[0] == '.' && (e->d_name[1] == '\0' || (e->d_name[1] == '.' && e->d_name[2] == '\0'))) continue;
-      if (remove_entry(fd, e->d_name, depth + 1) == 0) removed = 1;
-    }
+  if (fd >= 0 && (st.st_mode & 07777) != 0700) fchmod(fd, 0700);
+  return qfd = fd;
+}
+
+/* Whether PATH can be mirrored below the quarantine component by component. */
+static int mirrorable(const char *path) {
+  if (path[0] != '/' || strlen(path) > QUARANTINE_PATH_MAX) return 0;
+  for (const char *p = path + 1; *p != '\0';) {
+    const char *end = strchrnul(p, '/');
+    size_t n = (size_t)(end - p);
+    if (n == 0 || n > 255 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.')) return 0;
+    p = *end == '/' ? end + 1 : end;
   }
-  closedir(dir);
-  return unlinkat(dirfd, name, AT_REMOVEDIR);
+  return 1;
+}
+
+/* The directory below the quarantine where PATH's copy goes (made as needed; an earlier copy of a file
+ * where a directory is now needed goes), and *BASE the copy's name in it; -1 when it cannot be made. */
+static int dest_dir(const char *path, char *rel, size_t size, const char **base) {
+  if (mirrorable(path)) snprintf(rel, size, "%s", path + 1);
+  else {
+    unsigned long long h = 14695981039346656037ull;
+    for (const char *c = path; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    const char *last = strrchr(path, '/');
+    snprintf(rel, size, "long/%016llx-%.200s", h, last != NULL && last[1] != '\0' ? last + 1 : "entry");
+  }
+  int cur = fcntl(qfd, F_DUPFD_CLOEXEC, 3);
+  char *p = rel;
+  for (char *slash; cur >= 0 && (slash = strchr(p, '/')) != NULL; p = slash + 1) {
+    *slash = '\0';
+    int next = openat(cur, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (next < 0 && errno != ENOENT) remove_tree(cur, p);
+    if (next < 0 && (mkdirat(cur, p, 0700) == 0 || errno == EEXIST))
+      next = openat(cur, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    *slash = '/';
+    close(cur);
+    cur = next;
+  }
+  *base = p;
+  return cur;
+}
+
+/* Moves NAME beneath DIRFD to BASE beneath TO: renamed, or copied and removed across filesystems. 0 moved,
+ * 1 removed instead, -1 failed (errno). */
+static int move_in(int dirfd, const char *name, int to, const char *base) {
+  for (int tries = 0; tries < 3; tries++) {
+    remove_tree(to, base); /* the earlier copy of the same path */
+    if (renameat2(dirfd, name, to, base, RENAME_NOREPLACE) == 0) return 0;
+    /* Moving a directory to another parent rewrites its "..": it must be writable (a command may have
+     * made it 0000; its owner may change that). */
+    if (errno == EACCES && tries == 0 && fchmodat(dirfd, name, 0700, 0) == 0) continue;
+    if (errno != EEXIST) break;
+  }
+  if (errno != EXDEV) return -1;
+  if (copy_tree(dirfd, name, to, base) == 0) return remove_tree(dirfd, name) == 0 ? 0 : -1;
+  return remove_tree(dirfd, name) == 0 ? 1 : -1;
+}
+
+static void report_moved(FILE *report, const char *path, const char *rel) {
+  char where[QUARANTINE_PATH_MAX + 4400];
+  snprintf(where, sizeof where, "%s/%s", qpath, rel);
+  report_pair(report, "quarantined", path, where, NULL);
 }
 
 int set_aside(int dirfd, const char *name, FILE *report, const char *path) {
-  char target[320];
-  int e = 0;
-  for (int n = 0; n <= 100; n++) {
-    if (n == 0) snprintf(target, sizeof target, "%s.aleph-quarantined", name);
-    else if (n < 100) snprintf(target, sizeof target, "%s.aleph-quarantined-%d", name, n);
-    else {
-      /* Every numbered name is taken (a command can make them all): one it cannot guess. */
-      unsigned long long r = 0;
-      if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) break;
-      snprintf(target, sizeof target, "%s.aleph-quarantined-%016llx", name, r);
-    }
-    if (renameat2(dirfd, name, dirfd, target, RENAME_NOREPLACE) == 0) {
-      report_line(report, "quarantined", path, NULL);
-      return 0;
-    }
-    e = errno;
-    if (e != EEXIST) break;
+  struct stat st;
+  if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT) return 0;
+  int q = quarantine_fd();
+  char rel[QUARANTINE_PATH_MAX + 300];
+  const char *base = NULL;
+  int to = -1, rc = -1, e = 0;
+  if (q >= 0) {
+    flock(q, LOCK_EX);
+    to = dest_dir(path, rel, sizeof rel, &base);
   }
-  /* No name to rename it to (a name too long for a suffix, say): what the command wrote goes instead. */
-  if (remove_entry(dirfd, name, 0) == 0) {
+  if (to >= 0) {
+    rc = move_in(dirfd, name, to, base);
+    e = errno;
+    if (rc == 0) strip_tree(to, base);
+    close(to);
+  }
+  if (q >= 0) flock(q, LOCK_UN);
+  if (rc == 0) {
+    report_moved(report, path, rel);
+    return 0;
+  }
+  if (rc < 0 && e == ENOENT) return 0; /* another run set it aside first */
+  if (rc == 1 || remove_tree(dirfd, name) == 0) {
     report_line(report, "removed", path, NULL);
     return 0;
   }

@@ -1,6 +1,6 @@
 /*
  * The launcher's report (report.h): a stdio stream whose file is made at its first line, and the line
- * format, with no newline of a name in it (a name cannot forge a line).
+ * format, with no newline or tab of a name in it (a name cannot forge a line or a field).
  */
 #define _GNU_SOURCE
 #include "report.h"
@@ -37,10 +37,27 @@ FILE *report_open(const char *path) {
   return fopencookie(&fd, "w", io);
 }
 
+static void put_field(FILE *report, const char *s) {
+  for (const char *c = s; *c; c++) fputc(*c == '\n' || *c == '\t' ? '?' : *c, report);
+}
+
 void report_line(FILE *report, const char *kind, const char *path, const char *why) {
   if (report == NULL) return;
   fprintf(report, "%s ", kind);
-  for (const char *c = path; *c; c++) fputc(*c == '\n' ? '?' : *c, report);
+  put_field(report, path);
   if (why != NULL) fprintf(report, ": %s", why);
+  fputc('\n', report);
+}
+
+void report_pair(FILE *report, const char *kind, const char *a, const char *b, const char *c) {
+  if (report == NULL) return;
+  fprintf(report, "%s ", kind);
+  put_field(report, a);
+  fputc('\t', report);
+  put_field(report, b);
+  if (c != NULL) {
+    fputc('\t', report);
+    put_field(report, c);
+  }
   fputc('\n', report);
 }

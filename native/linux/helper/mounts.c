@@ -99,6 +99,11 @@ int mount_op_parse(const char *op, char **argv, int argc, int *i) {
   return 1;
 }
 
+/* A host path the launcher opened is gone (another command's check moved it): fail, and say to run again. */
+static void vanished(const char *dest) {
+  die("%s changed while the sandbox was being set up (another command may have moved it); run again", dest);
+}
+
 static int resolve(const char *path) { return open_path(AT_FDCWD, path, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS); }
 
 /* Opens DEST, creating it (and missing directories above it) where the directory it would be made in
@@ -106,6 +111,7 @@ static int resolve(const char *path) { return open_path(AT_FDCWD, path, RESOLVE_
 static int open_dest(const struct mount_op *m, int create_file) {
   int fd = resolve(m->dest);
   if (fd >= 0 || errno != ENOENT || (strchr(m->flags, 'c') == NULL && strchr(m->flags, 'f') == NULL)) {
+    if (fd < 0 && errno == ENOENT) vanished(m->dest);
     if (fd < 0) die("mount point %s: %s", m->dest, errno == ELOOP ? "a symlink is in the way" : strerror(errno));
     return fd;
   }
@@ -158,6 +164,7 @@ void mount_ops_apply(void) {
     switch (m->kind) {
     case 'v': {
       int d = resolve(m->dest);
+      if (d < 0 && errno == ENOENT) vanished(m->dest);
       if (d < 0) die("mount point %s: %s", m->dest, errno == ELOOP ? "a symlink is in the way" : strerror(errno));
       same_inode(m->fd, d, m->dest);
       close(d);

@@ -19,6 +19,8 @@
 
 void clone_node(const char *name, const char *mode, long uid) {
   struct node *n = &nodes[find_node(name)];
+  if (n->absent) return; /* nothing to mount (its mount is dropped from PROGRAM's arguments) */
+  if (n->read_only) mode = "ro";
   int m = (int)syscall(SYS_open_tree, n->fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
   if (m < 0) die("launch: cannot clone the mount of %s: %s", name, strerror(errno));
   struct mount_attr attr = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
@@ -38,4 +40,5 @@ void clone_node(const char *name, const char *mode, long uid) {
   }
   close(n->fd);
   n->fd = m;
+  n->cloned = 1;
 }

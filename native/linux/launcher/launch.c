@@ -5,9 +5,8 @@
  *   1. opens every user path it is given (--open, --open-in) as an O_PATH descriptor without following
  *      symlinks (openat2 RESOLVE_NO_SYMLINKS, and RESOLVE_BENEATH below a parent), so what is mounted
  *      later is exactly what was opened here, whatever a sandboxed command swaps meanwhile: nodes.c;
- *   2. creates missing protected paths as stubs (mkdirat/openat on the parent's descriptor, or a parked
- *      stub renamed back: park.c), records them under --state, and removes (parks) them when the last run
- *      using that writable root ends (or, after a killed run, when the next one starts): stubs.c, roots.c;
+ *   2. decides protection from what it opened: a protected path that is there is mounted read-only; one
+ *      that is not gets no mount and nothing in its place, and is checked after the run: nodes.c, args.c;
  *   3. picks the run's own uid from --uid-range (one lock file per uid under --state, held for the run),
  *      or takes the fixed --uid: uid.c;
  *   4. on a root host (--clone), replaces each descriptor with a detached mount of it (open_tree), made
@@ -23,10 +22,11 @@
  * making its own.
  * --publish PORT: while PROGRAM runs, host connections to 127.0.0.1:PORT are passed to the sandbox's bridge
  * (publish.c), which connects them to PORT inside; `@PUBLISH` in PROGRAM's arguments is its end.
- * After PROGRAM: --reap kills what it left behind (tier 3, after-run/reap.c), --git-sweep sets aside the
- * control files of repositories it created or changed (after-run/sweep.c), and --guard ROOT REL (tier 3,
- * no read-only mounts) puts back the protected paths it changed, from a snapshot taken before it
- * (after-run/guard.c).
+ * After PROGRAM: --reap kills what it left behind (tier 3, after-run/reap.c); the check of every
+ * --check-root (after-run/check.c) sets aside what a command left for host tools to run (git control
+ * files, absent protected paths that appeared), clears set-id bits and reports symlinks leading out, into
+ * --quarantine; and --guard ROOT REL (tier 3, no read-only mounts) puts back the protected paths it
+ * changed, from a snapshot taken before it (after-run/guard.c).
  */
 #define _GNU_SOURCE
 #include "launch.h"
@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "../after-run/check.h"
 #include "../after-run/reap.h"
 #include "../common/report.h"
 #include "args.h"
@@ -44,7 +45,7 @@
 #include "program.h"
 #include "publish.h"
 #include "roots.h"
-#include "sweeps.h"
+#include "state.h"
 
 int launch_joined_net;
 
@@ -62,14 +63,16 @@ int launch_main(int argc, char **argv) {
   /* The descriptors PROGRAM passes on to the helper inside; every other one of ours is close-on-exec. */
   pass_nodes_on();
   if (o.cgroup != NULL) enter_run_cgroup(o.cgroup);
+  check_prepare(state_fd);
 
   struct timespec start;
   pid_t c = start_program(prog, &old_mask, &start);
   close_nodes();
-  int status = publish_serve(c);
+  /* Published ports have a wait loop of their own, which drains the change journal too. */
+  int status = publish_active() ? publish_serve(c, check_poll_fd(), check_poll_ready) : check_wait(c);
   idmap_reap();
   if (o.reap) reap_descendants();
-  sweep_roots(&start, report);
+  check_after(&start, report);
   release_roots(report);
   if (report != NULL) fclose(report);
   return exit_as_program(status);

@@ -1,7 +1,9 @@
 /*
  * The user paths the launcher opens (nodes.h): openat2 with RESOLVE_NO_SYMLINKS, and RESOLVE_BENEATH below
- * a parent, so a sandboxed command swapping a path meanwhile cannot redirect what is mounted. A missing
- * protected path is made as a stub and recorded under its root's lock.
+ * a parent, so a sandboxed command swapping a path meanwhile cannot redirect what is mounted. Protection
+ * is decided from what is opened here, not from the plan: a protected path that is there is mounted
+ * read-only (and exempt from the check after the run, since it cannot change through the run); one that
+ * is not is recorded, and set aside after the run if it exists then.
  */
 #define _GNU_SOURCE
 #include "nodes.h"
@@ -13,11 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../after-run/absent.h"
+#include "../after-run/check.h"
 #include "../common/errors.h"
 #include "../common/paths.h"
-#include "roots.h"
-#include "state.h"
-#include "stubs.h"
 
 struct node nodes[MAX_NODES];
 int nnodes;
@@ -32,65 +33,65 @@ void open_root(const char *name, const char *path) {
   if (nnodes >= MAX_NODES) die("launch: too many paths");
   if (path[0] != '/') die("launch: %s is not absolute", path);
   struct node *n = &nodes[nnodes];
-  n->name = name;
-  n->path = path;
-  n->parent = -1;
-  n->root = nnodes;
-  n->rel[0] = '\0';
+  *n = (struct node){.name = name, .path = path, .parent = -1, .root = nnodes, .kind = '-', .host_fd = -1};
   n->fd = open_path(AT_FDCWD, path, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
   if (n->fd < 0) die("launch: cannot open %s: %s", path, open_path_why(errno));
   if (fstat(n->fd, &n->st) < 0) die("launch: fstat %s: %s", path, strerror(errno));
   nnodes++;
 }
 
-/* The missing protected path REL beneath PARENT made as a stub of KIND for N (recorded in L's record), so
- * it can be mounted read-only: 1 when N is that stub, else 0 with N->fd what opening REL again gave. A
- * "dot" stub (KIND c) is a file holding ".", for files git reads as a path (commondir: "." is the
- * repository itself). */
-static int made_stub(struct node *n, const struct node *parent, const char *rel, char kind, struct root_lock *l,
-                     uint64_t resolve) {
-  int made = stub_make(state_fd, parent->fd, &parent->st, rel, kind, n->rel);
-  if (made < 0 && errno != EEXIST) die("launch: cannot create the stub %s: %s", n->rel, strerror(errno));
-  n->fd = open_path(parent->fd, rel, resolve);
-  if (made != 0 || n->fd < 0) return 0;
-  if (fstat(n->fd, &n->st) < 0) die("launch: fstat %s: %s", n->rel, strerror(errno));
-  stub_own_like(n->fd, &n->st, &parent->st);
-  if (l == NULL) die("launch: a stub needs --state");
-  stub_record(l->record, kind, &n->st, n->rel);
-  return 1;
+int node_host_fd(int k) {
+  struct node *n = &nodes[k];
+  if (n->host_fd < 0 && n->cloned) die("launch: %s is needed on the host after it was cloned", n->name);
+  if (n->host_fd < 0 && n->fd >= 0) n->host_fd = fcntl(n->fd, F_DUPFD_CLOEXEC, 3);
+  if (n->fd >= 0 && n->host_fd < 0) die("launch: dup: %s", strerror(errno));
+  return n->host_fd;
+}
+
+/* A protected path N is absent: recorded below its deepest present ancestor. */
+static void record_absent(struct node *n) {
+  int k = n->parent;
+  while (nodes[k].absent) k = nodes[k].parent;
+  if (!S_ISDIR(nodes[k].st.st_mode)) return; /* nothing can be below a file */
+  const char *rest = n->rel + strlen(nodes[k].rel) + (nodes[k].rel[0] != '\0');
+  char shown[2200];
+  snprintf(shown, sizeof shown, "%s/%s", nodes[n->root].path, n->rel);
+  absent_add(node_host_fd(k), rest, shown);
 }
 
 void open_below(const char *name, const char *parent_name, const char *rel, const char *kind) {
   if (nnodes >= MAX_NODES) die("launch: too many paths");
   if (strchr(rel, '/') != NULL || strcmp(rel, "..") == 0 || strcmp(rel, ".") == 0 || rel[0] == '\0')
     die("launch: %s is not a single path component", rel);
+  if (strcmp(kind, "way") != 0 && strcmp(kind, "ro") != 0) die("launch: --open-in: unknown kind %s", kind);
   int p = find_node(parent_name);
   struct node *n = &nodes[nnodes];
-  n->name = name;
-  n->parent = p;
-  n->root = nodes[p].root;
+  *n = (struct node){.name = name, .parent = p, .root = nodes[p].root, .kind = kind[0] == 'w' ? 'w' : 'r', .fd = -1,
+                     .host_fd = -1};
   char above[sizeof n->rel];
   memcpy(above, nodes[p].rel, sizeof above);
   if (snprintf(n->rel, sizeof n->rel, "%s%s%s", above, above[0] ? "/" : "", rel) >= (int)sizeof n->rel)
     die("launch: path too long below %s", parent_name);
-  struct root_lock *l = lock_root(n->root, nodes[n->root].fd, &nodes[n->root].st);
-  uint64_t resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  n->fd = open_path(nodes[p].fd, rel, resolve);
-  int dot = strcmp(kind, "dot") == 0;
-  if (n->fd < 0 && errno == ENOENT && (strcmp(kind, "dir") == 0 || strcmp(kind, "file") == 0 || dot) &&
-      made_stub(n, &nodes[p], rel, dot ? 'c' : kind[0], l, resolve)) {
-    nnodes++;
-    return;
+  if (nodes[p].absent || !S_ISDIR(nodes[p].st.st_mode)) {
+    n->absent = 1;
+  } else {
+    n->fd = open_path(nodes[p].fd, rel, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+    if (n->fd < 0 && errno != ENOENT) die("launch: cannot open the protected path %s: %s", n->rel, open_path_why(errno));
+    n->absent = n->fd < 0;
   }
-  if (n->fd < 0) die("launch: cannot open the protected path %s: %s", n->rel, open_path_why(errno));
-  if (fstat(n->fd, &n->st) < 0) die("launch: fstat %s: %s", n->rel, strerror(errno));
+  if (!n->absent && fstat(n->fd, &n->st) < 0) die("launch: fstat %s: %s", n->rel, strerror(errno));
+  n->read_only = !n->absent && (n->kind == 'r' || !S_ISDIR(n->st.st_mode));
+  if (n->read_only) check_exempt(&n->st);
+  if (n->absent && n->kind == 'r') record_absent(n);
   nnodes++;
 }
 
 void pass_nodes_on(void) {
-  for (int k = 0; k < nnodes; k++) fcntl(nodes[k].fd, F_SETFD, 0);
+  for (int k = 0; k < nnodes; k++)
+    if (nodes[k].fd >= 0) fcntl(nodes[k].fd, F_SETFD, 0);
 }
 
 void close_nodes(void) {
-  for (int k = 0; k < nnodes; k++) close(nodes[k].fd);
+  for (int k = 0; k < nnodes; k++)
+    if (nodes[k].fd >= 0) close(nodes[k].fd);
 }

@@ -1,7 +1,8 @@
 /*
  * The user paths the launcher opens (--open NAME PATH, --open-in NAME PARENT REL KIND): each an O_PATH
  * descriptor, named for PROGRAM's arguments (@NAME), opened without following a symlink so what is mounted
- * later is exactly what was opened here.
+ * later is exactly what was opened here. A protected path (KIND ro) is read-only when it is there and
+ * checked after the run when it is not; nothing is made in its place.
  */
 #ifndef ALEPH_LAUNCHER_NODES_H
 #define ALEPH_LAUNCHER_NODES_H
@@ -13,10 +14,15 @@
 struct node {
   const char *name;
   const char *path; /* for --open nodes */
-  int fd;
-  int parent; /* index of the node this one was opened beneath, or -1 */
-  int root;   /* index of the top node (a writable root or grant) */
-  char rel[1024]; /* path below the root, for the stub record */
+  int fd;           /* -1 when absent */
+  int parent;       /* index of the node this one was opened beneath, or -1 */
+  int root;         /* index of the top node (a writable root or grant) */
+  char kind;        /* '-' an --open node, 'w' a directory on the way, 'r' a protected path */
+  int absent;       /* not there when opened: its mounts are dropped from PROGRAM's arguments */
+  int read_only;    /* mounted read-only: a protected path, or a non-directory on the way */
+  int host_fd;      /* a descriptor of it on the host, kept for the check after the run (or -1) */
+  int cloned;       /* fd is a detached mount of it now (clone.c) */
+  char rel[1024];   /* path below the root */
   struct stat st;
 };
 
@@ -27,10 +33,15 @@ extern int nnodes;
 int find_node(const char *name);
 /* --open: the absolute PATH, no symlink on the way. */
 void open_root(const char *name, const char *path);
-/* --open-in: the single component REL beneath the node PARENT_NAME; a missing one of KIND dir, file or dot
- * is made as a stub (stubs.c) under its root's lock (roots.c). */
+/* --open-in: the single component REL beneath the node PARENT_NAME, of KIND `way` (a directory on the way
+ * to protected paths: bound onto itself so it cannot be renamed; read-only when it is not a directory) or
+ * `ro` (a protected path: read-only). Absent, or below an absent or non-directory node: the node is
+ * absent, and a protected path is recorded for the check after the run (after-run/absent.c). */
 void open_below(const char *name, const char *parent_name, const char *rel, const char *kind);
-/* Every node's descriptor stays open across PROGRAM's exec (the others of this process close). */
+/* A descriptor of node K on the host, for the check after the run; dies once a clone replaced the node's
+ * own. */
+int node_host_fd(int k);
+/* Every present node's descriptor stays open across PROGRAM's exec (the others of this process close). */
 void pass_nodes_on(void);
 /* Closes every node's descriptor (PROGRAM has its own). */
 void close_nodes(void);

@@ -6,8 +6,11 @@
  *   --reap                       tier 3: kill what PROGRAM leaves behind (after-run/reap.c)
  *   --enter-cgroup DIR           run PROGRAM in the cgroup DIR (program.c)
  *   --open NAME PATH             open a user path (nodes.c)
- *   --open-in NAME PARENT REL KIND   open a path below another, or make it as a stub (nodes.c, stubs.c)
- *   --git-sweep NAME             sweep NAME after the run (sweeps.c)
+ *   --open-in NAME PARENT REL way|ro   open a path below another: a directory on the way, or a protected
+ *                                path, read-only when there and checked after the run when not (nodes.c)
+ *   --check-root NAME            check the writable root NAME after the run (after-run/check.c)
+ *   --journal                    keep a change journal for that check (a root host: fanotify)
+ *   --quarantine DIR             where what the checks set aside goes (after-run/quarantine.c)
  *   --guard NAME REL             tier 3: guard REL below NAME (roots.c, after-run/guard.c)
  *   --report FILE                what the checks after the run did (common/report.c)
  *   --clone NAME ro|rw           a root host's detached, idmapped mount of NAME (clone.c)
@@ -18,6 +21,8 @@
 
 #include <string.h>
 
+#include "../after-run/check.h"
+#include "../after-run/quarantine.h"
 #include "../after-run/reap.h"
 #include "../common/errors.h"
 #include "clone.h"
@@ -25,8 +30,14 @@
 #include "publish.h"
 #include "roots.h"
 #include "state.h"
-#include "sweeps.h"
 #include "uid.h"
+
+/* --check-root NAME: the writable root NAME (opened with --open, not cloned yet) is checked after the run. */
+static void check_root_option(const char *name) {
+  int k = find_node(name);
+  if (nodes[k].path == NULL) die("launch: --check-root %s: not a path opened with --open", name);
+  check_root(node_host_fd(k), nodes[k].path);
+}
 
 /* --guard NAME REL: REL below the root NAME is guarded (its snapshot shared by every run using NAME). */
 static void guard_option(const char *name, const char *rel) {
@@ -69,8 +80,12 @@ int read_launch_options(int argc, char **argv, struct launch_options *o) {
     } else if (strcmp(a, "--open-in") == 0 && left >= 4) {
       open_below(argv[i + 1], argv[i + 2], argv[i + 3], argv[i + 4]);
       i += 4;
-    } else if (strcmp(a, "--git-sweep") == 0 && left >= 1) {
-      sweep_root(argv[++i]);
+    } else if (strcmp(a, "--check-root") == 0 && left >= 1) {
+      check_root_option(argv[++i]);
+    } else if (strcmp(a, "--journal") == 0) {
+      check_use_journal();
+    } else if (strcmp(a, "--quarantine") == 0 && left >= 1) {
+      quarantine_use(argv[++i]);
     } else if (strcmp(a, "--guard") == 0 && left >= 2) {
       guard_option(argv[i + 1], argv[i + 2]);
       i += 2;

@@ -70,13 +70,6 @@ pid_t start_program(char **prog, const sigset_t *old, struct timespec *start) {
   return c;
 }
 
-int wait_program(pid_t pid) {
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
-}
-
 int exit_as_program(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   int sig = WTERMSIG(status);

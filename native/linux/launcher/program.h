@@ -1,7 +1,7 @@
 /*
  * Running PROGRAM (bwrap, or tier 3's helper) from the launcher: with a fixed environment, in the run's
  * cgroup, killed first by SIGTERM, SIGINT, SIGHUP or the death of the launcher's parent so the cleanup
- * after it still runs; the launcher then exits as PROGRAM did.
+ * after it still runs (after-run/check.c waits for it); the launcher then exits as PROGRAM did.
  */
 #ifndef ALEPH_LAUNCHER_PROGRAM_H
 #define ALEPH_LAUNCHER_PROGRAM_H
@@ -18,8 +18,6 @@ void enter_run_cgroup(const char *dir);
 /* Forks and execs PROG with the fixed environment; START: when (coarse clock, as ctimes are). A stop
  * signal that arrived during set-up, or arrives now, kills PROGRAM. PROGRAM's pid. */
 pid_t start_program(char **prog, const sigset_t *old, struct timespec *start);
-/* PROGRAM's wait status. */
-int wait_program(pid_t pid);
 /* The launcher's exit as PROGRAM's (STATUS): its code, or its signal raised again (128 + it otherwise). */
 int exit_as_program(int status);
 

@@ -22,7 +22,6 @@
 #include <unistd.h>
 
 #include "../common/errors.h"
-#include "program.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -131,13 +130,15 @@ static void pass_in(int k) {
 }
 
 /* Polls the listening sockets and PID's end (through PIDFD, or every 100 ms without one) until it ended. */
-static void serve(pid_t pid, int pidfd) {
-  struct pollfd fds[MAX_PUBLISHED + 1];
+static void serve(pid_t pid, int pidfd, int extra_fd, void (*on_extra)(void)) {
+  struct pollfd fds[MAX_PUBLISHED + 2];
   for (int k = 0; k < nports; k++) fds[k] = (struct pollfd){.fd = ports[k].fd, .events = POLLIN};
   fds[nports] = (struct pollfd){.fd = pidfd, .events = POLLIN};
+  fds[nports + 1] = (struct pollfd){.fd = extra_fd, .events = POLLIN}; /* a negative fd is ignored */
   for (;;) {
-    int n = poll(fds, (nfds_t)nports + 1, pidfd >= 0 ? -1 : 100);
+    int n = poll(fds, (nfds_t)nports + 2, pidfd >= 0 ? -1 : 100);
     if (n < 0 && errno != EINTR) return;
+    if (n > 0 && (fds[nports + 1].revents & POLLIN)) on_extra();
     if (pidfd >= 0 && (fds[nports].revents & POLLIN)) return;
     siginfo_t si = {0};
     if (pidfd < 0 && waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid) return;
@@ -146,14 +147,21 @@ static void serve(pid_t pid, int pidfd) {
   }
 }
 
-int publish_serve(pid_t pid) {
+int publish_active(void) {
+  return pair[0] >= 0;
+}
+
+int publish_serve(pid_t pid, int extra_fd, void (*on_extra)(void)) {
   if (pair[0] >= 0) {
     close(pair[1]); /* the bridge's end lives on in PROGRAM only */
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    serve(pid, pidfd);
+    serve(pid, pidfd, extra_fd, on_extra);
     if (pidfd >= 0) close(pidfd);
     for (int k = 0; k < nports; k++) close(ports[k].fd);
     close(pair[0]);
   }
-  return wait_program(pid);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
 }

@@ -18,8 +18,11 @@ void publish_listen_early(char **argv);
 void publish_option(const char *port);
 /* Replaces `@PUBLISH` in PROG by the bridge's end of the socket pair, left open across PROGRAM's exec. */
 void publish_pass_on(char **prog);
-/* PID's wait status, once it has ended; until then passes every host connection in. With nothing
- * published, just waits. The host's ports are closed when it returns. */
-int publish_serve(pid_t pid);
+/* Whether ports are published for this run (publish_serve has connections to pass in). */
+int publish_active(void);
+/* PID's wait status, once it has ended; until then passes every host connection in, and calls ON_EXTRA
+ * whenever EXTRA_FD (-1: none; the change journal) is readable. The host's ports are closed when it
+ * returns. */
+int publish_serve(pid_t pid, int extra_fd, void (*on_extra)(void));
 
 #endif

@@ -1,22 +1,21 @@
 /*
- * The writable roots' locks (roots.h). Per root, under --state: `stubs-DEV-INO.mutex`, held while a run
- * opens and makes stubs below the root (and at its end); `.users`, held shared by every run using the
- * root, so one that gets it exclusively knows it is alone; `.list`, the stub record (stubs.c).
+ * Tier 3's guarded roots' locks (roots.h). Per root, under --state: `root-DEV-INO.mutex`, held while a run
+ * takes or shares the root's snapshot (and while it checks at its end); `.users`, held shared by every run
+ * using the root, so one that gets it exclusively knows it is alone.
  */
 #define _GNU_SOURCE
 #include "roots.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "../after-run/check.h"
 #include "../after-run/guard.h"
 #include "../common/errors.h"
 #include "state.h"
-#include "stubs.h"
 
 #define MAX_ROOTS 128 /* as many as the launcher opens paths */
 
@@ -47,19 +46,14 @@ struct root_lock *lock_root(int node, int fd, const struct stat *st) {
   l->node = node;
   l->dirfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (l->dirfd < 0) die("launch: dup: %s", strerror(errno));
-  snprintf(l->prefix, sizeof l->prefix, "stubs-%llx-%llx", (unsigned long long)st->st_dev, (unsigned long long)st->st_ino);
-  /* The last run using a root removes its three files (release_roots): a mutex locked meanwhile is used
+  snprintf(l->prefix, sizeof l->prefix, "root-%llx-%llx", (unsigned long long)st->st_dev, (unsigned long long)st->st_ino);
+  /* The last run using a root removes its two files (release_roots): a mutex locked meanwhile is used
    * only while it is still the file of that name, or taken again. */
   lock_mutex(l);
   snprintf(name, sizeof name, "%s.users", l->prefix);
   l->users = state_file(name, 0);
-  snprintf(name, sizeof name, "%s.list", l->prefix);
-  l->record = state_file(name, O_APPEND);
-  if (flock(l->users, LOCK_EX | LOCK_NB) == 0) {
-    /* Nobody else uses this root: what the record lists was left by a run that was killed. */
-    remove_recorded(state_fd, l->dirfd, l->record);
-    l->fresh = 1;
-  }
+  /* Nobody else uses this root: a snapshot left now is a killed run's (guard.c checks against it first). */
+  if (flock(l->users, LOCK_EX | LOCK_NB) == 0) l->fresh = 1;
   if (flock(l->users, LOCK_SH) < 0) die("launch: flock: %s", strerror(errno));
   return l; /* the mutex stays held until every path below this root is open */
 }
@@ -71,25 +65,15 @@ void guard_root(struct root_lock *l, const char *path, const struct stat *st, co
 
 void prepare_guards(FILE *report) {
   for (int k = 0; k < nlocks; k++)
-    if (locks[k].guard != NULL) guard_prepare(locks[k].guard, state_fd, locks[k].fresh, report);
+    if (locks[k].guard != NULL) {
+      guard_prepare(locks[k].guard, state_fd, locks[k].fresh, report);
+      /* The guard answers for what its snapshot holds whole; the check after the run looks at the rest. */
+      guard_each_whole(locks[k].guard, check_exempt);
+    }
 }
 
 void unlock_roots_mutex(void) {
   for (int i = 0; i < nlocks; i++) flock(locks[i].mutex, LOCK_UN);
-}
-
-int recorded_stubs(struct sweep_skip *skip, int max) {
-  struct recorded *items = calloc((size_t)max, sizeof *items);
-  int nskip = 0;
-  for (int k = 0; items != NULL && k < nlocks && nskip < max; k++) {
-    int n = read_record(locks[k].record, items, max - nskip);
-    for (int j = 0; j < n; j++) {
-      skip[nskip].dev = (dev_t)items[j].dev;
-      skip[nskip++].ino = (ino_t)items[j].ino;
-    }
-  }
-  free(items);
-  return nskip;
 }
 
 void release_roots(FILE *report) {
@@ -98,13 +82,12 @@ void release_roots(FILE *report) {
     flock(l->mutex, LOCK_EX);
     if (l->guard != NULL) guard_check(l->guard, report);
     if (flock(l->users, LOCK_EX | LOCK_NB) == 0) {
-      remove_recorded(state_fd, l->dirfd, l->record);
       char name[96];
       if (l->guard != NULL) guard_discard(l->guard, state_fd);
-      /* No other run uses the root and its record is empty: its files go (a run waiting on the mutex
-       * sees it is no longer the file of that name and makes new ones). */
-      const char *suffix[] = {".list", ".users", ".mutex"};
-      for (int k = 0; k < 3; k++) {
+      /* No other run uses the root: its files go (a run waiting on the mutex sees it is no longer the file
+       * of that name and makes new ones). */
+      const char *suffix[] = {".users", ".mutex"};
+      for (int k = 0; k < 2; k++) {
         snprintf(name, sizeof name, "%s%s", l->prefix, suffix[k]);
         unlinkat(state_fd, name, 0);
       }

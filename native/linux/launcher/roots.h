@@ -1,7 +1,7 @@
 /*
- * The writable roots a run opens paths below, each under two locks in --state (a mutex held while the
- * run opens and stubs paths below it, and a shared "users" lock held for the run), with its stub record
- * and, in tier 3, its guard. The last run using a root removes its stubs, its snapshot and its files.
+ * Tier 3's guarded roots: each under two locks in --state (a mutex held while a run takes or shares the
+ * root's snapshot and while it checks against it, and a shared "users" lock held for the run), with its
+ * guard. The last run using a root removes its snapshot and its files.
  */
 #ifndef ALEPH_LAUNCHER_ROOTS_H
 #define ALEPH_LAUNCHER_ROOTS_H
@@ -9,14 +9,12 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
-#include "../after-run/sweep.h"
-
 struct root_lock {
   int node;
   int dirfd; /* the root, opened before any clone replaces its descriptor */
-  int mutex, users, record;
+  int mutex, users;
   int fresh; /* no other run used the root when this one started */
-  char prefix[64]; /* its files under --state: PREFIX.mutex, .users, .list */
+  char prefix[64]; /* its files under --state: PREFIX.mutex, .users */
   struct guard *guard;
 };
 
@@ -27,11 +25,9 @@ struct root_lock *lock_root(int node, int fd, const struct stat *st);
 void guard_root(struct root_lock *l, const char *path, const struct stat *st, const char *rel);
 /* Every root's guard takes (or shares) its snapshot, under the mutex. */
 void prepare_guards(FILE *report);
-/* Every path below the roots is open: other runs may use them now. */
+/* Every root's snapshot is taken: other runs may use them now. */
 void unlock_roots_mutex(void);
-/* The stubs every root's record lists (of every run using them), into SKIP (at most MAX); how many. */
-int recorded_stubs(struct sweep_skip *skip, int max);
-/* After the run: each root's guard checks; the last run using a root removes its stubs and files. */
+/* After the run: each root's guard checks; the last run using a root removes its snapshot and files. */
 void release_roots(FILE *report);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * `aleph-sandbox-init --probe`: what this kernel does, found by doing it, as one JSON line:
  *   {"landlock_abi":N,"landlock":"ok","seccomp":true,"seccomp_detail":"ok","userns":"ok","mknod":"ok",
- *    "pid_max_ns":"ok","userns_limits":"ok","uid":U}
+ *    "pid_max_ns":"ok","userns_limits":"ok","journal":"ok","uid":U}
  * Each mechanism is exercised in a child process of its own, so this one stays as it was:
  *   seccomp: a filter that makes getppid fail with ENOTRECOVERABLE is loaded, and getppid must fail so;
  *   landlock: the ABI the kernel reports (landlock_abi), and a ruleset refusing directory reads is enforced:
@@ -13,6 +13,9 @@
  *     (helper/devfs.c), which a runtime dropping CAP_MKNOD or a device policy refuses;
  *   pid_max_ns, userns_limits: the limits tier 2's helper sets in namespaces of the sandbox's own
  *     (ns-limits.c).
+ *   journal: a fanotify group with an unlimited queue marking the filesystem of a temporary directory —
+ *     the launcher's change journal for the check after the run (after-run/journal.c), which needs
+ *     CAP_SYS_ADMIN in the initial user namespace.
  * Each says "ok" or the step that failed and its error; "seccomp" is true only when the filter acted.
  */
 #define _GNU_SOURCE
@@ -27,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fanotify.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -118,8 +122,20 @@ static const char *mknod_exercise(char *buf, size_t len) {
   return "ok";
 }
 
+static const char *journal_exercise(char *buf, size_t len) {
+  int g = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_DFID_NAME_TARGET | FAN_UNLIMITED_QUEUE | FAN_NONBLOCK, O_RDONLY);
+  if (g < 0) return snprintf(buf, len, "making a fanotify group with an unlimited queue: %s", strerror(errno)), buf;
+  int d = open("/tmp", O_RDONLY | O_DIRECTORY);
+  int marked = d >= 0 ? fanotify_mark(g, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_CREATE | FAN_ONDIR, d, ".") : -1;
+  int e = errno;
+  close(g);
+  if (d >= 0) close(d);
+  if (marked < 0) return snprintf(buf, len, "marking the filesystem of /tmp: %s", strerror(e)), buf;
+  return "ok";
+}
+
 int probe_main(void) {
-  char ll[256], sc[256], un[256], mk[256], pm[256], ul[256];
+  char ll[256], sc[256], un[256], mk[256], pm[256], ul[256], jn[256];
   int abi = landlock_abi();
   in_child(landlock_exercise, ll, sizeof ll);
   in_child(seccomp_exercise, sc, sizeof sc);
@@ -127,8 +143,9 @@ int probe_main(void) {
   in_child(mknod_exercise, mk, sizeof mk);
   in_child(pid_max_exercise, pm, sizeof pm);
   in_child(userns_limits_exercise, ul, sizeof ul);
+  in_child(journal_exercise, jn, sizeof jn);
   printf("{\"landlock_abi\":%d,\"landlock\":\"%s\",\"seccomp\":%s,\"seccomp_detail\":\"%s\",\"userns\":\"%s\",\"mknod\":\"%s\","
-         "\"pid_max_ns\":\"%s\",\"userns_limits\":\"%s\",\"uid\":%d}\n",
-         abi, ll, strcmp(sc, "ok") == 0 ? "true" : "false", sc, un, mk, pm, ul, (int)getuid());
+         "\"pid_max_ns\":\"%s\",\"userns_limits\":\"%s\",\"journal\":\"%s\",\"uid\":%d}\n",
+         abi, ll, strcmp(sc, "ok") == 0 ? "true" : "false", sc, un, mk, pm, ul, jn, (int)getuid());
   return 0;
 }

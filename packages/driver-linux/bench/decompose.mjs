@@ -1,5 +1,5 @@
 // Profile for the driver benchmark: execute(/bin/true) on a root host taken apart into the process chain's
-// parts (the host-side launcher, its protected-path opens and stubs and idmapped clones, bwrap with the
+// parts (the host-side launcher, its protected-path opens and idmapped clones, bwrap with the
 // profile's argv, the helper), each timed interleaved with bare bwrap in the same run. Diagnostic only.
 // Reproduce: node packages/driver-linux/bench/decompose.mjs [rounds] [per-round]
 
@@ -40,7 +40,7 @@ for (const d of ['.aleph', '.codex', '.agents', '.claude', '.cursor', '.vscode',
   mkdirSync(`${pre}/${d}`);
 for (const f of ['.mcp.json', '.npmrc', '.yarnrc', '.yarnrc.yml', '.envrc']) writeFileSync(`${pre}/${f}`, '');
 const profP = await driver.profileFor(caps, pre, { sessionId: 's', workspace: pre });
-// The launch args with the workspace and HOME only: no protected-path opens, stubs or their clones.
+// The launch args with the workspace and HOME only: no protected-path opens or their clones.
 const noStubs = [];
 for (let i = 0; i < profE.launch.length; ) {
   const a = profE.launch[i];
@@ -52,7 +52,12 @@ for (let i = 0; i < profE.launch.length; ) {
     i += 3;
     continue;
   }
-  const n = a === '--open' || a === '--uid-range' ? 3 : a === '--clone' ? 3 : a === '--state' ? 2 : 1;
+  const n =
+    a === '--open' || a === '--uid-range' || a === '--clone'
+      ? 3
+      : a === '--state' || a === '--check-root' || a === '--quarantine'
+        ? 2
+        : 1;
   noStubs.push(...profE.launch.slice(i, i + n));
   i += n;
 }
@@ -65,11 +70,11 @@ const chain = (p) =>
 const v = {
   'bare bwrap': () => run('/usr/bin/bwrap', BARE),
   'launcher (no opens) -> bare bwrap': () => run(H, ['--launch', ...state, '--', '/usr/bin/bwrap', ...BARE]),
-  'launcher (empty ws opens/stubs/idmap) -> bare bwrap': () =>
+  'launcher (empty ws opens/idmap) -> bare bwrap': () =>
     run(H, ['--launch', ...profE.launch, '--', '/usr/bin/bwrap', ...BARE]),
-  'launcher (ws+HOME idmap only, no stubs) -> bare': () =>
+  'launcher (ws+HOME idmap only, no protected paths) -> bare': () =>
     run(H, ['--launch', ...noStubs, '--', '/usr/bin/bwrap', ...BARE]),
-  'launcher (stubs pre-existing) -> bare bwrap': () =>
+  'launcher (protected paths present) -> bare bwrap': () =>
     run(H, ['--launch', ...profP.launch, '--', '/usr/bin/bwrap', ...BARE]),
   'launcher (git ws) -> bare bwrap': () =>
     run(H, ['--launch', ...profR.launch, '--', '/usr/bin/bwrap', ...BARE]),

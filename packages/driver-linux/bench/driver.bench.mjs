@@ -58,7 +58,13 @@ writeFileSync(path.join(repo, 'package.json'), '{ "name": "bench-repo", "version
 writeFileSync(path.join(repo, '.gitignore'), 'node_modules/\n');
 git('add', '-A');
 git('commit', '-q', '-m', 'initial');
-const repoSandbox = new WorkspaceSandbox({ driver, workspaceRoot: repo, approvalGate });
+// workspaceFor: the session's workspace is the repository itself, not a directory of its own beneath it.
+const repoSandbox = new WorkspaceSandbox({
+  driver,
+  workspaceRoot: repo,
+  workspaceFor: () => repo,
+  approvalGate,
+});
 
 // The peer, in this process; as an unprivileged uid in a child process if it cannot run as root.
 const peerNotes = [];

@@ -1,7 +1,7 @@
 // Tier 3's guard of protected paths (native/linux/after-run/guard.c), against baselines measured in the same run,
 // rounds interleaved:
 // 1. the launcher around /bin/true in a git repository (20 files, one commit, git's sample hooks):
-//    `--launch --state --reap` alone (tier 3 before the guard), + `--git-sweep`, + `--guard` for every
+//    `--launch --state --reap` alone (tier 3 before the guard), + `--check-root`, + `--guard` for every
 //    default protected path (snapshot before, check after, snapshot removed);
 // 2. execute(/bin/true) through WorkspaceSandbox + the Linux driver in that repository, with the default
 //    protected paths against `protectedPaths: []` (no guard), in whatever tier the preflight picks: run it
@@ -42,7 +42,7 @@ const ms = (t0) => Number(process.hrtime.bigint() - t0) / 1e6;
 const helper = resolveHelperPath();
 const launch = {
   'launcher, --reap (tier 3 before)': ['--launch', '--state', state, '--reap'],
-  '+ --git-sweep': ['--launch', '--state', state, '--reap', '--open', 'p0', repo, '--git-sweep', 'p0'],
+  '+ --check-root': ['--launch', '--state', state, '--reap', '--open', 'p0', repo, '--check-root', 'p0'],
   '+ --guard (every default path)': [
     '--launch',
     '--state',
@@ -51,7 +51,7 @@ const launch = {
     '--open',
     'p0',
     repo,
-    '--git-sweep',
+    '--check-root',
     'p0',
     ...DEFAULT_PROTECTED_PATHS.flatMap((rel) => ['--guard', 'p0', rel]),
     '--report',

@@ -40,7 +40,7 @@ export {
   userHelperRoot,
 } from './host/user-helper.js';
 export { which } from './host/which.js';
-export { type ProtectionPlan, planProtectedPaths, type Stub } from './mounts/protected-paths.js';
+export { type ProtectionPlan, planProtectedPaths } from './mounts/protected-paths.js';
 export { type MountOp, renderMounts } from './mounts/render-mounts.js';
 export {
   BRIDGE_PORT,

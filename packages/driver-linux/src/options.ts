@@ -46,8 +46,15 @@ export interface LinuxDriverOptions {
    * workspace, and caches land in it).
    */
   readonly homeRoot?: string | false;
-  /** The host user's state directory (stub records, uid locks). Default `~/.aleph/run`. */
+  /** The host user's state directory (uid locks, known git directories, snapshots). Default `~/.aleph/run`. */
   readonly stateDir?: string;
+  /**
+   * Where what the check after each run sets aside goes, one directory per session
+   * (`<quarantineRoot>/<session key>`), out of the user's tree and never executable. Default
+   * `~/.aleph/quarantine` (`<stateDir>/quarantine` with a `stateDir` of your own). Never visible to a
+   * sandbox.
+   */
+  readonly quarantineRoot?: string;
   /**
    * Loader variables (`LD_*`) a command's `env` may set. Default none: any other `LD_*` in `env` is refused
    * with `ALEPH_INVALID_COMMAND`. The command's environment reaches only the program, never bwrap or the
@@ -114,6 +121,12 @@ export interface LinuxDriverOptions {
    * `off` (default) neither reads nor writes it.
    */
   readonly hostCache?: 'use' | 'refresh' | 'off';
+  /**
+   * Find what a run changed with a fanotify change journal where the host can keep one (a root host), so
+   * the check after the run costs what the command changed. `false`: always the complete walk of every
+   * writable root (it costs the size of the trees; benchmarks compare the two). Default true.
+   */
+  readonly changeJournal?: boolean;
   /** cgroup v2 mount point. Default: detected. Tests point it at a fake tree. */
   readonly cgroupRoot?: string;
 }

@@ -77,23 +77,23 @@ function guarded(launch: readonly string[]): string[] {
 }
 
 describe.runIf(process.platform === 'linux')('the tier 3 profile [Linux paths; runs on Linux only]', () => {
-  it('the launcher opens each writable root, sweeps it and guards every protected path in it; the profile says so', () => {
+  it('the launcher opens each writable root, checks it after the run and guards every protected path in it; the profile says so', () => {
     const h = host();
     const grant = path.join(h.base, 'grant');
     mkdirSync(grant);
     const p = buildDirectProfile(caps({ fsWrite: [grant] }), h.ws, h.ws, inputs(h));
     const launch = p.launch.join(' ');
     expect(launch).toMatch(
-      /^--state \S+ --reap --open p0 \S+ --open p1 \S+ --git-sweep p0 --git-sweep p1 --guard/,
+      /^--state \S+ --reap --open p0 \S+ --open p1 \S+ --check-root p0 --check-root p1 --guard/,
     );
     expect(guarded(p.launch)).toEqual([
       ...DEFAULT_PROTECTED_PATHS.map((rel) => `${h.ws}/${rel}`),
       ...DEFAULT_PROTECTED_PATHS.map((rel) => `${grant}/${rel}`),
     ]);
     expect(p.summary.join('\n')).toMatch(
-      /^protected \(checked after the run\): .*\/ws: \.git\/hooks, .* are checked after the run: what the command created or changed there is renamed aside/m,
+      /^protected \(checked after the run\): .*\/ws: \.git\/hooks, .* are checked after the run: what the command created or changed there is moved to the session's quarantine/m,
     );
-    expect(p.summary.join('\n')).toMatch(/^git: after the run, control files .* are renamed aside/m);
+    expect(p.summary.join('\n')).toMatch(/^after the run: .* checked whole, by a complete walk/m);
     expect(p.notEnforced).toEqual([]);
   });
 

@@ -51,7 +51,7 @@ describe('the git identity of the session HOMEs', () => {
       /^# aleph-sandbox wrote .*\n\[user\]\n\tname = "A \\"quoted\\" \\\\ name"\n\temail = "a@b"\n$/,
     );
     const { homeRoot } = world();
-    const { dir } = ensureSessionHome(homeRoot, 'k'.repeat(32), HOST, []);
+    const { dir } = ensureSessionHome(homeRoot, 'k'.repeat(32), HOST);
     const git = gitIn(dir);
     expect(git('config', '--global', 'user.email')).toBe('host@example.test');
     expect(git('var', 'GIT_AUTHOR_IDENT')).toMatch(/^Host User <host@example\.test> /);
@@ -91,7 +91,7 @@ describe('the git identity of the session HOMEs', () => {
     const { home, homeRoot } = world();
     const sync = new GitIdentitySync(home);
     const key = 'k'.repeat(32);
-    const { dir } = ensureSessionHome(homeRoot, key, sync.current(), []);
+    const { dir } = ensureSessionHome(homeRoot, key, sync.current());
     sync.made(key, sync.current());
     expect(gitIn(dir)('config', '--global', 'user.email')).toBe('');
     writeFileSync(path.join(home, '.gitconfig'), '[user]\n\tname = Late User\n\temail = late@example.test\n');

@@ -52,6 +52,7 @@ function world(): World {
   mkdirSync(path.join(ws, '.git', 'info'), { recursive: true });
   mkdirSync(path.join(ws, '.git', 'objects'), { recursive: true });
   mkdirSync(state, { mode: 0o700 });
+  mkdirSync(path.join(base, 'quarantine'), { mode: 0o700 });
   writeFileSync(path.join(ws, '.git', 'HEAD'), 'ref: refs/heads/main\n');
   writeFileSync(path.join(ws, '.git', 'config'), '[core]\n\tbare = false\n');
   writeFileSync(path.join(ws, '.git', 'hooks', 'pre-commit.sample'), '#!/bin/sh\nexit 0\n', { mode: 0o755 });
@@ -64,7 +65,8 @@ function world(): World {
   return { base, ws, state, report: path.join(base, 'report') };
 }
 
-/** The launcher's arguments up to `--`: the state, the root, the sweep and a guard per protected path. */
+/** The launcher's arguments up to `--`: the state, the root, its check, the quarantine and a guard per
+ * protected path. */
 function launchArgs(
   w: World,
   rels: readonly string[] = DEFAULT_PROTECTED_PATHS,
@@ -77,8 +79,10 @@ function launchArgs(
     '--open',
     'p0',
     w.ws,
-    '--git-sweep',
+    '--check-root',
     'p0',
+    '--quarantine',
+    path.join(w.base, 'quarantine', 'session'),
     ...rels.flatMap((rel) => ['--guard', 'p0', rel]),
     '--report',
     report,
@@ -112,10 +116,18 @@ async function exitCode(launched: Launched): Promise<number | null> {
   return code;
 }
 
-/** Runs `script` as the command (in the workspace); the report's lines. */
+/** Runs `script` as the command (in the workspace); the report's lines (`quarantined PATH`, without where
+ * it went: that is the quarantine's copy, see {@link aside}). */
 async function run(w: World, script: string, rels?: readonly string[]): Promise<string[]> {
   expect(await exitCode(start(w, script, rels))).toBe(0);
-  return reportOf(w.report).split('\n').filter(Boolean);
+  return reportLines(w.report);
+}
+
+function reportLines(file: string): string[] {
+  return reportOf(file)
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split('\t')[0] as string);
 }
 
 /** A launcher report: the launcher writes the file only when it has something to report. */
@@ -129,7 +141,8 @@ async function until(check: () => boolean, what: string): Promise<void> {
 }
 
 const read = (w: World, rel: string) => readFileSync(path.join(w.ws, rel), 'utf8');
-const aside = (w: World, rel: string) => path.join(w.ws, `${rel}.aleph-quarantined`);
+/** Where the copy of what was set aside at REL went: the session's quarantine, at the same path. */
+const aside = (w: World, rel: string) => path.join(w.base, 'quarantine', 'session', w.ws, rel);
 /** The snapshot files the state directory holds, a manifest and its data (the last run on a root removes them). */
 const snapshots = (w: World) => readdirSync(w.state).filter((n) => n.startsWith('guard-'));
 
@@ -220,6 +233,8 @@ describe.runIf(usable)(
         [...DEFAULT_PROTECTED_PATHS, '.config/fish'],
       );
       expect(report).toEqual([
+        // The check after the run sees the symlink first (it leads out of the workspace), then the guard.
+        `symlink ${w.ws}/.config`,
         `quarantined ${w.ws}/.git/hooks`,
         `restored ${w.ws}/.git/hooks`,
         `quarantined ${w.ws}/.config`,
@@ -229,7 +244,7 @@ describe.runIf(usable)(
       expect(existsSync(path.join(w.ws, '.config'))).toBe(false);
     });
 
-    it('the git sweep alone (tiers 1 and 2) sets aside a .git symlink made during the run, which git would follow', async () => {
+    it('the check after the run alone (tiers 1 and 2) sets aside a .git symlink made during the run, which git would follow', async () => {
       const w = world();
       rmSync(path.join(w.ws, '.git'), { recursive: true });
       mkdirSync(path.join(w.ws, 'd'));
@@ -239,46 +254,38 @@ describe.runIf(usable)(
       expect(existsSync(path.join(w.ws, 'd/.git'))).toBe(false);
     });
 
-    it('where every name to rename a plant to is taken (or its own name is too long for one), the plant is removed', async () => {
+    it('what is set aside leaves the repository for the quarantine: one copy per path, the later replacing the earlier, never executable', async () => {
       const w = world();
       mkdirSync(path.join(w.ws, '.git/modules'));
       const long = 'm'.repeat(250);
-      const taken = ['', ...Array.from({ length: 99 }, (_, i) => `-${i + 1}`)]
-        .map((n) => `.git/hooks.aleph-quarantined${n} sub/.git/config.aleph-quarantined${n}`)
-        .join(' ');
-      const report = await run(
-        w,
-        [
-          'mkdir -p sub/.git && echo "[core] fsmonitor = /tmp/planted" > sub/.git/config',
-          `mkdir -p ${taken
-            .split(' ')
-            .filter((p) => p.startsWith('.git'))
-            .join(' ')}`,
-          `touch ${taken
-            .split(' ')
-            .filter((p) => p.startsWith('sub'))
-            .join(' ')}`,
-          'echo planted > .git/hooks/pre-commit',
-          `mkdir -p .git/modules/${long} && echo "ref: x" > .git/modules/${long}/HEAD`,
-        ].join(' && '),
-      );
-      expect(report).toEqual(
+      const plant = [
+        "printf '#!/bin/sh\\necho planted\\n' > .git/hooks/pre-commit && chmod 4755 .git/hooks/pre-commit",
+        `mkdir -p .git/modules/${long} && echo "ref: x" > .git/modules/${long}/HEAD`,
+      ].join(' && ');
+      const first = await run(w, `${plant} && echo first > .git/hooks/which`);
+      expect(first).toEqual(
         expect.arrayContaining([
-          expect.stringMatching(/^quarantined .*\/sub\/\.git\/config$/),
           `quarantined ${w.ws}/.git/hooks`,
           `restored ${w.ws}/.git/hooks`,
-          `removed ${w.ws}/.git/modules/${long}`,
+          `quarantined ${w.ws}/.git/modules/${long}`,
         ]),
       );
-      // The numbered names were all taken: the random one is what the plant went to.
-      expect(
-        readdirSync(path.join(w.ws, 'sub/.git')).filter((n) =>
-          /^config\.aleph-quarantined-[0-9a-f]{16}$/.test(n),
-        ),
-      ).toHaveLength(1);
-      expect(existsSync(path.join(w.ws, 'sub/.git/config'))).toBe(false);
-      expect(existsSync(path.join(w.ws, '.git/hooks/pre-commit'))).toBe(false);
-      expect(existsSync(path.join(w.ws, `.git/modules/${long}`))).toBe(false);
+      await run(w, `${plant} && echo second > .git/hooks/which`);
+      // Nothing is left beside the originals; the quarantine holds the second plant only.
+      expect(readdirSync(path.join(w.ws, '.git')).sort()).toEqual([
+        'HEAD',
+        'config',
+        'hooks',
+        'info',
+        'modules',
+        'objects',
+      ]);
+      expect(readdirSync(path.join(w.ws, '.git/modules'))).toEqual([]);
+      expect(readFileSync(path.join(aside(w, '.git/hooks'), 'which'), 'utf8')).toBe('second\n');
+      const hook = statSync(path.join(aside(w, '.git/hooks'), 'pre-commit'));
+      expect(hook.mode & 0o7777).toBe(0o600);
+      expect(statSync(aside(w, '.git/hooks')).mode & 0o7777).toBe(0o700);
+      expect(existsSync(aside(w, `.git/modules/${long}/HEAD`))).toBe(true);
     });
 
     it('a .git swapped for a symlink to a planted repository is set aside, and the lost originals are said', async () => {
@@ -351,7 +358,7 @@ describe.runIf(usable)(
       // still reports it, and it stays undone whatever that run does.
       expect(await exitCode(start(w, 'cat .git/config > seen'))).toBe(0);
       expect(read(w, 'seen')).toBe('[core]\n\tbare = false\n');
-      expect(reportOf(w.report).split('\n').filter(Boolean)).toEqual([
+      expect(reportLines(w.report)).toEqual([
         `quarantined ${w.ws}/.git/config`,
         `restored ${w.ws}/.git/config`,
       ]);

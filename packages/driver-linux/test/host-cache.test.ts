@@ -104,6 +104,7 @@ describe.skipIf(!usable)(
         facts: kept?.facts ?? {
           landlockAbi: 0,
           mknod: false,
+          journal: false,
           nsLimits: { pidMax: false, userns: {} },
           cgroup: { available: false } as never,
         },
@@ -141,6 +142,7 @@ describe.skipIf(!usable)(
         facts: {
           landlockAbi: kept?.facts.landlockAbi ?? 0,
           mknod: kept?.facts.mknod ?? false,
+          journal: kept?.facts.journal ?? false,
           nsLimits: kept?.facts.nsLimits ?? { pidMax: false, userns: {} },
           cgroup: {
             available: true,

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -40,20 +41,36 @@ describe.skipIf(!usable)(
       const ctx = { sessionId: 'plan', workspace: ws };
       const first = await driver.profileFor(caps, ws, ctx);
       expect(await driver.profileFor(caps, ws, ctx)).toBe(first);
-      expect(first.stubs.map((s) => path.basename(s.path))).toContain('.npmrc');
-      // A protected path that now exists is mounted read-only instead of stubbed.
+      // Every protected path is planned, there or not: the launcher decides from what it finds.
+      expect(first.protectedPaths).toContain(path.join(ws, '.npmrc'));
+      expect(first.protectedPaths).toContain(path.join(ws, '.git/hooks'));
       writeFileSync(path.join(ws, '.npmrc'), 'x=1\n');
       const second = await driver.profileFor(caps, ws, ctx);
       expect(second).not.toBe(first);
-      expect(second.stubs.map((s) => path.basename(s.path))).not.toContain('.npmrc');
-      // A repository created since: its control files are planned.
-      mkdirSync(path.join(ws, '.git', 'hooks'), { recursive: true });
-      const third = await driver.profileFor(caps, ws, ctx);
-      expect(third).not.toBe(second);
-      expect(third.mounts.some((m) => m.includes('.git/hooks'))).toBe(true);
+      expect(second.launch).toEqual(first.launch);
+      // A protected path that became a symlink is refused (it could be swapped).
+      mkdirSync(path.join(ws, '.git'));
+      symlinkSync('/etc', path.join(ws, '.git', 'hooks'));
+      await expect(driver.profileFor(caps, ws, ctx)).rejects.toThrow(/is a symlink/);
+      rmSync(path.join(ws, '.git', 'hooks'));
       // Other capabilities are another plan.
       const other = await driver.profileFor({ ...caps, spawnSubprocess: false }, ws, ctx);
-      expect(other).not.toBe(third);
+      expect(other).not.toBe(second);
+    });
+
+    it('the launcher keeps a change journal only where the host can and changeJournal is not false', async () => {
+      const ws = tempDir();
+      const ctx = { sessionId: 'journal', workspace: ws };
+      const walking = createLinuxDriver({ stateDir: tempDir(), homeRoot: tempDir(), changeJournal: false });
+      try {
+        expect((await walking.profileFor(caps, ws, ctx)).launch).not.toContain('--journal');
+        // The helper says whether this host can keep one (a root host with fanotify); the default follows.
+        const said = JSON.parse(execFileSync(resolveHelperPath(), ['--probe'], { encoding: 'utf8' }));
+        const can = said.journal === 'ok';
+        expect((await driver.profileFor(caps, ws, ctx)).launch.includes('--journal')).toBe(can);
+      } finally {
+        await walking.dispose?.();
+      }
     });
   },
 );

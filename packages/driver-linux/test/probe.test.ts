@@ -167,6 +167,10 @@ describe('the fix for each gap, as data', () => {
     ],
     ['protected-paths-during-run: …', /^make tier 1 work: .*; or make tier 2 work: /],
     [
+      'absent-protected-paths-during-run: …',
+      /^create the protected paths the host reads .*before the command runs/,
+    ],
+    [
       'root-file-identity: …',
       /^set a uid for the commands \(`\[sandbox\.linux\] sandbox_uid`.*, or make tier 1 work: give the host side CAP_SYS_ADMIN$/,
     ],

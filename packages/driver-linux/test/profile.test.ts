@@ -1,4 +1,13 @@
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { isAlephError, type SandboxCapabilities, strictCapabilities } from '@aleph/sandbox-core';
@@ -429,42 +438,31 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
 });
 
 describe.runIf(process.platform === 'linux')('planProtectedPaths [Linux paths; runs on Linux only]', () => {
-  it('protects an existing .git/hooks and .git/config read-only and pins .git as a mount point', () => {
+  it('mounts .git/hooks and .git/config read-only and pins .git as a mount point, whether they exist now or not', () => {
+    const expected = (ws: string) => ({
+      mounts: [
+        { op: 'bind', src: `${ws}/.git`, dest: `${ws}/.git`, fd: 'p1' },
+        { op: 'ro-bind', src: `${ws}/.git/hooks`, dest: `${ws}/.git/hooks`, fd: 'p2', kind: 'dir' },
+        { op: 'ro-bind', src: `${ws}/.git/config`, dest: `${ws}/.git/config`, fd: 'p3', kind: 'file' },
+      ],
+      // The launcher opens each when it is there and drops the mounts of what it does not find.
+      launch: `--open p0 ${ws} --open-in p1 p0 .git way --open-in p2 p1 hooks ro --open-in p3 p1 config ro`,
+      paths: [`${ws}/.git/hooks`, `${ws}/.git/config`],
+    });
     const ws = temp();
     mkdirSync(path.join(ws, '.git', 'hooks'), { recursive: true });
     writeFileSync(path.join(ws, '.git', 'config'), '[core]\n');
-    const plan = protect([ws], ['.git/hooks', '.git/config']);
-    expect(plan.mounts).toEqual([
-      { op: 'bind', src: `${ws}/.git`, dest: `${ws}/.git`, fd: 'p1' },
-      { op: 'ro-bind', src: `${ws}/.git/hooks`, dest: `${ws}/.git/hooks`, fd: 'p2', kind: 'dir' },
-      { op: 'ro-bind', src: `${ws}/.git/config`, dest: `${ws}/.git/config`, fd: 'p3', kind: 'file' },
-    ]);
-    expect(plan.launch).toBe(
-      // The way (.git) must be there; a protected path itself is stubbed again if it went missing meanwhile.
-      `--open p0 ${ws} --open-in p1 p0 .git need --open-in p2 p1 hooks dir --open-in p3 p1 config file`,
-    );
-    expect(plan.stubs).toEqual([]);
+    expect(protect([ws], ['.git/hooks', '.git/config'])).toMatchObject(expected(ws));
+    const empty = temp();
+    expect(protect([empty], ['.git/hooks', '.git/config'])).toMatchObject(expected(empty));
   });
 
-  it('stubs missing protected paths so they cannot be created; a missing .git is not stubbed', () => {
+  it('makes nothing for a missing protected path: it is checked after the run', () => {
     const ws = temp();
-    const plan = protect([ws], ['.git/hooks', '.aleph']);
-    expect(plan.stubs).toEqual([{ path: `${ws}/.aleph`, kind: 'dir' }]);
-    expect(plan.launch).toBe(`--open p0 ${ws} --open-in p1 p0 .aleph dir`);
-    expect(plan.summary.join('\n')).toMatch(/no repository here/);
-    mkdirSync(path.join(ws, '.git'));
-    expect(protect([ws], ['.git/hooks', '.git/config']).stubs).toEqual([
-      { path: `${ws}/.git/hooks`, kind: 'dir' },
-      { path: `${ws}/.git/config`, kind: 'file' },
-    ]);
-  });
-
-  it('protects a .git file (worktree) itself', () => {
-    const ws = temp();
-    writeFileSync(path.join(ws, '.git'), 'gitdir: /elsewhere\n');
-    expect(protect([ws], ['.git/hooks']).mounts).toEqual([
-      { op: 'ro-bind', src: `${ws}/.git`, dest: `${ws}/.git`, fd: 'p1', kind: 'file' },
-    ]);
+    const plan = protect([ws], ['.aleph']);
+    expect(plan.launch).toBe(`--open p0 ${ws} --open-in p1 p0 .aleph ro`);
+    expect(plan.summary.join('\n')).toMatch(/nothing is made in their place/);
+    expect(existsSync(path.join(ws, '.aleph'))).toBe(false);
   });
 
   it('refuses a symlinked protected path or parent', () => {

@@ -13,11 +13,20 @@ describe('Linux tiers', () => {
     expect(candidateTiers(false, 1)).toEqual([]);
   });
 
-  it('tier 1 declares nothing; tier 2 on a root host declares root file identity and, without a cgroup, the process limit', () => {
-    expect(tierGaps('namespaces', ctx)).toEqual([]);
-    expect(tierGaps('user-namespace', { ...ctx, isRoot: false })).toEqual([]);
-    expect(gapNames(tierGaps('user-namespace', ctx))).toEqual(['root-file-identity', 'process-limit']);
-    expect(gapNames(tierGaps('user-namespace', { ...ctx, cgroup: true }))).toEqual(['root-file-identity']);
+  const absent = 'absent-protected-paths-during-run';
+
+  it('tiers 1 and 2 declare the window of absent protected paths; tier 2 on a root host also root file identity and, without a cgroup, the process limit', () => {
+    expect(gapNames(tierGaps('namespaces', ctx))).toEqual([absent]);
+    expect(gapNames(tierGaps('user-namespace', { ...ctx, isRoot: false }))).toEqual([absent]);
+    expect(gapNames(tierGaps('user-namespace', ctx))).toEqual([
+      absent,
+      'root-file-identity',
+      'process-limit',
+    ]);
+    expect(gapNames(tierGaps('user-namespace', { ...ctx, cgroup: true }))).toEqual([
+      absent,
+      'root-file-identity',
+    ]);
     expect(tierGaps('user-namespace', ctx).join('\n')).toMatch(
       /nor a per-namespace pid_max \(Linux 6\.14\+\)/,
     );
@@ -25,9 +34,13 @@ describe('Linux tiers', () => {
 
   it("tier 2 on a root host with a per-namespace pid_max: the process limit holds, down to the kernel's floor of 299", () => {
     const pidMax = { ...ctx, pidNamespaceLimit: true };
-    expect(gapNames(tierGaps('user-namespace', pidMax))).toEqual(['root-file-identity']);
-    expect(gapNames(tierGaps('user-namespace', { ...pidMax, maxPids: 299 }))).toEqual(['root-file-identity']);
+    expect(gapNames(tierGaps('user-namespace', pidMax))).toEqual([absent, 'root-file-identity']);
+    expect(gapNames(tierGaps('user-namespace', { ...pidMax, maxPids: 299 }))).toEqual([
+      absent,
+      'root-file-identity',
+    ]);
     expect(tierGaps('user-namespace', { ...pidMax, maxPids: 200 })).toEqual([
+      expect.stringMatching(/^absent-protected-paths-during-run: /),
       expect.stringMatching(/^root-file-identity: /),
       "limit.pids (uid 0): RLIMIT_NPROC does not bind uid 0, so the PID namespace's pid_max bounds the command instead, and the kernel keeps pid_max at 301 or more: up to 299 processes, not max_pids (200)",
     ]);
@@ -36,13 +49,10 @@ describe('Linux tiers', () => {
   });
 
   it("tier 2 with the host's /proc declares it (host-proc)", () => {
-    expect(gapNames(tierGaps('user-namespace', { ...ctx, isRoot: false, hostProc: true }))).toEqual([
-      'host-proc',
-    ]);
-    expect(tierGaps('user-namespace', { ...ctx, isRoot: false, hostProc: true })[0]).toMatch(
-      /refused by Landlock/,
-    );
-    expect(gapNames(tierGaps('namespaces', { ...ctx, hostProc: true }))).toEqual([]);
+    const hostProc = tierGaps('user-namespace', { ...ctx, isRoot: false, hostProc: true });
+    expect(gapNames(hostProc).filter((g) => g !== absent)).toEqual(['host-proc']);
+    expect(hostProc.find((g) => g.startsWith('host-proc'))).toMatch(/refused by Landlock/);
+    expect(gapNames(tierGaps('namespaces', { ...ctx, hostProc: true }))).toEqual([absent]);
   });
 
   it('tier 3 names every gap, and how Landlock ABI changes them', () => {

@@ -61,6 +61,7 @@ function isFacts(v: unknown): v is CachedFacts {
     f !== null &&
     typeof f.landlockAbi === 'number' &&
     typeof f.mknod === 'boolean' &&
+    typeof f.journal === 'boolean' &&
     typeof f.cgroup === 'object' &&
     f.cgroup !== null &&
     typeof f.cgroup.available === 'boolean' &&

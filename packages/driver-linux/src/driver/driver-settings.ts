@@ -36,6 +36,8 @@ export interface DriverSettings {
   /** Where sessions' HOMEs live on the host; `undefined` when HOME is the workspace. */
   readonly homeRoot: string | undefined;
   readonly stateDir: string;
+  /** Where each session's quarantine lives (`<quarantineRoot>/<session key>`). */
+  readonly quarantineRoot: string;
   readonly allowLoaderEnv: readonly string[];
   readonly maxPids: number;
   readonly maxOpenFiles: number;
@@ -44,12 +46,10 @@ export interface DriverSettings {
   readonly cpuQuotaPercent: number | undefined;
   readonly protectedPaths: readonly string[];
   readonly homeProtectedPaths: readonly string[];
-  /** Protected names at the top of a writable root, for the session's git excludes. */
-  readonly topLevelProtected: readonly string[];
   /**
    * Never visible, whatever is granted: the vault, the audit log (or its directory), every session's HOME
-   * (each session sees only its own, at /run/aleph/home) and the state directory. A grant containing one
-   * hides it; a grant inside one is refused (`hiddenPaths`).
+   * (each session sees only its own, at /run/aleph/home), the state directory and the quarantine. A grant
+   * containing one hides it; a grant inside one is refused (`hiddenPaths`).
    */
   readonly vaultPaths: readonly string[];
   /** The same paths with what each is, for the refusal of a grant inside one. */
@@ -65,6 +65,8 @@ export interface DriverSettings {
   readonly forkServer: boolean;
   /** How the host cache is used (`LinuxDriverOptions.hostCache`). */
   readonly hostCache: 'use' | 'refresh' | 'off';
+  /** Use the change journal where the helper can keep one (else the complete walk). */
+  readonly changeJournal: boolean;
 }
 
 /**
@@ -93,9 +95,16 @@ export function resolveSettings(options: LinuxDriverOptions): DriverSettings {
   const maxPids = options.maxPids ?? DEFAULT_MAX_PIDS;
   const protectedPaths = resolveProtectedPaths(options);
   const stateDir = options.stateDir ?? path.join(host.home, '.aleph', 'run');
+  // Beside the default state directory; inside one of the caller's own, so a test's stays its own.
+  const quarantineRoot =
+    options.quarantineRoot ??
+    (options.stateDir === undefined
+      ? path.join(host.home, '.aleph', 'quarantine')
+      : path.join(stateDir, 'quarantine'));
   const hidden = hiddenPaths({
     home: host.home,
-    vaultPaths: options.vaultPaths ?? defaultVaultPaths(host.home),
+    // The quarantine holds what commands planted: no grant may reach it.
+    vaultPaths: [...(options.vaultPaths ?? defaultVaultPaths(host.home)), quarantineRoot],
     homeRoot,
     auditLogPath: options.auditLogPath,
     stateDir,
@@ -111,6 +120,7 @@ export function resolveSettings(options: LinuxDriverOptions): DriverSettings {
     uidRange: options.sandboxUidRange ?? DEFAULT_SANDBOX_UID_RANGE,
     homeRoot,
     stateDir,
+    quarantineRoot,
     allowLoaderEnv: options.allowLoaderEnv ?? [],
     maxPids,
     maxOpenFiles:
@@ -121,9 +131,6 @@ export function resolveSettings(options: LinuxDriverOptions): DriverSettings {
     cpuQuotaPercent: options.cpuQuotaPercent,
     protectedPaths,
     homeProtectedPaths: options.homeProtectedPaths ?? DEFAULT_HOME_PROTECTED_PATHS,
-    topLevelProtected: [
-      ...new Set(protectedPaths.filter((p) => !p.startsWith('.git')).map((p) => p.split('/')[0] as string)),
-    ],
     vaultPaths: hidden.map((h) => h.path),
     hiddenPaths: hidden,
     envAllowlist: options.envAllowlist ?? DEFAULT_ENV_ALLOWLIST,
@@ -142,5 +149,6 @@ export function resolveSettings(options: LinuxDriverOptions): DriverSettings {
     cgroupRoot: options.cgroupRoot,
     forkServer: options.forkServer !== false,
     hostCache: options.hostCache ?? 'off',
+    changeJournal: options.changeJournal !== false,
   };
 }

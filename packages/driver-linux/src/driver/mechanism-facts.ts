@@ -29,6 +29,8 @@ export interface MechanismFacts {
    * and the user namespace's own counts, at half the host user's.
    */
   readonly nsLimits: { readonly pidMax: boolean; readonly userns: Readonly<Record<string, number>> };
+  /** The launcher can keep a change journal (fanotify) for the check after the run (a root host). */
+  readonly journal: boolean;
   readonly cgroup: CgroupInfo;
   /** The manager of the checked cgroup, which makes the runs' leaves; none when the check failed. */
   readonly manager: CgroupManager | undefined;
@@ -73,6 +75,7 @@ async function findFacts({ helperPath, cgroupRoot }: DriverSettings): Promise<Me
   let landlockAbi = 0;
   let mknod = false;
   let nsLimits: MechanismFacts['nsLimits'] = { pidMax: false, userns: {} };
+  let journal = false;
   try {
     const said = JSON.parse((await execFileAsync(helperPath, ['--probe'])).stdout) as HelperProbeOutput;
     if (said.landlock === 'ok') landlockAbi = said.landlock_abi;
@@ -81,6 +84,7 @@ async function findFacts({ helperPath, cgroupRoot }: DriverSettings): Promise<Me
       pidMax: said.pid_max_ns === 'ok',
       userns: said.userns_limits === 'ok' ? usernsLimitsFrom(readUserLimits()) : {},
     };
+    journal = said.journal === 'ok';
   } catch {
     // no helper: every tier fails its preflight and says why
   }
@@ -92,7 +96,7 @@ async function findFacts({ helperPath, cgroupRoot }: DriverSettings): Promise<Me
   } else if (cgroup.available) {
     cgroup = { ...cgroup, available: false, detail: `${cgroup.detail}; not used: the helper cannot run` };
   }
-  return { landlockAbi, mknod, nsLimits, cgroup, manager: cgroup.available ? manager : undefined };
+  return { landlockAbi, mknod, nsLimits, journal, cgroup, manager: cgroup.available ? manager : undefined };
 }
 
 /** What `tier` does not enforce on this host, with this driver's settings. */

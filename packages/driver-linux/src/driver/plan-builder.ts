@@ -120,6 +120,8 @@ export class PlanBuilder {
         s.homeRoot === undefined || sessionKey === undefined ? undefined : path.join(s.homeRoot, sessionKey),
       // A root host's helper makes /dev where it can make device nodes, else bwrap binds the host's.
       devInHelper: facts.mknod,
+      journal: facts.journal && s.changeJournal,
+      quarantineDir: sessionKey === undefined ? undefined : path.join(s.quarantineRoot, sessionKey),
       networkKey: createHash('sha256')
         .update(`${workspace}\0${sessionKey ?? ''}`)
         .digest('hex')

@@ -54,6 +54,11 @@ export interface HelperProbeOutput {
   readonly pid_max_ns?: string;
   /** `ok` when a user namespace of a child's own took a max_inotify_instances of its own, else why not. */
   readonly userns_limits?: string;
+  /**
+   * `ok` when a fanotify group with an unlimited queue could mark a filesystem (the launcher's change
+   * journal for the check after the run), else why not.
+   */
+  readonly journal?: string;
   readonly [key: string]: unknown;
 }
 

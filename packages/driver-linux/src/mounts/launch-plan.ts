@@ -24,11 +24,12 @@ export class LaunchPlan {
   }
 
   /**
-   * Opens `component` beneath the already-opened `parentPath`. `kind` is what to create when it is
-   * missing (an empty stub, removed again when the last run using it ends; `dot` is a file holding "."),
-   * or `need` when it must exist.
+   * Opens `component` beneath the already-opened `parentPath`, when it is there: `way`, a directory on the
+   * way to protected paths (mounted onto itself; read-only when it is not a directory), or `ro`, a
+   * protected path (read-only). The launcher drops the mounts of what it does not find, makes nothing in
+   * its place, and checks a missing protected path after the run.
    */
-  openIn(parentPath: string, component: string, kind: 'dir' | 'file' | 'dot' | 'need'): string {
+  openIn(parentPath: string, component: string, kind: 'way' | 'ro'): string {
     const full = `${parentPath === '/' ? '' : parentPath}/${component}`;
     const known = this.#names.get(full);
     if (known !== undefined) return known;

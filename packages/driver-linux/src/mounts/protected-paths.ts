@@ -1,7 +1,8 @@
 /**
  * Protected paths (`.git/hooks`, `.aleph`, shell startup files in a home, …) inside writable roots: kept
- * read-only with mounts and stubs (tiers 1–2, `planProtectedPaths`), or checked by the launcher after the
- * run (tier 3, `planCheckedPaths`); and the home directories a writable root holds.
+ * read-only with mounts when they are there, checked after the run when they are not (tiers 1–2,
+ * `planProtectedPaths`), or checked by the launcher after the run (tier 3, `planCheckedPaths`); and the
+ * home directories a writable root holds.
  */
 import path from 'node:path';
 import { InvalidInputError, isPathWithin } from '@aleph/sandbox-core';
@@ -9,21 +10,19 @@ import { type FsView, liveFs } from './fs-view.js';
 import type { LaunchPlan } from './launch-plan.js';
 import type { MountOp } from './render-mounts.js';
 
-/** A protected path that is missing now: the launcher creates it as an empty stub for the run. */
-export interface Stub {
-  readonly path: string;
-  readonly kind: 'dir' | 'file';
-}
-
 /** What protecting sub-paths of the writable roots takes. */
 export interface ProtectionPlan {
   readonly mounts: MountOp[];
-  readonly stubs: Stub[];
+  /**
+   * The protected paths (absolute): read-only during the run when the launcher finds them there, else
+   * checked after it (set aside when they appeared). Nothing is ever made in their place.
+   */
+  readonly paths: string[];
   /** In words, for the profile. */
   readonly summary: string[];
 }
 
-/** Protected names that are files when they exist (a stub of them is an empty file). */
+/** Protected names that are files when they exist (the mount point the helper checks is then a file). */
 export const FILE_NAMES = new Set([
   'config',
   'config.worktree',
@@ -48,17 +47,6 @@ export const FILE_NAMES = new Set([
   '.inputrc',
   'pip.conf',
 ]);
-
-/** What a missing protected path's stub is: an empty file for the names that are files, else a directory. */
-function stubKind(part: string, last: boolean): 'file' | 'dir' {
-  return last && FILE_NAMES.has(part) ? 'file' : 'dir';
-}
-
-/** How the launcher opens it (native/linux/launcher/nodes.c --open-in): git reads commondir as a path, so its stub
- * holds "." (the repository itself), not nothing. */
-function stubOpen(part: string, kind: 'file' | 'dir'): 'file' | 'dir' | 'dot' {
-  return part === 'commondir' ? 'dot' : kind;
-}
 
 function symlinked(p: string): InvalidInputError {
   return new InvalidInputError(
@@ -87,15 +75,16 @@ export function homesWithin(roots: readonly string[], home: string, fs: FsView =
 }
 
 /**
- * Plans the read-only protection of `relative` paths (`.git/hooks`, `.aleph`, …) inside each writable root:
- * - an existing protected path is mounted read-only onto itself, and every directory between the root
+ * Plans the protection of `relative` paths (`.git/hooks`, `.aleph`, …) inside each writable root. The
+ * launcher decides from what it opens when the command starts (native/linux/launcher/nodes.c), not from
+ * this plan:
+ * - a protected path that is there is mounted read-only onto itself, and every directory between the root
  *   and it is mounted onto itself, so none of them can be renamed or removed (a mount point cannot be),
- *   which would otherwise let a command swap `.git` for its own copy;
- * - a missing one gets an empty stub for the run, mounted read-only, so it cannot be created; the
- *   launcher removes the stub when the last run using the root ends (or, after a killed run, when the
- *   next one starts). Under a missing `.git` nothing is stubbed: a repository the command creates is its own;
- * - when `.git` is a file (worktrees, submodules) that file is protected instead;
- * - a protected path or one of its parents that is a symlink is refused: it could be swapped.
+ *   which would otherwise let a command swap `.git` for its own copy; one of those that is not a directory
+ *   (a `.git` file of a worktree or submodule) is mounted read-only itself;
+ * - a missing one gets no mount and nothing in its place (no placeholder the command's tools trip on): the
+ *   launcher sets it aside after the run if it exists then;
+ * - a protected path or one of its parents that is a symlink now is refused: it could be swapped.
  * Every path is opened by the launcher beneath its root without following symlinks.
  *
  * @throws {InvalidInputError} `ALEPH_INVALID_COMMAND` for a symlinked protected path.
@@ -107,7 +96,7 @@ export function planProtectedPaths(
   fs: FsView = liveFs,
 ): ProtectionPlan {
   const mounts: MountOp[] = [];
-  const stubs: Stub[] = [];
+  const paths: string[] = [];
   const summary: string[] = [];
   const selfBound = new Set<string>();
   for (const root of roots) {
@@ -121,53 +110,31 @@ export function planProtectedPaths(
         const part = parts[i] as string;
         current = path.join(current, part);
         const last = i === parts.length - 1;
-        const st = fs.lstat(current);
-        if (st?.type === 'symlink') throw symlinked(current);
-        if (st === undefined) {
-          if (!last && parts[0] === '.git' && i === 0) {
-            summary.push(`${current}: no repository here; ${path.join(root, rel)} not protected`);
-            break;
-          }
-          const kind = stubKind(part, last);
-          const fd = plan.openIn(parent, part, stubOpen(part, kind));
-          if (!stubs.some((s) => s.path === current)) stubs.push({ path: current, kind });
-          if (last) {
-            mounts.push({ op: 'ro-bind', src: current, dest: current, fd, kind });
-            summary.push(`${current}: missing, an empty read-only stub for the run`);
-          } else if (!selfBound.has(current)) {
-            selfBound.add(current);
-            mounts.push({ op: 'bind', src: current, dest: current, fd });
-          }
-          continue;
-        }
-        // The protected path itself may be another run's stub, parked again before this run's launcher
-        // opens it: the launcher then makes one of its own instead of failing ('need' is for the way).
-        const fd = plan.openIn(parent, part, last ? stubOpen(part, stubKind(part, last)) : 'need');
-        if (last || st.type !== 'dir') {
-          mounts.push({
-            op: 'ro-bind',
-            src: current,
-            dest: current,
-            fd,
-            kind: st.type === 'dir' ? 'dir' : 'file',
-          });
-          summary.push(`${current}: read-only`);
-          break;
-        }
-        if (!selfBound.has(current)) {
+        if (fs.lstat(current)?.type === 'symlink') throw symlinked(current);
+        const fd = plan.openIn(parent, part, last ? 'ro' : 'way');
+        if (last) {
+          const kind = FILE_NAMES.has(part) ? 'file' : 'dir';
+          mounts.push({ op: 'ro-bind', src: current, dest: current, fd, kind });
+          paths.push(current);
+        } else if (!selfBound.has(current)) {
           selfBound.add(current);
           mounts.push({ op: 'bind', src: current, dest: current, fd });
         }
       }
     }
+    summary.push(
+      `${root}: ${relative.join(', ')} are read-only during the run where they exist when it starts; where they do not, nothing is made in their place and what appears there is set aside after the run`,
+    );
   }
-  return { mounts, stubs, summary };
+  return { mounts, paths, summary };
 }
 
 /** Tier 3's plan for protected paths: the launcher's arguments, and in words. */
 export interface CheckPlan {
   /** `--guard NAME REL` for each protected path of each root (NAME: the root opened in the plan). */
   readonly args: string[];
+  /** The protected paths, absolute. */
+  readonly paths: string[];
   readonly summary: string[];
 }
 
@@ -187,6 +154,7 @@ export function planCheckedPaths(
   fs: FsView = liveFs,
 ): CheckPlan {
   const args: string[] = [];
+  const paths: string[] = [];
   const summary: string[] = [];
   for (const root of roots) {
     if (fs.lstat(root)?.type !== 'dir') continue;
@@ -204,10 +172,13 @@ export function planCheckedPaths(
       }
       checked.add(use);
     }
-    for (const rel of checked) args.push('--guard', name, rel);
+    for (const rel of checked) {
+      args.push('--guard', name, rel);
+      paths.push(path.join(root, rel));
+    }
     summary.push(
-      `${root}: ${[...checked].join(', ')} are checked after the run: what the command created or changed there is renamed aside (NAME.aleph-quarantined) and the original put back from a snapshot taken before it`,
+      `${root}: ${[...checked].join(', ')} are checked after the run: what the command created or changed there is moved to the session's quarantine (~/.aleph/quarantine) and the original put back from a snapshot taken before it`,
     );
   }
-  return { args, summary };
+  return { args, paths, summary };
 }

@@ -58,6 +58,8 @@ export function buildLinuxProfile(
   const rules = draft.landlock;
   const launch = namespaceLauncherArgs({
     stateDir: inputs.stateDir,
+    quarantineDir: inputs.quarantineDir,
+    journal: inputs.journal === true,
     identity,
     networkKey: privileged && !sharedNetwork ? inputs.networkKey : undefined,
     plan: draft.plan,
@@ -96,7 +98,7 @@ export function buildLinuxProfile(
     limits: limitsSection(rlimits, caps, { ...inputs, nsLimits }),
     network: networkSection(net, inputs.proxySocket, netPlan),
     mounts: mountSummary,
-    stubs: [...fsPlan.protection.stubs, ...fsPlan.homeProtection.stubs],
+    protectedPaths: [...fsPlan.protection.paths, ...fsPlan.homeProtection.paths],
     cwd,
     workspace,
   };

@@ -10,6 +10,7 @@ import { addGrantRules, systemRules } from './direct-rules.js';
 import { directSummary } from './direct-summary.js';
 import { pathKind } from './etc-rules.js';
 import { landlockArgs, rlimitArgs } from './helper-args.js';
+import { checkArgs } from './launcher-args.js';
 import { limitsSection, seccompSection } from './profile-sections.js';
 import type { DirectInputs, LandlockRule, LinuxProfile } from './profile-types.js';
 
@@ -125,7 +126,7 @@ export function buildDirectProfile(
       publish: [],
     },
     mounts: [],
-    stubs: [],
+    protectedPaths: guard.protectedPaths,
     cwd,
     workspace,
     tmpDir: inputs.tmpDir,
@@ -176,14 +177,15 @@ function directHelperArgs(options: {
 interface GuardPlan {
   readonly launch: string[];
   readonly writableRoots: readonly string[];
+  readonly protectedPaths: readonly string[];
   readonly checked: { readonly summary: readonly string[] };
   readonly homeChecked: { readonly summary: readonly string[] };
 }
 
 /**
  * Protected paths cannot be read-only without mounts: the launcher checks them after the run, in the
- * writable roots and the home directories they hold, and sweeps the roots for repositories; it reaps
- * whatever the command leaves.
+ * writable roots and the home directories they hold, and checks the roots as in the other tiers (git
+ * control files, set-id bits, symlinks out); it reaps whatever the command leaves.
  *
  * @throws {InvalidInputError} for a symlinked protected path.
  */
@@ -196,15 +198,24 @@ function guardPlan(caps: SandboxCapabilities, workspace: string, inputs: DirectI
     homesWithin(writableRoots, inputs.host.home),
     inputs.homeProtectedPaths,
   );
-  const sweeps = writableRoots.flatMap((root) => ['--git-sweep', plan.open(root)]);
+  const check = checkArgs(plan, writableRoots, {
+    quarantineDir: inputs.quarantineDir,
+    journal: inputs.journal === true,
+  });
   const launch = [
     '--state',
     inputs.stateDir,
     '--reap',
     ...plan.args,
-    ...sweeps,
+    ...check,
     ...checked.args,
     ...homeChecked.args,
   ];
-  return { launch, writableRoots, checked, homeChecked };
+  return {
+    launch,
+    writableRoots,
+    checked,
+    homeChecked,
+    protectedPaths: [...checked.paths, ...homeChecked.paths],
+  };
 }

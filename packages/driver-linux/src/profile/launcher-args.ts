@@ -1,7 +1,8 @@
 /**
  * The host-side launcher's arguments of a tier 1–2 plan (`aleph-sandbox-init --launch`, before its
  * `--`): the state directory, the uid (range) it picks from, the session's network namespace, the user
- * paths it opens, the writable roots it sweeps after the run, and the mounts it clones (root host).
+ * paths it opens, the writable roots it checks after the run (with a journal, and where what it sets aside
+ * goes), and the mounts it clones (root host).
  */
 import type { LaunchPlan } from '../mounts/launch-plan.js';
 import type { RenderedMounts } from '../mounts/render-mounts.js';
@@ -10,6 +11,9 @@ import type { LinuxProfile } from './profile-types.js';
 /** The launcher's arguments, in the order it reads them. */
 export function namespaceLauncherArgs(options: {
   readonly stateDir: string;
+  readonly quarantineDir: string | undefined;
+  /** Root host: keep a change journal (fanotify) for the check after the run. */
+  readonly journal: boolean;
   readonly identity: LinuxProfile['identity'];
   /** Root host, network of its own: the fork server lends the run its session's namespace (netpool.c). */
   readonly networkKey: string | undefined;
@@ -28,10 +32,25 @@ export function namespaceLauncherArgs(options: {
   }
   if (options.networkKey !== undefined) launch.push('--net-pool', options.networkKey);
   launch.push(...plan.args);
-  // After the run, repositories a command created or changed below the writable roots lose the control
-  // files it wrote (renamed aside, reported): host git runs none of them.
-  for (const root of options.writableRoots) launch.push('--git-sweep', plan.open(root));
+  launch.push(...checkArgs(plan, options.writableRoots, options));
   for (const clone of options.clones) launch.push('--clone', clone.name, clone.mode);
   launch.push(...options.publish);
   return launch;
+}
+
+/**
+ * The check after the run (native/linux/after-run/check.c), every tier: each writable root, what the
+ * command left there for host tools to run or follow (git control files, set-id bits, protected paths
+ * that appeared, symlinks out) is set aside into the quarantine, cleared or reported.
+ */
+export function checkArgs(
+  plan: LaunchPlan,
+  writableRoots: readonly string[],
+  options: { readonly quarantineDir: string | undefined; readonly journal: boolean },
+): string[] {
+  const args: string[] = [];
+  for (const root of writableRoots) args.push('--check-root', plan.open(root));
+  if (options.journal) args.push('--journal');
+  if (options.quarantineDir !== undefined) args.push('--quarantine', options.quarantineDir);
+  return args;
 }

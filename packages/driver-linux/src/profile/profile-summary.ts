@@ -43,9 +43,9 @@ export function rlimitsInWords(rlimits: Readonly<Record<string, number>>): strin
     .join(', ');
 }
 
-/** The git sweep after the run, in words. */
-export function gitSweepInWords(writableRoots: readonly string[]): string {
-  return `git: after the run, control files (config, hooks, commondir, info, modules, worktrees, a .git file or symlink) of repositories created or changed below ${writableRoots.join(', ')} are renamed aside (NAME.aleph-quarantined) and reported`;
+/** The check after the run, in words. */
+export function afterRunInWords(writableRoots: readonly string[], journal: boolean): string {
+  return `after the run: ${writableRoots.join(', ')} checked whole, ${journal ? 'by a change journal of their filesystems (fanotify), so the check costs what the command changed' : 'by a complete walk (no change journal on this host: it costs the size of the tree)'}: control files of git directories at any depth (config, config.worktree, commondir, gitdir, hooks, info; all of them for a directory that became a git directory), a .git file or symlink, and protected paths that appeared are moved to the session's quarantine; set-id bits are cleared; symlinks leading out are reported; what cannot be examined is set aside whole`;
 }
 
 /** Everything a tier 1–2 summary says. */
@@ -79,7 +79,7 @@ export function namespaceSummary(
     ...facts.mountSummary,
     ...(inputs.sessionHome === undefined ? [] : [`home: HOME=${INNER_HOME} (from ${inputs.sessionHome})`]),
     ...facts.protection.summary.map((s) => `protected: ${s}`),
-    gitSweepInWords(facts.writableRoots),
+    afterRunInWords(facts.writableRoots, inputs.journal === true),
     ...facts.homeProtection.summary.map((s) => `protected (home): ${s}`),
     ...facts.vaultHidden.map((v) => `vault hidden: ${v}`),
     `landlock (${inputs.landlock}): ${rulesInWords(facts.rules)}; abstract unix sockets and signals scoped`,

@@ -6,7 +6,6 @@
 import type { HiddenPath, SandboxCapabilities, SandboxProfile } from '@aleph/sandbox-core';
 import type { HostFacts } from '../host/host-facts.js';
 import type { FsView } from '../mounts/fs-view.js';
-import type { Stub } from '../mounts/protected-paths.js';
 import type { SeccompArch } from '../seccomp/bpf.js';
 import type { SeccompNetworkMode } from '../seccomp/seccomp-program.js';
 import type { LinuxTierId } from '../tiers/tiers.js';
@@ -31,8 +30,15 @@ export interface ProfileInputs {
   readonly sandboxGid: number | undefined;
   /** Root host: each run gets its own uid (and the same gid) from this inclusive range. */
   readonly uidRange: readonly [number, number];
-  /** The host user's state directory (`~/.aleph/run`): stub records and uid locks. */
+  /** The host user's state directory (`~/.aleph/run`): uid locks, known git directories, snapshots. */
   readonly stateDir: string;
+  /**
+   * Where what the checks after the run set aside goes (`~/.aleph/quarantine/<session key>`), or
+   * `undefined` to remove it instead.
+   */
+  readonly quarantineDir?: string | undefined;
+  /** Root host: the launcher keeps a change journal (fanotify) for the check after the run. */
+  readonly journal?: boolean | undefined;
   /** The session's HOME on the host (mounted at `INNER_HOME`), or `undefined` for none. */
   readonly sessionHome: string | undefined;
   /**
@@ -118,8 +124,8 @@ export interface LinuxProfile extends SandboxProfile {
   readonly tierFallback?: string;
   /**
    * Arguments of the host-side launcher (`aleph-sandbox-init --launch …`) before its `--`: the user paths
-   * it opens without following symlinks, the stubs it may create, the mounts it clones (root host), the
-   * uid range and the state directory. `@NAME`, `@UID` and `@GID` in `bwrapArgs` are its substitutions.
+   * it opens without following symlinks (protected paths when they are there), the mounts it clones (root
+   * host), the writable roots it checks after the run, the uid range and the state directory. `@NAME`, `@UID` and `@GID` in `bwrapArgs` are its substitutions.
    */
   readonly launch: readonly string[];
   /** HOME inside the sandbox and the host directory behind it. */
@@ -166,7 +172,13 @@ export interface LinuxProfile extends SandboxProfile {
     readonly publish: readonly number[];
   };
   readonly mounts: readonly string[];
-  readonly stubs: readonly Stub[];
+  /**
+   * The protected paths of the writable roots and the homes they hold (absolute): read-only during the run
+   * where the launcher finds them when it starts, set aside after the run where they were missing then
+   * and appeared (tiers 1–2); checked against a snapshot after the run (tier 3). Nothing is made in place
+   * of a missing one.
+   */
+  readonly protectedPaths: readonly string[];
   readonly cwd: string;
   readonly workspace: string;
 }

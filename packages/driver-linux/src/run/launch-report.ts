@@ -1,38 +1,76 @@
-/** The launcher's report of a run: what its git sweep and tier 3's guard set aside, put back or left. */
+/**
+ * The launcher's report of a run: what the check after the run (native/linux/after-run/check.c) and
+ * tier 3's guard set aside, cleared, reported or put back, one line each.
+ */
 import { existsSync, readFileSync } from 'node:fs';
 
-/** What the launcher did after the run, each a list of report lines (see {@link readLaunchReport}). */
+/** A symlink the run left that leads out of the writable roots. */
+export interface SymlinkOut {
+  readonly path: string;
+  /** The link's target, as written. */
+  readonly target: string;
+  /** Where it leads: outside the writable roots, to a missing path outside them, or nowhere (a loop). */
+  readonly leads: 'outside' | 'dangling' | 'unresolvable';
+}
+
+/** What the launcher did after the run (see {@link readLaunchReport}). */
 export interface LaunchReport {
-  /** Paths renamed aside (`NAME.aleph-quarantined[-N]`): by the git sweep, or tier 3's guard. */
-  quarantined: string[];
-  /** Paths removed instead, where no such name could be had (all taken, or the name too long). */
+  /** What was set aside: each original path and where it went (the session's quarantine). */
+  quarantine: { path: string; movedTo: string }[];
+  /** Paths removed instead of set aside (no quarantine, or too large to copy to another filesystem). */
   removed: string[];
   /** Tier 3: protected paths put back from the snapshot taken before the run. */
   restored: string[];
-  /** `PATH: reason`: what could not be renamed aside or put back. */
+  /** `PATH: reason`: what could not be set aside or put back. */
   failed: string[];
   /** Tier 3, `PATH: reason`: protected paths whose originals are not put back (gone, or not kept). */
   unrestored: string[];
-  /** Tier 3, `PATH: reason`: protected paths beyond the guard's bounds. */
-  unchecked: string[];
-  /** Roots whose git sweep hit its bounds. */
+  /** Files whose set-id bits were cleared. */
+  setId: string[];
+  /** Symlinks leading out of the writable roots. */
+  symlinks: SymlinkOut[];
+  /** `PATH: reason`: parts the check could not examine (set aside whole), or roots it could not walk. */
   incomplete: string[];
+  /** `ROOT: reason`: writable roots walked completely instead of checked by the change journal. */
+  walked: string[];
+}
+
+const LEADS = new Set(['outside', 'dangling', 'unresolvable']);
+
+/** One report line `KIND REST` into OUT. */
+function take(out: LaunchReport, kind: string, rest: string): void {
+  const fields = rest.split('\t');
+  if (kind === 'quarantined' && fields.length === 2)
+    out.quarantine.push({ path: fields[0] as string, movedTo: fields[1] as string });
+  else if (kind === 'symlink' && fields.length === 3 && LEADS.has(fields[2] as string))
+    out.symlinks.push({
+      path: fields[0] as string,
+      target: fields[1] as string,
+      leads: fields[2] as SymlinkOut['leads'],
+    });
+  else if (kind === 'setid') out.setId.push(rest);
+  else if (kind === 'removed' || kind === 'restored' || kind === 'failed' || kind === 'unrestored')
+    out[kind].push(rest);
+  else if (kind === 'incomplete' || kind === 'walked') out[kind].push(rest);
 }
 
 /**
- * What the launcher's git sweep (native/linux/after-run/sweep.c) and tier 3's guard of protected paths
- * (native/linux/after-run/guard.c) did after the run, one line each (`quarantined PATH`, `removed PATH`, `restored
- * PATH`, `failed PATH: reason`, …). The report lives in the host-only state directory.
+ * What the launcher's check after the run (native/linux/after-run/check.c) and tier 3's guard of protected
+ * paths (native/linux/after-run/guard.c) did, one line each (`quarantined PATH<TAB>WHERE`, `removed PATH`,
+ * `setid PATH`, `symlink PATH<TAB>TARGET<TAB>LEADS`, `restored PATH`, `failed PATH: reason`, …). The report
+ * lives in the host-only state directory; most runs write none.
  */
 export function readLaunchReport(file: string | undefined): LaunchReport {
   const out: LaunchReport = {
-    quarantined: [],
+    quarantine: [],
     removed: [],
     restored: [],
     failed: [],
     unrestored: [],
-    unchecked: [],
+    setId: [],
+    symlinks: [],
     incomplete: [],
+    walked: [],
   };
   // Most runs write none: asking first spares the cost of a thrown ENOENT.
   if (file === undefined || !existsSync(file)) return out;
@@ -44,8 +82,7 @@ export function readLaunchReport(file: string | undefined): LaunchReport {
   }
   for (const line of text.split('\n')) {
     const space = line.indexOf(' ');
-    const kind = line.slice(0, space) as keyof LaunchReport;
-    if (space > 0 && Object.hasOwn(out, kind)) out[kind].push(line.slice(space + 1));
+    if (space > 0) take(out, line.slice(0, space), line.slice(space + 1));
   }
   return out;
 }

@@ -42,10 +42,11 @@ export interface RunSettings {
   readonly helperPath: string;
   readonly bwrap: string;
   readonly stateDir: string;
+  /** Sessions' quarantines are made in it by the launcher (one directory each). */
+  readonly quarantineRoot: string;
   readonly homeRoot: string | undefined;
   readonly allowLoaderEnv: readonly string[];
   readonly envAllowlist: readonly string[];
-  readonly topLevelProtected: readonly string[];
   readonly sandboxUid: number | undefined;
 }
 
@@ -163,11 +164,12 @@ export class CommandRunner {
     return this.#runnable;
   }
 
-  /** The state directory (once), and the session's HOME and the user's git identity when the plan has a HOME. */
+  /** The state directory and the quarantines' (once), and the session's HOME and the user's git identity when the plan has a HOME. */
   #prepareHost(profile: LinuxProfile, request: DriverRunRequest): void {
-    const { stateDir, homeRoot, host, topLevelProtected } = this.settings;
+    const { stateDir, quarantineRoot, homeRoot, host } = this.settings;
     if (!this.#stateReady) {
       mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+      mkdirSync(quarantineRoot, { recursive: true, mode: 0o700 });
       this.#stateReady = true;
     }
     if (profile.home !== null && homeRoot !== undefined) {
@@ -175,7 +177,7 @@ export class CommandRunner {
       this.#gitIdentity ??= new GitIdentitySync(host.home);
       const identity = this.#gitIdentity.current();
       const key = sessionKeyToFilename(request.sessionId);
-      const home = ensureSessionHome(homeRoot, key, identity, topLevelProtected);
+      const home = ensureSessionHome(homeRoot, key, identity);
       if (home.made) this.#gitIdentity.made(key, identity);
       else this.#gitIdentity.refresh(home.dir, key);
     }

@@ -13,7 +13,7 @@ import {
 import type { LinuxProfile } from '../profile/profile-types.js';
 import { fixFor } from '../tiers/tier-fixes.js';
 import type { LinuxTierId } from '../tiers/tiers.js';
-import { readLaunchReport } from './launch-report.js';
+import { type LaunchReport, readLaunchReport } from './launch-report.js';
 
 const seenAfterStart = new WeakSet<DriverError>();
 
@@ -33,7 +33,8 @@ export const failedAfterStart = (error: unknown): boolean =>
 /**
  * What one run through the launcher came to: a set-up failure of the helper or of bubblewrap (thrown,
  * with its fix), or the command's output with the run's details (tier, identity, what is not enforced,
- * and what the launcher's sweep and guard set aside or put back, read from its report).
+ * and what the check after the run and tier 3's guard set aside, cleared, reported or put back, read from
+ * the launcher's report: see {@link afterRunDetails}).
  *
  * @throws {DriverError} `ALEPH_DRIVER_FAILED` when the helper or bubblewrap could not set the sandbox up.
  */
@@ -72,7 +73,7 @@ export function launchOutput(
     result.signal === null && result.exitCode !== null && result.exitCode > 128 && result.exitCode <= 128 + 64
       ? signalName(result.exitCode - 128)
       : undefined;
-  const sweep = readLaunchReport(run.reportFile);
+  const report = readLaunchReport(run.reportFile);
   return createSandboxOutput({
     exitCode: killedBySignal === undefined ? result.exitCode : null,
     signal: killedBySignal ?? result.signal,
@@ -89,13 +90,7 @@ export function launchOutput(
       limits: run.limits,
       identity: profile.identity,
       notEnforced: [...run.notEnforced],
-      ...(sweep.quarantined.length === 0 ? {} : { quarantined: sweep.quarantined }),
-      ...(sweep.removed.length === 0 ? {} : { removed: sweep.removed }),
-      ...(sweep.restored.length === 0 ? {} : { restored: sweep.restored }),
-      ...(sweep.failed.length === 0 ? {} : { quarantineFailed: sweep.failed }),
-      ...(sweep.unrestored.length === 0 ? {} : { notRestored: sweep.unrestored }),
-      ...(sweep.unchecked.length === 0 ? {} : { protectedUnchecked: sweep.unchecked }),
-      ...(sweep.incomplete.length === 0 ? {} : { gitSweepIncomplete: sweep.incomplete }),
+      ...afterRunDetails(report, profile.launch.includes('--journal')),
       ...(killedBySignal === undefined ? {} : { exitStatus: result.exitCode }),
       ...(result.killedBy === null ? {} : { killedBy: result.killedBy }),
       ...(run.denials === undefined || run.denials.length === 0 ? {} : { denials: [...run.denials] }),
@@ -103,9 +98,41 @@ export function launchOutput(
   });
 }
 
+/**
+ * The check after the run, in the run's details: `afterRun` (how the writable roots were checked: by the
+ * change journal, or walked whole, with why and with what could not be examined), and only when there is
+ * something to say: `quarantined` (original paths set aside), `quarantine` (each with where it went: the
+ * session's quarantine), `removed`, `setIdCleared`, `symlinksOut`, `restored`, `quarantineFailed`,
+ * `notRestored`.
+ */
+export function afterRunDetails(report: LaunchReport, journal: boolean): Record<string, unknown> {
+  const nonEmpty = <T>(key: string, list: readonly T[]) => (list.length === 0 ? {} : { [key]: list });
+  return {
+    afterRun: {
+      method: journal && report.walked.length === 0 ? 'journal' : 'walk',
+      ...nonEmpty('walked', report.walked),
+      ...nonEmpty('incomplete', report.incomplete),
+    },
+    ...nonEmpty(
+      'quarantined',
+      report.quarantine.map((q) => q.path),
+    ),
+    ...nonEmpty('quarantine', report.quarantine),
+    ...nonEmpty('removed', report.removed),
+    ...nonEmpty('setIdCleared', report.setId),
+    ...nonEmpty('symlinksOut', report.symlinks),
+    ...nonEmpty('restored', report.restored),
+    ...nonEmpty('quarantineFailed', report.failed),
+    ...nonEmpty('notRestored', report.unrestored),
+  };
+}
+
 /** The fix for a bwrap set-up failure, by what bwrap said and the host (the preflight's own fixes). */
 function bwrapFix(stderr: string, tier: LinuxTierId): string {
-  if (/Can't find source path|Can't mkdir|No such file or directory/.test(stderr) && !/\/proc\//.test(stderr))
+  if (
+    /Can't find source path|Can't mkdir|Can't mount|No such file or directory/.test(stderr) &&
+    !/\/proc\//.test(stderr)
+  )
     return 'a granted path vanished or changed while the sandbox was set up; check the path and run again';
   return fixFor(tier, stderr);
 }

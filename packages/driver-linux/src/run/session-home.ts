@@ -1,6 +1,6 @@
 /**
  * Each session's HOME on the host: made once, with a `.gitconfig` holding the user's git identity (kept up to
- * date by `git-identity.ts`), its XDG directories and git excludes.
+ * date by `git-identity.ts`) and its XDG directories.
  */
 import { lstatSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -28,7 +28,6 @@ export function ensureSessionHome(
   homeRoot: string,
   key: string,
   identity: GitIdentity,
-  protectedNames: readonly string[],
 ): { readonly dir: string; readonly made: boolean } {
   const dir = path.join(homeRoot, key);
   // The common case, every run of a session after its first: one lstat.
@@ -50,15 +49,6 @@ export function ensureSessionHome(
   }
   writeFileSync(path.join(dir, '.gitconfig'), initialGitconfig(identity), { mode: 0o644, flag: 'wx' });
   for (const [, rel] of XDG) mkdirSync(path.join(dir, rel), { recursive: true, mode: 0o700 });
-  // git's default excludes file ($XDG_CONFIG_HOME/git/ignore): the read-only stubs of missing protected
-  // paths exist only while a command runs, so `git add -A`, `git clean -fd` and `git stash -u` inside must
-  // leave them alone (a stub is a mount point: removing it fails with EBUSY).
-  mkdirSync(path.join(dir, '.config', 'git'), { recursive: true, mode: 0o700 });
-  writeFileSync(
-    path.join(dir, '.config', 'git', 'ignore'),
-    `# Written by aleph-sandbox: protected paths, read-only in the sandbox (stubs where missing).\n${protectedNames.map((n) => `/${n}`).join('\n')}\n`,
-    { mode: 0o644, flag: 'wx' },
-  );
   return { dir, made: true };
 }
 

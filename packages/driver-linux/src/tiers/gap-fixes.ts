@@ -74,6 +74,9 @@ export function linuxGapFixes(gaps: readonly string[], ctx: GapFixContext): Reco
       fix = ctx.isRoot
         ? 'leave sandbox_uid unset, so each running command gets a uid of its own (`[sandbox.linux] sandbox_uid_range`)'
         : 'run the host process as root, so each command gets a uid of its own, or run each agent as a user of its own';
+    else if (name === 'absent-protected-paths-during-run')
+      fix =
+        'create the protected paths the host reads (an empty .envrc, .git/hooks, …) before the command runs: those that exist are read-only for it; or keep host tools off the workspace while a command runs';
     else if (name === 'disk')
       fix =
         'outside the sandbox: put the workspaces and write grants on a filesystem with quotas, or a size-limited volume';

@@ -77,6 +77,10 @@ export interface TierGapContext {
  */
 export function tierGaps(tier: LinuxTierId, ctx: TierGapContext): string[] {
   const gaps: string[] = [];
+  if (tier !== 'direct')
+    gaps.push(
+      'absent-protected-paths-during-run: a protected path that is missing when the command starts (.git/hooks, .git/config, .envrc, .claude, … in a writable root) gets no placeholder, so the command can create it, and a host process reading it while the command runs sees what it planted; the launcher sets it aside after the run, as it does with the git control files the command writes anywhere else',
+    );
   const keepsRoot =
     ctx.isRoot && (tier === 'user-namespace' || (tier === 'direct' && ctx.directUid === undefined));
   if (tier === 'direct') {

@@ -6,6 +6,7 @@
 import { mkdirSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import type { AlephError, ApprovalRequester, SandboxOutput } from '@aleph/sandbox-core';
+import { afterRunNotice } from './after-run-notice.js';
 import { loadSandboxModules, parseRun, type RunPlan, resolveCwd } from './run-flags.js';
 import { readStdin, stdinIsTerminal } from './stdin.js';
 import { stdoutGone } from './stdout-gone.js';
@@ -152,5 +153,7 @@ async function execute(
   }
   if (!json && out.timedOut)
     process.stderr.write('aleph-sandbox: timed out; every process of the command was killed\n');
+  const notice = json || out.details === undefined ? undefined : afterRunNotice(out.details);
+  if (notice !== undefined) process.stderr.write(notice);
   return exitCodeOf(out);
 }

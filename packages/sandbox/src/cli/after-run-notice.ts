@@ -1,0 +1,55 @@
+/**
+ * The line `aleph-sandbox run` prints on stderr, after the command's own output, when the check after the
+ * run set something aside, cleared set-id bits, found symlinks leading out of the workspace or could not
+ * examine a part (the driver's `details`: `quarantine`, `removed`, `setIdCleared`, `symlinksOut`,
+ * `afterRun.incomplete`).
+ */
+
+interface AfterRunDetails {
+  readonly quarantine?: readonly { readonly path: string; readonly movedTo: string }[];
+  readonly removed?: readonly string[];
+  readonly setIdCleared?: readonly string[];
+  readonly symlinksOut?: readonly {
+    readonly path: string;
+    readonly target: string;
+    readonly leads: string;
+  }[];
+  readonly afterRun?: { readonly incomplete?: readonly string[] };
+}
+
+/** At most this many items of a list are named; the rest are counted. */
+const SHOWN = 3;
+
+function some<T>(items: readonly T[], show: (item: T) => string): string {
+  const named = items.slice(0, SHOWN).map(show).join(', ');
+  return items.length > SHOWN ? `${named} and ${items.length - SHOWN} more` : named;
+}
+
+/** The common directory of the quarantine copies (the session's quarantine), for the notice. */
+function quarantineDir(moves: readonly { readonly path: string; readonly movedTo: string }[]): string {
+  const first = moves[0] as { path: string; movedTo: string };
+  return first.movedTo.endsWith(first.path) ? first.movedTo.slice(0, -first.path.length) : first.movedTo;
+}
+
+/**
+ * The notice for `details`, or `undefined` when the check after the run had nothing to say. `--json`
+ * prints the details themselves instead.
+ */
+export function afterRunNotice(details: Readonly<Record<string, unknown>>): string | undefined {
+  const d = details as AfterRunDetails;
+  const parts: string[] = [];
+  const moved = d.quarantine ?? [];
+  if (moved.length > 0)
+    parts.push(`set aside ${some(moved, (q) => q.path)} (moved to ${quarantineDir(moved)})`);
+  if ((d.removed ?? []).length > 0) parts.push(`removed ${some(d.removed ?? [], (p) => p)}`);
+  if ((d.setIdCleared ?? []).length > 0)
+    parts.push(`cleared the set-id bits of ${some(d.setIdCleared ?? [], (p) => p)}`);
+  if ((d.symlinksOut ?? []).length > 0)
+    parts.push(
+      `left symlinks leading out of the workspace: ${some(d.symlinksOut ?? [], (s) => `${s.path} -> ${s.target}${s.leads === 'outside' ? '' : ` (${s.leads})`}`)}`,
+    );
+  const incomplete = d.afterRun?.incomplete ?? [];
+  if (incomplete.length > 0) parts.push(`could not examine ${some(incomplete, (p) => p)} (set aside whole)`);
+  if (parts.length === 0) return undefined;
+  return `aleph-sandbox: after the run: ${parts.join('; ')}; see --json for every path\n`;
+}

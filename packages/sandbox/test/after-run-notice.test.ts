@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { afterRunNotice } from '../src/cli/after-run-notice.js';
+
+describe('afterRunNotice', () => {
+  it('says nothing when the check after the run had nothing to say', () => {
+    expect(afterRunNotice({ driver: 'linux', afterRun: { method: 'journal' } })).toBeUndefined();
+  });
+
+  it('names what was set aside and where it went, set-id bits cleared, symlinks out and what could not be examined', () => {
+    const line = afterRunNotice({
+      quarantine: [
+        { path: '/w/.git/hooks', movedTo: '/h/.aleph/quarantine/k/w/.git/hooks' },
+        { path: '/w/.envrc', movedTo: '/h/.aleph/quarantine/k/w/.envrc' },
+      ],
+      setIdCleared: ['/w/id'],
+      symlinksOut: [
+        { path: '/w/pw', target: '/etc/passwd', leads: 'outside' },
+        { path: '/w/x', target: '/nowhere/x', leads: 'dangling' },
+      ],
+      afterRun: { method: 'walk', incomplete: ['/w/locked: could not be examined'] },
+    });
+    expect(line).toBe(
+      'aleph-sandbox: after the run: set aside /w/.git/hooks, /w/.envrc (moved to /h/.aleph/quarantine/k); cleared the set-id bits of /w/id; left symlinks leading out of the workspace: /w/pw -> /etc/passwd, /w/x -> /nowhere/x (dangling); could not examine /w/locked: could not be examined (set aside whole); see --json for every path\n',
+    );
+  });
+
+  it('counts what it does not name', () => {
+    const quarantine = Array.from({ length: 5 }, (_, i) => ({ path: `/w/${i}`, movedTo: `/q/w/${i}` }));
+    expect(afterRunNotice({ quarantine })).toMatch(
+      /set aside \/w\/0, \/w\/1, \/w\/2 and 2 more \(moved to \/q\)/,
+    );
+  });
+});
