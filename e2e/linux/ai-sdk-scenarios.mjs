@@ -2,12 +2,11 @@
 // tool calls run in the real sandbox through @aleph/ai-sdk; each returns what the model (and the host) saw.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { anthropic } from '@ai-sdk/anthropic';
 import { alephShellApproval, createAlephSandboxSession, createAlephShellTool } from '@aleph/ai-sdk';
 import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
-import { processesWith } from './session-scenarios.mjs';
+import { leftAfter, upTo } from './host-processes.mjs';
 
 const usage = {
   inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
@@ -56,16 +55,6 @@ async function withSession(plan, fn, options = {}) {
   } finally {
     await session.close();
   }
-}
-
-async function upTo(needle, count) {
-  for (let i = 0; i < 200 && processesWith(needle).length < count; i++) await sleep(50);
-  return processesWith(needle).length;
-}
-
-async function leftAfter(needle) {
-  for (let i = 0; i < 60 && processesWith(needle).length > 0; i++) await sleep(50);
-  return processesWith(needle).length;
 }
 
 async function readUntil(reader, until) {

@@ -2,13 +2,12 @@
 // run in the real sandbox through @aleph/deepagents; each returns what the model (and the host) saw.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { AlephSandbox } from '@aleph/deepagents';
 import { AIMessage, ToolMessage } from '@langchain/core/messages';
 import { fakeModel } from '@langchain/core/testing';
 import { Command, MemorySaver } from '@langchain/langgraph';
 import { createDeepAgent } from 'deepagents';
-import { processesWith } from './session-scenarios.mjs';
+import { leftAfter, upTo } from './host-processes.mjs';
 
 const config = (plan, extra = {}) => ({
   sandbox: { workspace_root: path.join(plan.base, 'workspaces'), default_timeout_seconds: 30, ...extra },
@@ -43,16 +42,6 @@ const toolResults = (messages) =>
       .filter((m) => ToolMessage.isInstance(m))
       .map((m) => [m.tool_call_id, { name: m.name, text: contentText(m.content), status: m.status }]),
   );
-
-async function upTo(needle, count) {
-  for (let i = 0; i < 200 && processesWith(needle).length < count; i++) await sleep(50);
-  return processesWith(needle).length;
-}
-
-async function leftAfter(needle) {
-  for (let i = 0; i < 60 && processesWith(needle).length > 0; i++) await sleep(50);
-  return processesWith(needle).length;
-}
 
 export const scenarios = {
   // deepagents' file tools (derived through execute in the sandbox, or through upload/download), execute,

@@ -3,7 +3,7 @@
 import { existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { processesWith } from './session-scenarios.mjs';
+import { processesWith } from './host-processes.mjs';
 
 const text = (r) => r?.content?.[0]?.text ?? '';
 /** A tool result as the test reads it. */

@@ -201,7 +201,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
         it('links a command planted to a host secret are refused by every file tool; the host control reaches it', () => {
           const r = result<{ attempts: Record<string, string> } & Record<string, unknown>>('symlink');
           expect(r.planted).toMatchObject({ structured: { exitCode: 0 } });
-          expect(r.control).toBe(`host secret of ${identity.uid}\n`);
+          expect(r.control).toBe(`host-secret-${identity.uid}\n`);
           const outside = /^MCP error -32602: ALEPH_PATH_OUTSIDE_WORKSPACE: /;
           expect(r.attempts).toEqual({
             read: expect.stringMatching(outside),
@@ -214,7 +214,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
             deleteInDir: expect.stringMatching(outside),
           });
           expect(r.attempts.read).toContain(String(run?.secret));
-          expect(r.secretAfter).toBe(`host secret of ${identity.uid}\n`);
+          expect(r.secretAfter).toBe(`host-secret-${identity.uid}\n`);
           expect(r.secretDirAfter).toEqual(['id_rsa']);
           expect(r.leftovers).toEqual([]);
         });

@@ -1,12 +1,11 @@
 // Shared pieces of the OpenAI Agents scenarios: an agent run with a ScriptedModel and AlephSandboxClient,
 // what the model saw of each tool call, and host process checks.
-import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { AlephSandboxClient, alephShell } from '@aleph/openai-agents';
 import { Runner } from '@openai/agents';
 import { filesystem, SandboxAgent } from '@openai/agents/sandbox';
 import { ScriptedModel } from '@openai/agents/testing';
+import { leftAfter as leftAfterSeconds } from './host-processes.mjs';
 
 /** A client whose session workspaces live under `plan.base` (config inline), with `options` on top. */
 export function clientFor(plan, options = {}, sandbox = {}) {
@@ -58,28 +57,7 @@ export function lastSessionId(call) {
   return Number(m[1]);
 }
 
-/** Host processes whose command line contains `needle`. */
-export function processesWith(needle) {
-  const found = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
-    try {
-      if (readFileSync(`/proc/${name}/cmdline`, 'latin1').includes(needle)) found.push(Number(name));
-    } catch {
-      // gone
-    }
-  }
-  return found;
-}
-
-/** How many of `needle`'s processes run once `count` are up (or 10 s have passed). */
-export async function upTo(needle, count) {
-  for (let i = 0; i < 200 && processesWith(needle).length < count; i++) await sleep(50);
-  return processesWith(needle).length;
-}
+export { processesWith, upTo } from './host-processes.mjs';
 
 /** What is left of `needle`'s processes after up to 5 s. */
-export async function leftAfter(needle) {
-  for (let i = 0; i < 100 && processesWith(needle).length > 0; i++) await sleep(50);
-  return processesWith(needle).length;
-}
+export const leftAfter = (needle) => leftAfterSeconds(needle, 5);

@@ -1,8 +1,8 @@
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { linuxStack, nodeArgvAs, REQUIRED, requiredButMissing, runAsync } from '../support.js';
+import { linuxStack, REQUIRED, requiredButMissing } from '../support.js';
+import { makeHarnessBase, runHarnessAs } from './harness-run.js';
 import { asIdentityTitle, identities } from './hosts.js';
 
 /**
@@ -26,7 +26,6 @@ interface Run {
 }
 
 async function runHarness(uid: number, scenarios: string[], base: string): Promise<Run['results']> {
-  const self = process.getuid?.() ?? 0;
   const plan = {
     base,
     secret: path.join(base, 'secret', 'id_rsa'),
@@ -35,39 +34,8 @@ async function runHarness(uid: number, scenarios: string[], base: string): Promi
     stateFile: path.join(base, 'run-state.json'),
     scenarios,
   };
-  const mountpoint = path.join(base, 'repo');
-  if (uid !== self) mkdirSync(mountpoint, { recursive: true, mode: 0o755 });
-  const [cmd, ...args] = nodeArgvAs(uid, mountpoint, 'e2e/linux/openai-agents-harness.mjs') as [
-    string,
-    ...string[],
-  ];
-  const r = await runAsync(cmd, args, {
-    input: JSON.stringify(plan),
-    env: { ...process.env, HOME: path.join(base, 'home') },
-  });
-  if (r.status !== 0) throw new Error(`harness failed (${r.status}): ${r.stderr}`);
-  const out = JSON.parse(r.stdout) as { uid: number; results: Run['results'] };
-  if (out.uid !== uid) throw new Error(`the harness ran as ${out.uid}, not ${uid}`);
-  return out.results;
-}
-
-/** A base directory of `uid`'s own with a home and a host secret (0600 in a 0700 directory). */
-function makeBase(uid: number): { base: string; secret: string } {
-  const self = process.getuid?.() ?? 0;
-  const base = mkdtempSync(path.join(os.tmpdir(), 'aleph-e2e-openai-'));
-  const own = (p: string, mode: number) => {
-    chmodSync(p, mode);
-    if (uid !== self) chownSync(p, uid, uid);
-  };
-  own(base, 0o755);
-  mkdirSync(path.join(base, 'home'));
-  own(path.join(base, 'home'), 0o700);
-  mkdirSync(path.join(base, 'secret'));
-  const secret = path.join(base, 'secret', 'id_rsa');
-  writeFileSync(secret, `host-secret-${uid}\n`);
-  own(secret, 0o600);
-  own(path.join(base, 'secret'), 0o700);
-  return { base, secret };
+  const script = 'e2e/linux/openai-agents-harness.mjs';
+  return (await runHarnessAs<{ uid: number; results: Run['results'] }>(uid, base, script, plan)).results;
 }
 
 describe.runIf(stack.ok || REQUIRED.size > 0)(
@@ -84,7 +52,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           return r as Record<string, string> & Record<string, unknown>;
         };
         beforeAll(async () => {
-          const { base, secret } = makeBase(identity.uid);
+          const { base, secret } = makeHarnessBase(identity.uid, 'openai');
           run = { base, secret, results: {} };
           run.results = await runHarness(identity.uid, [...FIRST, ...FILES], base);
           // Another process resumes the RunState resume-a wrote.

@@ -1,7 +1,6 @@
 // Process scenarios of the session harness: each runs one thing through session.spawn() in the real
 // sandbox and returns what it observed (the test asserts on it).
-import { readdirSync, readFileSync } from 'node:fs';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { leftAfter, upTo } from './host-processes.mjs';
 
 const enc = (s) => new TextEncoder().encode(s);
 const dec = new TextDecoder();
@@ -21,32 +20,6 @@ export async function codeOf(p) {
   } catch (e) {
     return e?.code ?? String(e);
   }
-}
-
-/** Host processes whose command line contains `needle` (the sandbox's pid namespace is visible here). */
-export function processesWith(needle) {
-  const found = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
-    try {
-      if (readFileSync(`/proc/${name}/cmdline`, 'latin1').includes(needle)) found.push(Number(name));
-    } catch {
-      // gone, or not ours to read
-    }
-  }
-  return found;
-}
-
-/** How many of `needle`'s processes run, once `count` of them are up (or 10 s have passed). */
-async function upTo(needle, count) {
-  for (let i = 0; i < 200 && processesWith(needle).length < count; i++) await sleep(50);
-  return processesWith(needle).length;
-}
-
-/** What is left of `needle`'s processes once they had up to 3 s to go. */
-async function leftAfter(needle) {
-  for (let i = 0; i < 60 && processesWith(needle).length > 0; i++) await sleep(50);
-  return processesWith(needle).length;
 }
 
 /** Reads chunks until `until` is in the text (or the stream ends); what it read, chunk by chunk. */

@@ -1,27 +1,17 @@
-// Builds the Aleph sandbox behind one session of the client: the configuration (file, inline or the
-// default), the baseline, the workspace (the user's directory or the session's), and an approval requester
-// that a single call can scope (an approval the framework already gave is not asked again).
-import { AsyncLocalStorage } from 'node:async_hooks';
-import { existsSync, mkdirSync } from 'node:fs';
+// Opens the Aleph sandbox behind one session of the client, on @aleph/sandbox's openAdapterSession (the
+// configuration, the baseline, the workspace, the session and the driver's ownership), with what this
+// adapter adds: the SDK's SandboxConfigurationError for a bad config or workspace, the default shell, and
+// a single call's approval answered wholly by the framework's requester.
+import { existsSync } from 'node:fs';
 import {
-  type AlephConfig,
+  type AdapterOpenStage,
   type AlephSandbox,
   type SandboxSession as AlephSession,
-  buildSandbox,
-  denyAllApprovalRequester,
   isAlephError,
-  loadConfig,
-  parseConfig,
+  openAdapterSession,
+  parseCapabilityOverrides,
 } from '@aleph/sandbox';
-import type {
-  ApprovalOutcome,
-  ApprovalRequest,
-  ApprovalRequester,
-  OsSandboxDriver,
-  SandboxCapabilities,
-  SandboxCapabilitiesInput,
-} from '@aleph/sandbox-core';
-import { parseCapabilities } from '@aleph/sandbox-core';
+import type { ApprovalRequester, SandboxCapabilities, SandboxCapabilitiesInput } from '@aleph/sandbox-core';
 import { SandboxConfigurationError } from '@openai/agents/sandbox';
 import type { ResolvedOptions } from './options.js';
 
@@ -43,52 +33,72 @@ export interface OpenedSandbox {
   dispose(): Promise<void>;
 }
 
-async function loadAlephConfig(config: ResolvedOptions['config']): Promise<AlephConfig> {
-  try {
-    if (typeof config === 'string') return await loadConfig(config);
-    if (config !== undefined) return parseConfig(config, { source: 'options.config' });
-    return await loadConfig();
-  } catch (error) {
-    if (isAlephError(error)) {
-      throw new SandboxConfigurationError(`AlephSandboxClient options.config: ${error.message}`, {
-        provider: 'aleph',
-        field: 'config',
-        alephCode: error.code,
-      });
-    }
-    throw error;
-  }
+/** The fields of `input` that are set (an unset field keeps the config's value). */
+function setFields(input: SandboxCapabilitiesInput | undefined): SandboxCapabilitiesInput | undefined {
+  if (input === undefined) return undefined;
+  return Object.fromEntries(
+    Object.entries(input).filter(([, v]) => v !== undefined),
+  ) as SandboxCapabilitiesInput;
 }
 
-/** The config's baseline with the fields `input` sets; subprocesses allowed unless it says otherwise. */
+/**
+ * The config's baseline with the fields `input` sets; subprocesses allowed unless it says otherwise (the
+ * baseline {@link openSandbox} gives its commands).
+ */
 export function mergeBaseline(
   configBaseline: SandboxCapabilities,
   input: SandboxCapabilitiesInput | undefined,
 ): SandboxCapabilities {
-  const parsed = input === undefined ? undefined : parseCapabilities(input, 'options.capabilities');
-  const merged: Record<string, unknown> = { ...configBaseline, spawnSubprocess: true };
-  if (input !== undefined && parsed !== undefined) {
-    for (const key of Object.keys(input) as (keyof SandboxCapabilitiesInput)[]) {
-      if (input[key] !== undefined) merged[key] = parsed[key];
-    }
-  }
-  return merged as unknown as SandboxCapabilities;
-}
-
-/** `driver` with a dispose that does nothing: the caller's driver outlives the sessions that use it. */
-function borrowed(driver: OsSandboxDriver): OsSandboxDriver {
-  return new Proxy(driver, {
-    get(target, key) {
-      if (key === 'dispose') return async () => {};
-      const value = Reflect.get(target, key, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
+  return {
+    ...configBaseline,
+    spawnSubprocess: true,
+    ...parseCapabilityOverrides(setFields(input), 'options.capabilities'),
+  };
 }
 
 function defaultShellFor(option: string | undefined): string {
   if (option !== undefined) return option;
   return existsSync('/bin/bash') ? '/bin/bash' : '/bin/sh';
+}
+
+/** An error of opening the session as the SDK's configuration error; one of the driver passes through. */
+function configurationError(
+  stage: AdapterOpenStage,
+  error: unknown,
+  options: ResolvedOptions,
+  sessionId: string,
+): unknown {
+  const message = (error as Error).message;
+  if (stage === 'workspace-create') {
+    return new SandboxConfigurationError(
+      `AlephSandboxClient options.workspace ${JSON.stringify(options.workspace)} cannot be created (${message}); pass an existing directory or one you may create`,
+      { provider: 'aleph', field: 'workspace' },
+    );
+  }
+  if (stage === 'workspace-open') {
+    return new SandboxConfigurationError(
+      `the Aleph workspace of session ${JSON.stringify(sessionId)} is not usable: ${message}`,
+      {
+        provider: 'aleph',
+        field: options.workspace === undefined ? 'config.sandbox.workspace_root' : 'workspace',
+      },
+    );
+  }
+  if (!isAlephError(error)) return error;
+  if (stage === 'config') {
+    return new SandboxConfigurationError(`AlephSandboxClient options.config: ${message}`, {
+      provider: 'aleph',
+      field: 'config',
+      alephCode: error.code,
+    });
+  }
+  // An option resolveOptions let through and openAdapterSession refused (its message names options.<key>).
+  const field = String(error.details.field ?? 'options').replace(/^options\.?/, '');
+  return new SandboxConfigurationError(`AlephSandboxClient ${message}`, {
+    provider: 'aleph',
+    field,
+    alephCode: error.code,
+  });
 }
 
 /**
@@ -97,61 +107,27 @@ function defaultShellFor(option: string | undefined): string {
  * @throws {SandboxConfigurationError} for an invalid configuration or workspace.
  */
 export async function openSandbox(options: ResolvedOptions, sessionId: string): Promise<OpenedSandbox> {
-  const config = await loadAlephConfig(options.config);
-  const baseline = mergeBaseline(config.baseline, options.capabilities);
-  const scope = new AsyncLocalStorage<ApprovalRequester>();
-  const fallback = options.approvalRequester ?? denyAllApprovalRequester;
-  const requester: ApprovalRequester = {
-    requestApproval(request: ApprovalRequest, o: { signal: AbortSignal }): Promise<ApprovalOutcome> {
-      return (scope.getStore() ?? fallback).requestApproval(request, o);
-    },
-  };
-  const userDir = options.workspace;
-  if (userDir !== undefined) {
-    try {
-      mkdirSync(userDir, { recursive: true });
-    } catch (error) {
-      throw new SandboxConfigurationError(
-        `AlephSandboxClient options.workspace ${JSON.stringify(userDir)} cannot be created (${(error as Error).message}); pass an existing directory or one you may create`,
-        { provider: 'aleph', field: 'workspace' },
-      );
-    }
-  }
-  const sandbox = await buildSandbox(
-    { ...config, baseline },
+  const capabilities = setFields(options.capabilities);
+  const held = await openAdapterSession(
     {
-      approvalRequester: requester,
-      ...(userDir === undefined ? {} : { workspaceFor: () => userDir }),
-      ...(options.driver === undefined ? {} : { driver: borrowed(options.driver) }),
+      sessionId,
+      ...(options.workspace === undefined ? {} : { workspace: options.workspace }),
+      ...(options.config === undefined ? {} : { config: options.config }),
+      ...(capabilities === undefined ? {} : { capabilities }),
+      ...(options.approvalRequester === undefined ? {} : { approvalRequester: options.approvalRequester }),
+      ...(options.driver === undefined ? {} : { driver: options.driver }),
     },
+    { mapError: (stage, error) => configurationError(stage, error, options, sessionId) },
   );
-  const session = sandbox.session(sessionId);
-  let workspace: string;
-  try {
-    workspace = await session.workspace();
-  } catch (error) {
-    await sandbox.dispose();
-    throw new SandboxConfigurationError(
-      `the Aleph workspace of session ${JSON.stringify(sessionId)} is not usable: ${(error as Error).message}`,
-      { provider: 'aleph', field: userDir === undefined ? 'config.sandbox.workspace_root' : 'workspace' },
-    );
-  }
-  let disposing: Promise<void> | undefined;
   return {
-    sandbox,
-    session,
+    sandbox: held.sandbox,
+    session: held.session,
     sessionId,
-    workspace,
-    userWorkspace: userDir !== undefined,
-    baseline,
+    workspace: held.workspace,
+    userWorkspace: options.workspace !== undefined,
+    baseline: held.baseline,
     defaultShell: defaultShellFor(options.defaultShell),
-    withApprover: (approver, fn) => scope.run(approver, fn),
-    dispose() {
-      disposing ??= (async () => {
-        await session.close();
-        await sandbox.dispose();
-      })();
-      return disposing;
-    },
+    withApprover: (requester, fn) => held.withApprovalRequester(requester, fn),
+    dispose: () => held.close(),
   };
 }

@@ -1,6 +1,7 @@
 // What a framework adapter runs on (openAdapterSession): the sandbox built from the adapter's options, one
 // session handle, the baseline its commands get without approval, approvals scoped to one call (what the
-// framework's own approval flow granted), the description a model reads, and close.
+// framework's own approval flow granted, or a requester of its own), the description a model reads, and
+// close.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
@@ -68,10 +69,29 @@ export interface AdapterSession {
    */
   withApproval<T>(approved: SandboxCapabilities, fn: () => Promise<T>): Promise<T>;
   /**
+   * Runs `fn` with `requester` answering every approval the commands it starts need, in place of the
+   * configured requester (an adapter whose framework decides the whole approval itself).
+   */
+  withApprovalRequester<T>(requester: ApprovalRequester, fn: () => Promise<T>): Promise<T>;
+  /**
    * Closes the session (its running commands are killed) and disposes the sandbox, with the platform's
    * driver; a driver passed as `options.driver` is left to its owner. Idempotent.
    */
   close(): Promise<void>;
+}
+
+/** Where opening an adapter session failed: its options, its config, creating or opening its workspace. */
+export type AdapterOpenStage = 'options' | 'config' | 'workspace-create' | 'workspace-open';
+
+/** How an adapter takes part in {@link openAdapterSession}. */
+export interface AdapterOpenHooks {
+  /** Option keys the adapter checks itself. */
+  readonly extraKeys?: readonly string[];
+  /**
+   * What to throw in place of `error`, which failed `stage` (an adapter whose framework has its own error
+   * types). Default: `error` itself. Errors of building the sandbox and of the driver are not passed.
+   */
+  readonly mapError?: (stage: AdapterOpenStage, error: unknown) => unknown;
 }
 
 async function configFor(parsed: ParsedAdapterOptions): Promise<AlephConfig> {
@@ -81,8 +101,8 @@ async function configFor(parsed: ParsedAdapterOptions): Promise<AlephConfig> {
 }
 
 /**
- * Builds the sandbox for an adapter's options and opens its session. `extraKeys` are option keys the
- * adapter checks itself.
+ * Builds the sandbox for an adapter's options and opens its session. `hooks` are the option keys the
+ * adapter checks itself, or {@link AdapterOpenHooks} (those keys, and how its errors are thrown).
  *
  * @example
  * ```ts
@@ -90,34 +110,40 @@ async function configFor(parsed: ParsedAdapterOptions): Promise<AlephConfig> {
  * const out = await held.session.execute({ program: 'sh', args: ['-c', 'ls'], capabilities: held.baseline })
  * await held.close()
  * ```
- * @throws {InvalidInputError} `ALEPH_CONFIG_INVALID` for a bad option or config value.
+ * @throws {InvalidInputError} `ALEPH_CONFIG_INVALID` for a bad option or config value (as `hooks.mapError`
+ *   maps it).
  * @throws {DriverError} `ALEPH_DRIVER_UNAVAILABLE` when no driver exists for this platform.
  */
 export async function openAdapterSession(
   options: AdapterSessionOptions | undefined,
-  extraKeys: readonly string[] = [],
+  hooks: readonly string[] | AdapterOpenHooks = [],
 ): Promise<AdapterSession> {
-  const parsed = parseAdapterOptions(options, extraKeys);
-  const loaded = await configFor(parsed);
+  const { extraKeys = [], mapError = (_stage, error) => error }: AdapterOpenHooks = Array.isArray(hooks)
+    ? { extraKeys: hooks as readonly string[] }
+    : (hooks as AdapterOpenHooks);
+  const at = async <T>(stage: AdapterOpenStage, fn: () => T | Promise<T>): Promise<T> => {
+    try {
+      return await fn();
+    } catch (error) {
+      throw mapError(stage, error);
+    }
+  };
+  const parsed = await at('options', () => parseAdapterOptions(options, extraKeys));
+  const loaded = await at('config', () => configFor(parsed));
   const baseline: SandboxCapabilities = {
     ...loaded.baseline,
     spawnSubprocess: true,
     ...parsed.capabilities,
   };
   const config: AlephConfig = { ...loaded, baseline };
-  const scoped = new AsyncLocalStorage<SandboxCapabilities>();
+  const scoped = new AsyncLocalStorage<ApprovalRequester>();
   const fallback = parsed.approvalRequester ?? denyAllApprovalRequester;
   const requester: ApprovalRequester = {
-    requestApproval(request, requestOptions) {
-      const approved = scoped.getStore();
-      if (approved !== undefined && isWithin(request.requested, approved)) {
-        return Promise.resolve({ outcome: 'approved', scope: 'once' });
-      }
-      return fallback.requestApproval(request, requestOptions);
-    },
+    requestApproval: (request, requestOptions) =>
+      (scoped.getStore() ?? fallback).requestApproval(request, requestOptions),
   };
   const dir = parsed.workspace;
-  if (dir !== undefined) mkdirSync(dir, { recursive: true });
+  if (dir !== undefined) await at('workspace-create', () => mkdirSync(dir, { recursive: true }));
   const sandbox = await buildSandbox(config, {
     approvalRequester: requester,
     ...(dir === undefined ? {} : { workspaceFor: () => dir }),
@@ -126,7 +152,7 @@ export async function openAdapterSession(
   try {
     const sessionId = parsed.sessionId ?? `aleph-${randomUUID()}`;
     const session = sandbox.session(sessionId);
-    const workspace = await session.workspace();
+    const workspace = await at('workspace-open', () => session.workspace());
     const probe = await sandbox.probe();
     const description = describeAdapterSandbox({ config, workspace, probe, baseline });
     let closing: Promise<void> | undefined;
@@ -142,7 +168,8 @@ export async function openAdapterSession(
       request,
       elevation: (requested) =>
         explainNotWithin(requested, { ...baseline, fsWrite: [...baseline.fsWrite, workspace] }),
-      withApproval: (approved, fn) => scoped.run(approved, fn),
+      withApproval: (approved, fn) => scoped.run(approving(approved, fallback), fn),
+      withApprovalRequester: (scope, fn) => scoped.run(scope, fn),
       close() {
         closing ??= (async () => {
           await session.close();
@@ -155,6 +182,18 @@ export async function openAdapterSession(
     await sandbox.dispose();
     throw error;
   }
+}
+
+/** Approves, once, a request within `approved`; passes any other to `fallback`. */
+function approving(approved: SandboxCapabilities, fallback: ApprovalRequester): ApprovalRequester {
+  return {
+    requestApproval(request, requestOptions) {
+      if (isWithin(request.requested, approved)) {
+        return Promise.resolve({ outcome: 'approved', scope: 'once' });
+      }
+      return fallback.requestApproval(request, requestOptions);
+    },
+  };
 }
 
 /** `driver` with a dispose that does nothing: a driver the caller passed outlives the sessions using it. */

@@ -45,7 +45,13 @@ export {
   parseAdapterOptions,
   parseCapabilityOverrides,
 } from './adapter-options.js';
-export { type AdapterSession, type CapabilityRequest, openAdapterSession } from './adapter-session.js';
+export {
+  type AdapterOpenHooks,
+  type AdapterOpenStage,
+  type AdapterSession,
+  type CapabilityRequest,
+  openAdapterSession,
+} from './adapter-session.js';
 export {
   type AdapterSandboxFacts,
   DENIAL_CODES,

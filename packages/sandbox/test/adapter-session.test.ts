@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { CapabilityDeniedError, createSandboxOutput, PolicyDeniedError } from '@aleph/sandbox-core';
@@ -101,6 +101,60 @@ describe('openAdapterSession', () => {
       code: 'ALEPH_CAPABILITY_DENIED',
     });
     expect(requester.requests.at(-1)?.reasons).toEqual(['network access to evil.example, pypi.org']);
+  });
+
+  it('withApprovalRequester answers every approval of the call in place of the configured requester', async () => {
+    const configured = new FakeApprovalRequester({ outcome: 'approved', scope: 'once' });
+    const scoped = new FakeApprovalRequester({ outcome: 'denied', reason: 'the run said no' });
+    const { h, driver } = await open({ approvalRequester: configured });
+    const net = h.request({ network: { kind: 'allowAll' } });
+    await expect(h.withApprovalRequester(scoped, () => sh(h, net))).rejects.toMatchObject({
+      code: 'ALEPH_CAPABILITY_DENIED',
+    });
+    expect(scoped.requests).toHaveLength(1);
+    expect(configured.requests).toEqual([]);
+    expect(driver.runCount).toBe(0);
+    // Outside the call, the configured requester answers again.
+    await sh(h, net);
+    expect(configured.requests).toHaveLength(1);
+    expect(driver.runCount).toBe(1);
+  });
+
+  it('mapError sees the stage that failed and decides what is thrown', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'aleph-adapter-'));
+    dirs.push(dir);
+    const stages: string[] = [];
+    const mapError = (stage: string, error: unknown) => {
+      stages.push(stage);
+      return new Error(`${stage}: ${(error as Error).message}`);
+    };
+    const config = { sandbox: { workspace_root: path.join(dir, 'ws') } };
+    await expect(openAdapterSession({ nope: 1 } as AdapterSessionOptions, { mapError })).rejects.toThrow(
+      /^options: options\.nope is not a known option/,
+    );
+    await expect(
+      openAdapterSession({ config: { sandbox: { default_timeout_seconds: -1 } } }, { mapError }),
+    ).rejects.toThrow(/^config: .*default_timeout_seconds/);
+    writeFileSync(path.join(dir, 'file'), '');
+    await expect(
+      openAdapterSession(
+        { config, driver: createFakeDriver(), workspace: path.join(dir, 'file', 'sub') },
+        { mapError },
+      ),
+    ).rejects.toThrow(/^workspace-create: /);
+    const driver = createFakeDriver();
+    await expect(
+      openAdapterSession(
+        { config: { sandbox: { workspace_root: path.join(dir, 'file') } }, driver },
+        { mapError },
+      ),
+    ).rejects.toThrow(/^workspace-open: /);
+    expect(driver.disposed).toBe(false);
+    expect(stages).toEqual(['options', 'config', 'workspace-create', 'workspace-open']);
+    // Without hooks the error itself is thrown; the extra keys may still be given as a list.
+    await expect(openAdapterSession({ nope: 1 } as AdapterSessionOptions, ['other'])).rejects.toMatchObject({
+      code: 'ALEPH_CONFIG_INVALID',
+    });
   });
 
   it('describes the driver, its gaps, the workspace and the network for a model', async () => {
