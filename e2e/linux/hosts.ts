@@ -89,10 +89,22 @@ export function identities(): Identity[] {
   ];
 }
 
-/** Compiles `e2e/linux/no-namespaces.c` (the seccomp launcher) into a temp directory of this file's. */
+let built: { path: string; problem: string | undefined } | undefined;
+
+/**
+ * Compiles `e2e/linux/no-namespaces.c` (the seccomp launcher) into a temp directory of this file's, once
+ * per test process; the directory goes when the file's suites end, or at the latest with the process.
+ */
 function buildNoNamespaces(): { path: string; problem: string | undefined } {
+  built ??= compileNoNamespaces();
+  return built;
+}
+
+function compileNoNamespaces(): { path: string; problem: string | undefined } {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'aleph-e2e-hosts-'));
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const remove = () => rmSync(dir, { recursive: true, force: true });
+  process.once('exit', remove);
+  afterAll(remove);
   const out = path.join(dir, 'no-namespaces');
   const cc = spawnSync('cc', ['-O2', '-o', out, path.join(repoRoot, 'e2e/linux/no-namespaces.c')], {
     encoding: 'utf8',

@@ -1,0 +1,47 @@
+import type { BoundedRunResult } from '@aleph/sandbox-core';
+import { describe, expect, it } from 'vitest';
+import type { LinuxProfile } from '../src/profile/profile-types.js';
+import { failedAfterStart, launchOutput } from '../src/run/run-result.js';
+
+const bwrapFailed = (stderr: string): BoundedRunResult => ({
+  exitCode: 1,
+  signal: null,
+  stdout: new Uint8Array(),
+  stderr: new TextEncoder().encode(stderr),
+  stdoutTruncated: false,
+  stderrTruncated: false,
+  timedOut: false,
+  killedBy: null,
+  durationMs: 1,
+  pid: 1,
+});
+const profile = { tier: 'user-namespace', launch: [] } as unknown as LinuxProfile;
+const run = { limits: 'rlimits', reportFile: '/nonexistent/aleph-report', notEnforced: [] };
+
+function thrown(stderr: string): Error {
+  try {
+    launchOutput(bwrapFailed(stderr), profile, run);
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('launchOutput did not throw');
+}
+
+describe('launchOutput: set-up failures', () => {
+  it('a path bwrap was handed that vanished (a descriptor of it included) says so, not the tier fix', () => {
+    for (const stderr of [
+      "bwrap: Can't find source path /proc/self/fd/10: No such file or directory\n",
+      'bwrap: Race condition binding dirfd: Invalid argument\n',
+      "bwrap: Can't find source path /srv/gone: No such file or directory\n",
+    ]) {
+      const error = thrown(stderr);
+      expect(error.message).toMatch(/vanished or changed while the sandbox was set up/);
+      expect(failedAfterStart(error)).toBe(true);
+    }
+  });
+
+  it("bwrap's own /proc refused is the tier's problem: its fix, not a vanished path", () => {
+    const error = thrown("bwrap: Can't mount proc on /newroot/proc: Operation not permitted\n");
+    expect(error.message).not.toMatch(/vanished/);
+  });
+});
