@@ -44,4 +44,9 @@ describe('launchOutput: set-up failures', () => {
     const error = thrown("bwrap: Can't mount proc on /newroot/proc: Operation not permitted\n");
     expect(error.message).not.toMatch(/vanished/);
   });
+
+  it("a /proc/sys file bwrap reads at start that is missing (gVisor's overflowuid) is the tier's problem too", () => {
+    const error = thrown("bwrap: Can't read /proc/sys/kernel/overflowuid: No such file or directory\n");
+    expect(error.message).not.toMatch(/vanished/);
+  });
 });
