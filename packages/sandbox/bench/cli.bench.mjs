@@ -17,7 +17,10 @@ import { bundleCommand } from '../scripts/cjs-bundle.mjs';
 const pkg = fileURLToPath(new URL('..', import.meta.url));
 const cli = path.join(pkg, 'dist/cli-bundle/aleph-sandbox.cjs');
 const home = mkdtempSync(path.join(os.tmpdir(), 'aleph-cli-bench-'));
-const env = { ...process.env, HOME: home };
+// NODE_EXTRA_CA_CERTS makes every Node start parse the CA file (tens of ms here), the baseline's included,
+// which would flatter every ratio: it is left out of every variant.
+const { NODE_EXTRA_CA_CERTS: extraCerts, ...inherited } = process.env;
+const env = { ...inherited, HOME: home };
 // The floor (bench/floor-entry.mjs), bundled as the CLI is and started through a copy of its loader. It
 // lives inside the package so that it finds re2 where the CLI does.
 const floorDir = path.join(pkg, 'dist/bench-floor');
@@ -65,7 +68,7 @@ for (let round = 0; round < 10; round++) {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const m = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, median(v)]));
 console.log(
-  `@aleph/sandbox CLI (node ${process.version}, ${os.cpus().length} cores), median of 30 interleaved runs (the peer's CLI: 10):`,
+  `@aleph/sandbox CLI (node ${process.version}, ${os.cpus().length} cores), median of 30 interleaved runs (the peer's CLI: 10)${extraCerts === undefined ? '' : ', NODE_EXTRA_CA_CERTS unset for all'}:`,
 );
 for (const [k, v] of Object.entries(m)) console.log(`  ${k.padEnd(42)} ${v.toFixed(1).padStart(7)} ms`);
 const ratio = m['aleph-sandbox run -- /bin/true'] / m['node -e 0'];
