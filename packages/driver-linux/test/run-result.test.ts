@@ -33,6 +33,7 @@ describe('launchOutput: set-up failures', () => {
       "bwrap: Can't find source path /proc/self/fd/10: No such file or directory\n",
       'bwrap: Race condition binding dirfd: Invalid argument\n',
       "bwrap: Can't find source path /srv/gone: No such file or directory\n",
+      "bwrap: Can't bind mount /oldroot/srv/ws/.git/hooks on /newroot/srv/ws/.git/hooks: No such file or directory\n",
     ]) {
       const error = thrown(stderr);
       expect(error.message).toMatch(/vanished or changed while the sandbox was set up/);

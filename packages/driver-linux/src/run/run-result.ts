@@ -132,7 +132,8 @@ function bwrapFix(stderr: string, tier: LinuxTierId): string {
   // A path bwrap was handed (a descriptor's /proc/self/fd/N included) that vanished, or that another run's
   // check moved meanwhile; not its own /proc, nor the /proc/sys files it reads at start (gVisor has no
   // /proc/sys/kernel/overflowuid), which are the tier's problem.
-  const vanished = /Can't find source path|Can't mkdir|Can't mount|Race condition binding dirfd/;
+  const vanished =
+    /Can't find source path|Can't mkdir|Can't mount|Can't bind mount|No such file or directory|Race condition binding dirfd/;
   if (vanished.test(stderr) && !/mount proc|\/newroot\/proc\b|\/proc\/sys\//.test(stderr))
     return 'a granted path vanished or changed while the sandbox was set up; check the path and run again';
   return fixFor(tier, stderr);
