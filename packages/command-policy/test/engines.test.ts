@@ -55,6 +55,24 @@ describe('the regex engines', () => {
     expect(differ).toEqual([]);
   });
 
+  it('give the same decisions from a fresh native policy (its per-literal groups) as from a re2js one whose whole set is compiled', () => {
+    const whole = createCommandPolicy({}, { engine: 're2js' });
+    // Past 256 matches a policy's sets are compiled whole: warm this one up to that point first.
+    for (let i = 0; i < 300; i++) {
+      whole.evaluate(`echo warm ${i}`, { platform: 'posix' });
+      whole.evaluate(`echo warm ${i}`, { platform: 'windows' });
+    }
+    const differ: string[] = [];
+    let fresh = createCommandPolicy({}, { engine: 're2' });
+    corpus.forEach((c, i) => {
+      if (i % 100 === 0) fresh = createCommandPolicy({}, { engine: 're2' });
+      const a = whole.evaluate(c.cmd, { platform: c.platform });
+      if (JSON.stringify(fresh.evaluate(c.cmd, { platform: c.platform })) !== JSON.stringify(a))
+        differ.push(c.cmd);
+    });
+    expect(differ).toEqual([]);
+  });
+
   it('give the same rules on every example and near miss of every built-in rule', () => {
     const differ: string[] = [];
     let checked = 0;

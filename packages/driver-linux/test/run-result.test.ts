@@ -33,6 +33,7 @@ describe('launchOutput: set-up failures', () => {
       "bwrap: Can't find source path /proc/self/fd/10: No such file or directory\n",
       'bwrap: Race condition binding dirfd: Invalid argument\n',
       "bwrap: Can't find source path /srv/gone: No such file or directory\n",
+      "bwrap: Can't bind mount /oldroot/srv/ws/.git/hooks on /newroot/srv/ws/.git/hooks: No such file or directory\n",
     ]) {
       const error = thrown(stderr);
       expect(error.message).toMatch(/vanished or changed while the sandbox was set up/);
@@ -42,6 +43,11 @@ describe('launchOutput: set-up failures', () => {
 
   it("bwrap's own /proc refused is the tier's problem: its fix, not a vanished path", () => {
     const error = thrown("bwrap: Can't mount proc on /newroot/proc: Operation not permitted\n");
+    expect(error.message).not.toMatch(/vanished/);
+  });
+
+  it("a /proc/sys file bwrap reads at start that is missing (gVisor's overflowuid) is the tier's problem too", () => {
+    const error = thrown("bwrap: Can't read /proc/sys/kernel/overflowuid: No such file or directory\n");
     expect(error.message).not.toMatch(/vanished/);
   });
 });

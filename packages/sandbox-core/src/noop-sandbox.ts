@@ -1,6 +1,7 @@
 // NoopSandbox: what a disabled sandbox is. Every execute, spawn and session call fails fast with
 // ALEPH_SANDBOX_DISABLED (audited); nothing ever runs unsandboxed.
 import { publishLedgerRecord } from './audit.js';
+import { newAuditRecord } from './audit-draft.js';
 import type { SandboxCommandInput } from './command.js';
 import { AlephError } from './errors.js';
 import type { SandboxFiles } from './files/types.js';
@@ -42,28 +43,10 @@ export class NoopSandbox implements Sandbox {
 
   #refuse(command: unknown): never {
     const error = this.#error();
-    const raw = command as Partial<SandboxCommandInput> | undefined;
-    publishLedgerRecord({
-      type: 'capability_ledger',
-      time: new Date().toISOString(),
-      sessionId: raw?.sessionId ?? null,
-      workspace: null,
-      program: typeof raw?.program === 'string' ? raw.program : '',
-      args: Array.isArray(raw?.args) ? raw.args.map(String) : [],
-      cwd: null,
-      capabilities: null,
-      decision: 'not-checked',
-      outcome: 'denied',
-      exitCode: null,
-      signal: null,
-      durationMs: 0,
-      timedOut: false,
-      stdoutTruncated: false,
-      stderrTruncated: false,
-      denial: { code: error.code, reason: error.message },
-      warnings: [],
-      driver: 'noop',
-    });
+    const record = newAuditRecord(command, 'noop');
+    record.sessionId = (command as Partial<SandboxCommandInput> | undefined)?.sessionId ?? null;
+    record.denial = { code: error.code, reason: error.message };
+    publishLedgerRecord(record);
     throw error;
   }
 

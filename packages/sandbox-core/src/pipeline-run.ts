@@ -1,9 +1,9 @@
 // One execution through the pipeline, shared by execute() and spawn(): steps 0-4 (prepareRun), step 5
-// (runPrepared), and the audit record of step 6 (newAuditRecord, failedRun, publishLedgerRecord).
+// (runPrepared), and the audit record of step 6 (failedRun, publishLedgerRecord; its draft: audit-draft.ts).
 import path from 'node:path';
 import type { ApprovalGate, ApprovalOutcome } from './approval.js';
-import type { CapabilityLedgerRecord } from './audit.js';
-import { parseSandboxCommand, type SandboxCommandInput } from './command.js';
+import type { AuditDraft } from './audit-draft.js';
+import { parseSandboxCommand } from './command.js';
 import { currentSession } from './context.js';
 import type { DriverCapabilityId, DriverRunRequest, OsSandboxDriver } from './driver.js';
 import { AlephError, DriverError, InvalidInputError, isAlephError, PolicyDeniedError } from './errors.js';
@@ -21,6 +21,8 @@ import {
 import type { OutputCallback } from './runner.js';
 import { canonicalJson, type SessionId } from './session.js';
 import type { StdinSource } from './stdin-feed.js';
+
+export { type AuditDraft, newAuditRecord } from './audit-draft.js';
 
 /** What one run needs of its `WorkspaceSandbox`. */
 export interface PipelineContext {
@@ -47,43 +49,6 @@ export interface RunRuntime {
   readonly onStderr?: OutputCallback | undefined;
   /** The session the command runs in (a session handle's): a relative cwd is resolved in its workspace. */
   readonly session?: SessionId | undefined;
-}
-
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };
-/** The audit record of one run, filled in as the steps pass. */
-export type AuditDraft = Mutable<CapabilityLedgerRecord>;
-
-const MAX_AUDIT_ARG = 4096;
-
-function clipArg(arg: unknown): string {
-  const s = String(arg);
-  return s.length > MAX_AUDIT_ARG ? `${s.slice(0, MAX_AUDIT_ARG)}…(${s.length} chars)` : s;
-}
-
-/** A fresh audit record for `input`, before anything is checked. */
-export function newAuditRecord(input: unknown, driver: string): AuditDraft {
-  const raw = input as Partial<SandboxCommandInput> | null | undefined;
-  return {
-    type: 'capability_ledger',
-    time: new Date().toISOString(),
-    sessionId: null,
-    workspace: null,
-    program: typeof raw?.program === 'string' ? raw.program : '',
-    args: Array.isArray(raw?.args) ? raw.args.map(clipArg) : [],
-    cwd: null,
-    capabilities: null,
-    decision: 'not-checked',
-    outcome: 'denied',
-    exitCode: null,
-    signal: null,
-    durationMs: 0,
-    timedOut: false,
-    stdoutTruncated: false,
-    stderrTruncated: false,
-    denial: null,
-    warnings: [],
-    driver,
-  };
 }
 
 /** `ALEPH_ABORTED` for the caller's signal. */

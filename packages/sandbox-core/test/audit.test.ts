@@ -63,4 +63,20 @@ describe('NoopSandbox', () => {
     expect(records).toHaveLength(1);
     expect(records[0]?.outcome).toBe('denied');
   });
+
+  it('records the session, the denial and arguments clipped as every other record', async () => {
+    const records = recordLedger();
+    const long = 'x'.repeat(5000);
+    await expect(
+      new NoopSandbox().execute({ sessionId: 's', program: 'echo', args: [long, 'b'] }),
+    ).rejects.toThrow(/sandbox disabled/);
+    expect(records[0]).toMatchObject({
+      sessionId: 's',
+      program: 'echo',
+      decision: 'not-checked',
+      driver: 'noop',
+      denial: { code: 'ALEPH_SANDBOX_DISABLED' },
+    });
+    expect(records[0]?.args).toEqual([`${'x'.repeat(4096)}…(5000 chars)`, 'b']);
+  });
 });
