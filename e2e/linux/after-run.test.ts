@@ -1,17 +1,8 @@
 import { spawnSync } from 'node:child_process';
-import {
-  chmodSync,
-  copyFileSync,
-  existsSync,
-  lstatSync,
-  mkdtempSync,
-  readdirSync,
-  rmSync,
-  statSync,
-} from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, lstatSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { linuxStack, REQUIRED, requiredButMissing } from '../support.js';
 import { ATTACKS, HOOK } from './after-run/cases.js';
 import {
@@ -22,6 +13,7 @@ import {
   host,
   hostOk,
   makeCtx,
+  removeInBackground,
   run,
   shown,
   startRun,
@@ -33,8 +25,8 @@ import { identities as allIdentities, asIdentityTitle } from './hosts.js';
  * CLI as every identity of hosts.ts (root: the change journal; the others: the journal or the complete
  * walk, whichever their host allows). Each attack plants code git would run and the host runs its next git
  * command: the marker must not appear. Each has a control: the host plants the same itself and the marker
- * does appear. Then set-id bits, symlinks leading out, a commit of everything after a plant, the
- * quarantine, and two races in bounded rounds.
+ * does appear. Then set-id bits, symlinks leading out, a commit of everything after a plant,
+ * the quarantine, and two races in bounded rounds.
  */
 const stack = linuxStack();
 
@@ -59,6 +51,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
       describe.skipIf(identity.skip !== undefined)(asIdentityTitle(identity), () => {
         let mountpoint = '';
         const made: string[] = [];
+        const removals: Promise<void>[] = [];
         const ctxFor = () => {
           const ctx = makeCtx(identity, mountpoint);
           made.push(ctx.dir);
@@ -68,8 +61,16 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           mountpoint = mkdtempSync(path.join(os.tmpdir(), 'aleph-e2e-after-run-checkout-'));
           chmodSync(mountpoint, 0o755);
         });
-        afterAll(() => {
-          for (const d of [...made, mountpoint]) if (d !== '') rmSync(d, { recursive: true, force: true });
+        // A case's world goes as soon as the case ends, while the next cases run (the 60,000 directories
+        // take the filesystem many seconds to remove); the suite waits for every removal at its end.
+        afterEach(() => {
+          for (const d of made.splice(0)) removals.push(removeInBackground(d));
+        });
+        afterAll(async () => {
+          for (const d of made.splice(0)) removals.push(removeInBackground(d));
+          if (mountpoint !== '') removals.push(removeInBackground(mountpoint));
+          const failed = (await Promise.allSettled(removals)).filter((r) => r.status === 'rejected');
+          if (failed.length > 0) throw new Error(failed.map((r) => String(r.reason)).join('\n'));
         }, 600_000);
         const nextRuns = (ctx: Ctx, next: string[][]) =>
           next.map((argv) => `$ ${argv.join(' ')} -> ${JSON.stringify(host(ctx, argv))}`).join('\n');
