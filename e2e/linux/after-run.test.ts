@@ -24,8 +24,8 @@ import { identities as allIdentities, asIdentityTitle } from './hosts.js';
  * What a command leaves in the writable roots cannot act on the host (issue 23), attacked through the real
  * CLI as every identity of hosts.ts (root: the change journal; the others: the journal or the complete
  * walk, whichever their host allows). Each attack plants code git would run and the host runs its next git
- * command: the marker must not appear. Each has a control: the host plants the same itself and the marker
- * does appear. Then set-id bits, symlinks leading out, a commit of everything after a plant,
+ * command: the marker must not appear. Each has a control, for each uid: the host plants the same itself
+ * and the marker does appear. Then set-id bits, symlinks leading out, a commit of everything after a plant,
  * the quarantine, and two races in bounded rounds.
  */
 const stack = linuxStack();
@@ -75,16 +75,21 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         const nextRuns = (ctx: Ctx, next: string[][]) =>
           next.map((argv) => `$ ${argv.join(' ')} -> ${JSON.stringify(host(ctx, argv))}`).join('\n');
 
-        describe('controls: each plant fires when the host makes it itself', () => {
-          for (const c of ATTACKS)
-            it(c.id, () => {
-              const ctx = ctxFor();
-              c.setup?.(ctx);
-              hostOk(ctx, ['sh', '-c', fill(ctx, c.command)]);
-              const ran = nextRuns(ctx, c.next);
-              expect(existsSync(ctx.marker), `the trigger did not fire:\n${ran}`).toBe(true);
-            }, 120_000);
-        });
+        // The controls plant on the real host as the identity's uid, never through a simulated host's
+        // launcher (`host` takes no wrap), so a simulated host (root on this host) would repeat root's
+        // controls exactly, 60,000 directories included: they run once per uid, with the real host's
+        // identities (root and uid 65534).
+        if (identity.wrap.length === 0)
+          describe('controls: each plant fires when the host makes it itself', () => {
+            for (const c of ATTACKS)
+              it(c.id, () => {
+                const ctx = ctxFor();
+                c.setup?.(ctx);
+                hostOk(ctx, ['sh', '-c', fill(ctx, c.command)]);
+                const ran = nextRuns(ctx, c.next);
+                expect(existsSync(ctx.marker), `the trigger did not fire:\n${ran}`).toBe(true);
+              }, 120_000);
+          });
 
         describe('attacks: planted inside the sandbox, nothing fires on the host', () => {
           for (const c of ATTACKS)
