@@ -4,8 +4,9 @@
 //
 // The suite runs as two vitest runs side by side, each one file at a time (vitest's default of one worker
 // on two cores): the e2e tests that run sandboxes on this host (e2e/linux, e2e/sandbox, e2e/containers),
-// one after another as before, and everything else (the packages' tests and e2e/consumer). Together they
-// are every test file; a file found in both fails the run. With file arguments, one vitest run as given.
+// one after another as before, and, at a lower CPU priority, everything else (the packages' tests and
+// e2e/consumer). Together they are every test file; a file found in both fails the run. With file
+// arguments, one vitest run as given.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -93,6 +94,13 @@ function runLane(lane, i) {
   });
   const chunks = [];
   if (!live) {
+    // Behind the first lane for the CPU (its processes inherit this): the sandbox tests are the longer
+    // lane, and some of them poll the host while a command runs.
+    try {
+      if (child.pid !== undefined) os.setPriority(child.pid, 10);
+    } catch {
+      // not allowed here: both lanes at the same priority
+    }
     child.stdout.on('data', (c) => chunks.push(c));
     child.stderr.on('data', (c) => chunks.push(c));
   }
