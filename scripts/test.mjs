@@ -66,12 +66,19 @@ const extra = process.argv.slice(2).filter((a) => a !== '--no-build' && a !== '-
 // The e2e folders that run sandboxes on this host: the e2e project's files but e2e/consumer. An e2e folder
 // in neither list runs in both lanes, which fails the run and names it.
 const SANDBOX_DIRS = ['e2e/linux', 'e2e/sandbox', 'e2e/containers'];
+// The sandbox lane keeps vitest's default worker count (cores - 1); the shorter one takes a third of it,
+// so that a machine with more cores is not much more oversubscribed than one vitest run made it.
+const cores = os.availableParallelism?.() ?? os.cpus().length;
+const restWorkers = Math.max(1, Math.floor((cores - 1) / 3));
 const lanes =
   extra.length > 0
     ? [{ name: 'all', args: extra }]
     : [
         { name: 'sandbox', args: ['--project', 'e2e', '--exclude', 'e2e/consumer/**'] },
-        { name: 'rest', args: SANDBOX_DIRS.flatMap((d) => ['--exclude', `${d}/**`]) },
+        {
+          name: 'rest',
+          args: [...SANDBOX_DIRS.flatMap((d) => ['--exclude', `${d}/**`]), `--maxWorkers=${restWorkers}`],
+        },
       ];
 
 /** One vitest run; the first lane prints as it goes, the others all at once when they end. */
