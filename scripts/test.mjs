@@ -1,8 +1,14 @@
 #!/usr/bin/env node
 // Runs the whole suite (building first, because the CLI e2e tests run the built bins), then prints what
 // was skipped and why, and a closing `N passed, N failed` line that CI reads.
-import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+//
+// The suite runs as two vitest runs side by side, each one file at a time (vitest's default of one worker
+// on two cores): the e2e tests that run sandboxes on this host (e2e/linux, e2e/sandbox, e2e/containers),
+// one after another as before, and, at a lower CPU priority, everything else (the packages' tests and
+// e2e/consumer). Together they are every test file; a file found in both fails the run. With file
+// arguments, one vitest run as given.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -57,24 +63,93 @@ const before = leftovers();
 
 rmSync(report, { force: true });
 const extra = process.argv.slice(2).filter((a) => a !== '--no-build' && a !== '--no-static');
-const vitest = spawnSync(
-  process.execPath,
-  [
+// The e2e folders that run sandboxes on this host: the e2e project's files but e2e/consumer. An e2e folder
+// in neither list runs in both lanes, which fails the run and names it.
+const SANDBOX_DIRS = ['e2e/linux', 'e2e/sandbox', 'e2e/containers'];
+// The sandbox lane keeps vitest's default worker count (cores - 1); the shorter one takes a third of it,
+// so that a machine with more cores is not much more oversubscribed than one vitest run made it.
+const cores = os.availableParallelism?.() ?? os.cpus().length;
+const restWorkers = Math.max(1, Math.floor((cores - 1) / 3));
+const lanes =
+  extra.length > 0
+    ? [{ name: 'all', args: extra }]
+    : [
+        { name: 'sandbox', args: ['--project', 'e2e', '--exclude', 'e2e/consumer/**'] },
+        {
+          name: 'rest',
+          args: [...SANDBOX_DIRS.flatMap((d) => ['--exclude', `${d}/**`]), `--maxWorkers=${restWorkers}`],
+        },
+      ];
+
+/** One vitest run; the first lane prints as it goes, the others all at once when they end. */
+function runLane(lane, i) {
+  const out = lanes.length === 1 ? report : path.join(root, `.test-results.${lane.name}.json`);
+  rmSync(out, { force: true });
+  const args = [
     path.join(root, 'node_modules/vitest/vitest.mjs'),
     'run',
     '--reporter=default',
     '--reporter=json',
-    `--outputFile.json=${report}`,
-    ...extra,
-  ],
-  { cwd: root, stdio: 'inherit', env },
-);
-
-if (!existsSync(report)) {
-  console.log('vitest wrote no report: 0 passed, 1 failed');
-  process.exit(vitest.status || 1);
+    `--outputFile.json=${out}`,
+    ...lane.args,
+  ];
+  const live = i === 0;
+  const child = spawn(process.execPath, args, {
+    cwd: root,
+    stdio: live ? 'inherit' : ['ignore', 'pipe', 'pipe'],
+    env,
+  });
+  const chunks = [];
+  if (!live) {
+    // Behind the first lane for the CPU (its processes inherit this): the sandbox tests are the longer
+    // lane, and some of them poll the host while a command runs.
+    try {
+      if (child.pid !== undefined) os.setPriority(child.pid, 10);
+    } catch {
+      // not allowed here: both lanes at the same priority
+    }
+    child.stdout.on('data', (c) => chunks.push(c));
+    child.stderr.on('data', (c) => chunks.push(c));
+  }
+  return new Promise((resolve) => {
+    child.on('error', (e) => chunks.push(Buffer.from(`${e.message}\n`)));
+    child.on('close', (status) => {
+      if (!live) {
+        process.stdout.write(
+          `\n── lane '${lane.name}' (vitest run ${lane.args.join(' ')}), run alongside: ──\n${Buffer.concat(chunks)}\n`,
+        );
+      }
+      resolve({ lane, out, status: status ?? 1 });
+    });
+  });
 }
-const results = JSON.parse(readFileSync(report, 'utf8'));
+
+const ran = await Promise.all(lanes.map(runLane));
+const missing = ran.filter((r) => !existsSync(r.out));
+if (missing.length > 0) {
+  console.log(
+    `vitest wrote no report (lane ${missing.map((r) => r.lane.name).join(', ')}): 0 passed, 1 failed`,
+  );
+  process.exit(missing[0].status || 1);
+}
+const laneResults = ran.map((r) => JSON.parse(readFileSync(r.out, 'utf8')));
+const results = {
+  ...laneResults[0],
+  testResults: laneResults.flatMap((r) => r.testResults ?? []),
+  startTime: Math.min(...laneResults.map((r) => r.startTime)),
+  success: laneResults.every((r) => r.success),
+};
+for (const k of Object.keys(results).filter((k) => /^num[A-Z]/.test(k)))
+  results[k] = laneResults.reduce((n, r) => n + (r[k] ?? 0), 0);
+if (lanes.length > 1) {
+  writeFileSync(report, JSON.stringify(results));
+  for (const r of ran) rmSync(r.out, { force: true });
+}
+const vitestStatus = Math.max(...ran.map((r) => r.status));
+const files = results.testResults.map((f) => f.name);
+const twice = files.filter((f, i) => files.indexOf(f) !== i);
+for (const f of twice)
+  console.log(`ran in both lanes: ${path.relative(root, f)} (give its folder one lane in scripts/test.mjs)`);
 const skipped = [];
 for (const file of results.testResults ?? []) {
   for (const t of file.assertionResults ?? []) {
@@ -98,9 +173,9 @@ if (left.length > 0) staticFailures.push(leakCheck);
 const failedSuites = (results.testResults ?? []).filter(
   (f) => f.status === 'failed' && !(f.assertionResults ?? []).some((t) => t.status === 'failed'),
 );
-const failed = results.numFailedTests + failedSuites.length + staticFailures.length;
+const failed = results.numFailedTests + failedSuites.length + staticFailures.length + twice.length;
 const passed =
   results.numPassedTests + (process.argv.includes('--no-static') ? 1 : 3) - staticFailures.length;
 for (const f of staticFailures) console.log(`failed check: ${f}`);
 console.log(`\n${passed} passed, ${failed} failed`);
-process.exit(failed > 0 || vitest.status !== 0 ? 1 : 0);
+process.exit(failed > 0 || vitestStatus !== 0 ? 1 : 0);

@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -93,6 +93,25 @@ export const run = (ctx: Ctx, session: string, command: string): Promise<CliResu
 
 export const shown = (r: CliResult) =>
   `exit ${r.status}\nstdout: ${(r.json?.stdout ?? r.stdout).slice(0, 2000)}\nstderr: ${(r.json?.stderr ?? '') + r.stderr.slice(0, 2000)}\ndetails: ${JSON.stringify(r.json?.details ?? {}).slice(0, 3000)}`;
+
+/**
+ * Removes `dir` in a child process (`rm -rf`), so the tests that follow run while it goes: a case's world
+ * can hold 60,000 directories, whose removal waits on the filesystem for many seconds and would otherwise
+ * run serially with every test. Resolves once it is gone; rejects if rm fails.
+ */
+export function removeInBackground(dir: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const rm = spawn('rm', ['-rf', '--', dir], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    rm.stderr.on('data', (d: Buffer) => {
+      err += String(d);
+    });
+    rm.on('error', reject);
+    rm.on('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`rm -rf ${dir} failed (${code}): ${err}`)),
+    );
+  });
+}
 
 /** `{T}` the trigger, `{M}` the marker, `{W}` the repository. */
 export const fill = (ctx: Ctx, s: string) =>
