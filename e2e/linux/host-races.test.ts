@@ -504,7 +504,9 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
                   let i = 0;
                   i < 4000 &&
                   !finished() &&
-                  !seen.some((p) => p.environ.includes(`ALEPH_PROBE=${probeMarker}`));
+                  // Until the command's sh itself is seen: the helper inside carries the command's env
+                  // for a moment before its execve, and a loaded machine makes that moment long.
+                  !seen.some((p) => p.comm === 'sh' && p.environ.includes(`ALEPH_PROBE=${probeMarker}`));
                   i++
                 ) {
                   // By pid and name: the helper inside becomes the command's sh by execve, keeping its pid.
