@@ -50,4 +50,15 @@ describe('launchOutput: set-up failures', () => {
     const error = thrown("bwrap: Can't read /proc/sys/kernel/overflowuid: No such file or directory\n");
     expect(error.message).not.toMatch(/vanished/);
   });
+
+  it("bwrap's loopback set-up refused (newer gVisor's netlink answers ENOENT) is the tier's problem too", () => {
+    for (const stderr of [
+      'bwrap: loopback: Failed RTM_NEWADDR: No such file or directory\n',
+      'bwrap: loopback: Failed RTM_NEWADDR: No child processes\n',
+    ]) {
+      const error = thrown(stderr);
+      expect(error.message).not.toMatch(/vanished/);
+      expect(error.message).toMatch(/RTM_NEWADDR/);
+    }
+  });
 });

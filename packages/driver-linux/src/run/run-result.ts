@@ -130,11 +130,12 @@ export function afterRunDetails(report: LaunchReport, journal: boolean): Record<
 /** The fix for a bwrap set-up failure, by what bwrap said and the host (the preflight's own fixes). */
 function bwrapFix(stderr: string, tier: LinuxTierId): string {
   // A path bwrap was handed (a descriptor's /proc/self/fd/N included) that vanished, or that another run's
-  // check moved meanwhile; not its own /proc, nor the /proc/sys files it reads at start (gVisor has no
-  // /proc/sys/kernel/overflowuid), which are the tier's problem.
+  // check moved meanwhile; not its own /proc, nor the /proc/sys files it reads at start (older gVisor has
+  // no /proc/sys/kernel/overflowuid), nor its loopback set-up (newer gVisor's netlink answers ENOENT),
+  // which are the tier's problem.
   const vanished =
     /Can't find source path|Can't mkdir|Can't mount|Can't bind mount|No such file or directory|Race condition binding dirfd/;
-  if (vanished.test(stderr) && !/mount proc|\/newroot\/proc\b|\/proc\/sys\//.test(stderr))
+  if (vanished.test(stderr) && !/mount proc|\/newroot\/proc\b|\/proc\/sys\/|loopback:/.test(stderr))
     return 'a granted path vanished or changed while the sandbox was set up; check the path and run again';
   return fixFor(tier, stderr);
 }
