@@ -14,6 +14,7 @@
 #   privileged  --privileged
 #   runsc       gVisor (runsc, ptrace platform) as the OCI runtime
 #   runsc-sysadmin  runsc + --cap-add SYS_ADMIN
+#   runsc-newer runsc as `runsc`, but gVisor's newer generation (bookworm-backports, runsc-newer.sh)
 # Env: ALEPH_REPO (default: the git toplevel of the cwd), ALEPH_CI_CACHE, RUN_IN_TIMEOUT, RUNSC_PLATFORM.
 # Variables named ALEPH_* and CI are passed in.
 set -euo pipefail
@@ -42,8 +43,10 @@ case $config in
   privileged) args+=(--privileged) ;;
   # ignore-cgroups: runsc cannot set up hybrid cgroups; network=none: with podman's --network none alone
   # runsc refuses to start ("cannot run with network enabled in root network namespace").
-  runsc|runsc-sysadmin)
-    global=(--runtime "$(command -v runsc)" --runtime-flag ignore-cgroups --runtime-flag network=none
+  runsc|runsc-sysadmin|runsc-newer)
+    runtime=$(command -v runsc || true)
+    [ "$config" = runsc-newer ] && runtime=$("$here/runsc-newer.sh")
+    global=(--runtime "$runtime" --runtime-flag ignore-cgroups --runtime-flag network=none
             --runtime-flag "platform=${RUNSC_PLATFORM:-ptrace}")
     [ "$config" = runsc-sysadmin ] && args+=(--cap-add SYS_ADMIN) ;;
   *) echo "run-in.sh: unknown config $config" >&2; exit 2 ;;

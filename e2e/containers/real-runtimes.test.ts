@@ -22,6 +22,10 @@ const missing = [
   ...(stack.ok ? [] : [`the Linux stack (${stack.reason})`]),
 ];
 const noRunsc = has('runsc') ? undefined : 'runsc';
+/** gVisor's newer generation (bookworm-backports), fetched by .ci/containers/runsc-newer.sh, or why not. */
+const newer = spawnSync('bash', [path.join(repoRoot, '.ci/containers/runsc-newer.sh')], { encoding: 'utf8' });
+const noNewerRunsc =
+  newer.status === 0 ? undefined : newer.stderr.trim().split('\n').pop() || `exit ${newer.status}`;
 const skipAll = missing.length > 0 && !REQUIRED.has('containers');
 
 interface Mechanism {
@@ -184,7 +188,12 @@ describe.skipIf(skipAll)(
     it.skipIf(noRunsc !== undefined)(
       `gVisor (runsc): a command is confined or refused with gVisor's reason; the escapes fail${noRunsc ? ' [skipped: runsc missing]' : ''}`,
       () => {
-        expectGvisorTruthful(inContainer('runsc'));
+        const o = inContainer('runsc');
+        expectGvisorTruthful(o);
+        // Debian 12's own runsc (20221219) is of the older generation, and doctor tells them apart.
+        const version = spawnSync('runsc', ['--version'], { encoding: 'utf8' }).stdout;
+        if (/20221219/.test(version))
+          expect(o.doctor.mechanisms.gvisor?.detail).toMatch(/from before 2023-11.*20221219/);
       },
     );
 
@@ -192,6 +201,33 @@ describe.skipIf(skipAll)(
       `gVisor (runsc) as uid 65534: the same verdict and escapes${noRunsc ? ' [skipped: runsc missing]' : ''}`,
       () => {
         expectGvisorTruthful(inContainer('runsc', '65534:65534'));
+      },
+    );
+
+    /** gVisor from 2023-11 on: its own reasons (bubblewrap's refused steps), none of the older release's. */
+    function expectNewerGvisorTruthful(o: Outcome): void {
+      expectGvisorTruthful(o);
+      const m = o.doctor.mechanisms;
+      expect(m.gvisor?.detail).toMatch(/a release from 2023-11.*20240729/);
+      if (o.doctor.available) return;
+      for (const tier of ['tier-2', 'user-namespaces']) {
+        expect(m[tier]?.fix).toMatch(/mounts inside them work.*Failed to make \/ slave/);
+        expect(m[tier]?.detail).not.toMatch(/vanished/);
+      }
+      expect(m['tier-3']?.fix).not.toMatch(/SUBREAPER/);
+    }
+
+    it.skipIf(noNewerRunsc !== undefined)(
+      `gVisor from 2023-11 (runsc 20240729, bookworm-backports): the newer release's verdict and reasons; the escapes fail${noNewerRunsc ? ` [skipped: ${noNewerRunsc}]` : ''}`,
+      () => {
+        expectNewerGvisorTruthful(inContainer('runsc-newer'));
+      },
+    );
+
+    it.skipIf(noNewerRunsc !== undefined)(
+      `gVisor from 2023-11 as uid 65534: the same${noNewerRunsc ? ` [skipped: ${noNewerRunsc}]` : ''}`,
+      () => {
+        expectNewerGvisorTruthful(inContainer('runsc-newer', '65534:65534'));
       },
     );
 

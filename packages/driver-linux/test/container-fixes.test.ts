@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { type HostTraits, isGvisorKernel, maskedProcPaths } from '../src/host/host-traits.js';
+import {
+  gvisorGeneration,
+  type HostTraits,
+  isGvisorKernel,
+  maskedProcPaths,
+} from '../src/host/host-traits.js';
 import { fixFor } from '../src/tiers/tier-fixes.js';
 
 // The failures and capability sets measured in real podman 4.3 / runc and runsc containers
@@ -13,7 +18,9 @@ const podman = (capEff: string, maskedProc = MASKED): HostTraits => ({
 const DEFAULT = podman('800405fb');
 const SYSADMIN = podman('802405fb');
 const TIER1CAPS = podman('802c15fb');
-const GVISOR: HostTraits = { capEff: BigInt('0x800405fb'), maskedProc: [], gvisor: true };
+// runsc 20221219 (Debian 12's) and 20240729 (bookworm-backports): the generations before and from 2023-11.
+const GVISOR: HostTraits = { capEff: BigInt('0x800405fb'), maskedProc: [], gvisor: 'before-2023-11' };
+const GVISOR_NEW: HostTraits = { ...GVISOR, gvisor: 'from-2023-11' };
 
 const CLONE = 'aleph-sandbox-init: launch: cannot clone the mount of p0: Operation not permitted';
 const NS_USER = 'aleph-sandbox-init: launch: open /proc/33/ns/user: Permission denied';
@@ -67,8 +74,32 @@ describe('fixes that fit the failure in a container', () => {
       expect(fixFor(tier, subreaper, GVISOR)).not.toMatch(/boot a kernel|sysctl|lsm=/);
   });
 
+  it("newer gVisor: mounts in a user namespace work, so its fixes name bubblewrap's refused steps instead", () => {
+    const usernsBwrap = 'bwrap: Failed to make / slave: Operation not permitted';
+    const loopback = 'bwrap: loopback: Failed RTM_NEWADDR: No such file or directory';
+    const tier2 = fixFor('user-namespace', loopback, GVISOR_NEW);
+    expect(tier2).toMatch(/mounts inside them work.*Failed to make \/ slave.*RTM_NEWADDR/);
+    expect(tier2).toMatch(/20240729/);
+    expect(tier2).not.toMatch(
+      /mounts inside a user namespace are refused|no \/proc\/sys\/kernel\/overflowuid/,
+    );
+    expect(fixFor('user-namespace', usernsBwrap, GVISOR_NEW)).toBe(tier2);
+    const tier1 = fixFor(
+      'namespaces',
+      'launch: cannot clone the mount of p0: Function not implemented',
+      GVISOR_NEW,
+    );
+    expect(tier1).toMatch(/open_tree.*even with `--cap-add SYS_ADMIN`/);
+    expect(tier1).not.toMatch(/read-only bind remounts/);
+    const tier3 = fixFor('direct', 'Landlock is required but this kernel does not support it', GVISOR_NEW);
+    expect(tier3).toMatch(/Landlock.*refused rather than run unconfined/);
+    expect(tier3).not.toMatch(/SUBREAPER/);
+    // The older release's fixes say what the newer one changes, and that it gives no tier either.
+    expect(fixFor('user-namespace', usernsBwrap, GVISOR)).toMatch(/20240729.*no tier either/);
+  });
+
   it('no fix sends the user to doctor', () => {
-    for (const traits of [DEFAULT, SYSADMIN, TIER1CAPS, GVISOR])
+    for (const traits of [DEFAULT, SYSADMIN, TIER1CAPS, GVISOR, GVISOR_NEW])
       for (const tier of ['namespaces', 'user-namespace', 'direct'] as const)
         for (const detail of [CLONE, NS_USER, HOSTNAME, PROC, 'something else'])
           expect(fixFor(tier, detail, traits)).not.toMatch(/aleph-sandbox doctor/);
@@ -84,5 +115,8 @@ describe('fixes that fit the failure in a container', () => {
     expect(maskedProcPaths(mountinfo)).toEqual(['/proc/kcore']);
     expect(isGvisorKernel('4.4.0', '#1 SMP Sun Jan 10 15:06:54 PST 2016')).toBe(true);
     expect(isGvisorKernel('6.18.44', '#1 SMP Sun Jan 10 15:06:54 PST 2016')).toBe(false);
+    // The generation, by the file gVisor added in 2023-11 (this kernel has it; a missing path stands in for the older one).
+    expect(gvisorGeneration('/proc/sys/kernel/overflowuid')).toBe('from-2023-11');
+    expect(gvisorGeneration('/proc/sys/kernel/aleph-no-such-file')).toBe('before-2023-11');
   });
 });

@@ -1,9 +1,9 @@
 /**
  * What a fix for a failed tier depends on, read cheaply from /proc: the effective capabilities of this
  * process, whether the runtime masks parts of /proc (which makes the kernel refuse a fresh procfs), and
- * whether this is gVisor (whose kernel reports a fixed 4.4.0 release).
+ * whether this is gVisor (whose kernel reports a fixed 4.4.0 release), and which generation of it.
  */
-import { readFileSync } from 'node:fs';
+import { accessSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 
 /** Capability numbers the tiers need (linux/capability.h). */
@@ -16,8 +16,26 @@ export interface HostTraits {
   readonly capEff: bigint | undefined;
   /** Mounts over parts of /proc (a container runtime's masked paths), apart from binfmt_misc's. */
   readonly maskedProc: readonly string[];
-  /** The kernel is gVisor's (runsc). */
-  readonly gvisor: boolean;
+  /** The kernel is gVisor's (runsc), and of which generation; false elsewhere. */
+  readonly gvisor: false | GvisorGeneration;
+}
+
+/**
+ * gVisor's releases differ in what the tiers need, and its kernel reports the same release in all of them,
+ * so they are told apart by what they show: from 2023-11 on (gVisor pull request 9669) there is a
+ * /proc/sys/kernel/overflowuid, and mounts inside a user namespace work (measured in runsc 20240729);
+ * before (runsc 20221219, Debian 12's) neither.
+ */
+export type GvisorGeneration = 'before-2023-11' | 'from-2023-11';
+
+/** Which gVisor this is, by its /proc/sys/kernel/overflowuid (see {@link GvisorGeneration}). */
+export function gvisorGeneration(overflowuid = '/proc/sys/kernel/overflowuid'): GvisorGeneration {
+  try {
+    accessSync(overflowuid);
+    return 'from-2023-11';
+  } catch {
+    return 'before-2023-11';
+  }
 }
 
 function read(file: string): string {
@@ -47,7 +65,7 @@ export function readHostTraits(): HostTraits {
   return {
     capEff: eff === undefined ? undefined : BigInt(`0x${eff}`),
     maskedProc: maskedProcPaths(read('/proc/self/mountinfo')),
-    gvisor: isGvisorKernel(os.release(), os.version()),
+    gvisor: isGvisorKernel(os.release(), os.version()) && gvisorGeneration(),
   };
 }
 

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import type { ProbeMechanism } from '@aleph/sandbox-core';
 import { hostSeccompArch } from '../seccomp/seccomp-program.js';
 import { type CgroupInfo, CgroupManager, detectCgroup, exerciseCgroup, launcherRunIn } from './cgroup.js';
-import { GVISOR_LANDLOCK_FIX, GVISOR_USERNS_FIX, onGvisor } from './gvisor-facts.js';
+import { GVISOR_LANDLOCK_FIX, gvisorUsernsFix, onGvisor } from './gvisor-facts.js';
 import type { HelperCheck } from './helper-check.js';
 import type { HostFacts } from './host-facts.js';
 import { usernsFix } from './userns-fix.js';
@@ -164,7 +164,7 @@ export async function userNamespacesMechanism(
     error = String((e as { stderr?: string }).stderr ?? e).trim();
   }
   const gvisor = onGvisor();
-  const fix = gvisor ? GVISOR_USERNS_FIX : usernsFix(helper.ok ? helper.probe?.userns : undefined);
+  const fix = gvisor ? gvisorUsernsFix(gvisor) : usernsFix(helper.ok ? helper.probe?.userns : undefined);
   // gVisor makes the namespace; bwrap stops before it asks for one.
   const failed = gvisor ? 'bwrap cannot start under gVisor' : 'bwrap cannot create a user namespace';
   return ok

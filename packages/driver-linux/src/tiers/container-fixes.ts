@@ -6,7 +6,7 @@
  * tiers cannot run at all.
  */
 
-import { GVISOR_TIER1_FIX, GVISOR_TIER2_FIX, GVISOR_TIER3_FIX } from '../host/gvisor-facts.js';
+import { gvisorTier1Fix, gvisorTier2Fix, gvisorTier3Fix } from '../host/gvisor-facts.js';
 import { type HostTraits, missingCaps } from '../host/host-traits.js';
 
 const OFF_OVERLAY =
@@ -16,7 +16,7 @@ const UNMASK =
 
 /** Tier 1 on a root host: the capabilities it lacks, else what refused the mount API. */
 export function tier1Fix(detail: string, traits: HostTraits): string | undefined {
-  if (traits.gvisor) return GVISOR_TIER1_FIX;
+  if (traits.gvisor) return gvisorTier1Fix(traits.gvisor);
   if (/cannot make an idmapped mount/.test(detail))
     return `put the workspace, /tmp and home_root on a filesystem that supports idmapped mounts (ext4, xfs, btrfs, tmpfs on Linux >= 6.3): ${OFF_OVERLAY}`;
   const missing = missingCaps(traits, ['SYS_ADMIN', 'SYS_PTRACE', 'NET_ADMIN']);
@@ -31,7 +31,8 @@ export function tier1Fix(detail: string, traits: HostTraits): string | undefined
 
 /** Tier 2: what bubblewrap in a user namespace was refused, as the container's flags. */
 export function tier2Fix(detail: string, traits: HostTraits): string | undefined {
-  if (traits.gvisor || /overflowuid/.test(detail)) return GVISOR_TIER2_FIX;
+  if (traits.gvisor) return gvisorTier2Fix(traits.gvisor);
+  if (/overflowuid/.test(detail)) return gvisorTier2Fix('before-2023-11');
   if (/Can't set hostname/.test(detail))
     return `let it set the sandbox's hostname: podman's default seccomp profile allows sethostname only to a container with CAP_SYS_ADMIN: \`--cap-add SYS_ADMIN\`${traits.maskedProc.length > 0 ? `, and unmask /proc, which bubblewrap mounts next: ${UNMASK}` : ''}`;
   if (/Can't mount proc/.test(detail))
@@ -43,7 +44,7 @@ export function tier2Fix(detail: string, traits: HostTraits): string | undefined
 
 /** Tier 3: what the helper alone needs (Landlock), or that gVisor lacks it. */
 export function tier3Fix(detail: string, traits: HostTraits): string | undefined {
-  if (traits.gvisor) return GVISOR_TIER3_FIX;
+  if (traits.gvisor) return gvisorTier3Fix(traits.gvisor);
   if (/Landlock/i.test(detail))
     return 'boot a kernel >= 5.13 with Landlock enabled (`lsm=landlock,…` on the kernel command line; in a container, on its host)';
   return undefined;

@@ -3,7 +3,7 @@
  * does not enforce and what would close each gap. What `aleph-sandbox doctor` prints.
  */
 import type { ProbeMechanism } from '@aleph/sandbox-core';
-import { GVISOR_DETAIL } from '../host/gvisor-facts.js';
+import { gvisorDetail } from '../host/gvisor-facts.js';
 import { readHostTraits } from '../host/host-traits.js';
 import type { LinuxProbe } from '../host/probe.js';
 import { linuxGapFixes } from './gap-fixes.js';
@@ -51,11 +51,8 @@ function tierMechanisms(base: LinuxProbe, selection: TierSelection): Record<stri
       };
   }
   mechanisms['apparmor-userns'] = apparmorUserns(base.userns);
-  if (readHostTraits().gvisor)
-    mechanisms.gvisor = {
-      available: false,
-      detail: GVISOR_DETAIL,
-    };
+  const gvisor = readHostTraits().gvisor;
+  if (gvisor) mechanisms.gvisor = { available: false, detail: gvisorDetail(gvisor) };
   if (selection.tier === 'user-namespace' && base.mechanisms.identity?.detail.startsWith('host is root'))
     mechanisms.identity = {
       available: true,
