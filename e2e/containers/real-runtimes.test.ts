@@ -93,7 +93,9 @@ function expectConfined(o: Outcome): void {
   expect(o.step.tier).toBe(o.doctor.tierId);
   expect(o.escape.controlWrote).toBe(true);
   expect(o.escape.wroteOutside).toBe(false);
-  expect(o.escape.code).not.toBe(0);
+  // Where Landlock refuses /etc/shadow the attempt fails; where the mounts alone confine (gVisor, its
+  // declared `landlock` gap), the masked file reads as empty: the secret stays unread either way (below).
+  if (!o.doctor.notEnforced.some((g) => g.startsWith('landlock:'))) expect(o.escape.code).not.toBe(0);
   if (o.uid === 0) expect(o.escape.controlReadSecret).toBe(true);
   expect(o.escape.readSecret).toBe(false);
   expect(o.escape.controlReadEnviron).toBe(true);
@@ -204,21 +206,23 @@ describe.skipIf(skipAll)(
       },
     );
 
-    /** gVisor from 2023-11 on: its own reasons (bubblewrap's refused steps), none of the older release's. */
+    /**
+     * gVisor from 2023-11 on: tier 2 runs, in user and network namespaces its launcher makes (bwrap cannot
+     * make its own there), with Landlock's absence declared; the agent's step works and the escapes fail.
+     */
     function expectNewerGvisorTruthful(o: Outcome): void {
       expectGvisorTruthful(o);
       const m = o.doctor.mechanisms;
       expect(m.gvisor?.detail).toMatch(/a release from 2023-11.*20240729/);
-      if (o.doctor.available) return;
-      for (const tier of ['tier-2', 'user-namespaces']) {
-        expect(m[tier]?.fix).toMatch(/mounts inside them work.*Failed to make \/ slave/);
-        expect(m[tier]?.detail).not.toMatch(/vanished/);
-      }
-      expect(m['tier-3']?.fix).not.toMatch(/SUBREAPER/);
+      expect(o.doctor.available).toBe(true);
+      expect(o.doctor.tierId).toBe('user-namespace');
+      expect(m['user-namespaces']?.available).toBe(true);
+      expect(m['user-namespaces']?.detail).toMatch(/namespaces its launcher made/);
+      expect(o.doctor.notEnforced.some((g) => g.startsWith('landlock: gVisor has no Landlock'))).toBe(true);
     }
 
     it.skipIf(noNewerRunsc !== undefined)(
-      `gVisor from 2023-11 (runsc 20240729, bookworm-backports): the newer release's verdict and reasons; the escapes fail${noNewerRunsc ? ` [skipped: ${noNewerRunsc}]` : ''}`,
+      `gVisor from 2023-11 (runsc 20240729, bookworm-backports): tier 2 in its launcher's namespaces runs the step; the escapes fail${noNewerRunsc ? ` [skipped: ${noNewerRunsc}]` : ''}`,
       () => {
         expectNewerGvisorTruthful(inContainer('runsc-newer'));
       },

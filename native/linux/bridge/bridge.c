@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../common/closefrom.h"
 #include "../common/compat.h"
 #include "../common/errors.h"
 #include "dial.h"
@@ -154,7 +155,7 @@ static void keep_only(const int *fds, int n) {
     for (int i = 0; i < n; i++) kept |= fds[i] == fd;
     if (!kept) close(fd);
   }
-  syscall(SYS_close_range, max + 1, ~0U, 0);
+  close_fds((unsigned)max + 1, ~0U);
 }
 
 void start_bridge(struct bridge_plan *p) {

@@ -39,6 +39,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../common/closefrom.h"
 #include "../common/compat.h"
 #include "../common/errors.h"
 #include "../bridge/bridge.h"
@@ -55,10 +56,10 @@
 
 static void close_extra_fds(int keep) {
   if (keep >= 3) {
-    if (keep > 3 && syscall(SYS_close_range, 3, keep - 1, 0) < 0 && errno != ENOSYS) die("close_range: %s", strerror(errno));
-    if (syscall(SYS_close_range, keep + 1, ~0U, 0) < 0 && errno != ENOSYS) die("close_range: %s", strerror(errno));
-  } else if (syscall(SYS_close_range, 3, ~0U, 0) < 0 && errno != ENOSYS) {
-    die("close_range: %s", strerror(errno));
+    if (keep > 3 && close_fds(3, (unsigned)keep - 1) < 0) die("closing descriptors: %s", strerror(errno));
+    if (close_fds((unsigned)keep + 1, ~0U) < 0) die("closing descriptors: %s", strerror(errno));
+  } else if (close_fds(3, ~0U) < 0) {
+    die("closing descriptors: %s", strerror(errno));
   }
 }
 

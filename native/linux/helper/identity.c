@@ -34,9 +34,21 @@ static void bounding_empty(void) {
   }
 }
 
+/* uid 0 stays ordinary at every later execve: no capabilities from being root, for good (CAP_SETPCAP). */
+static void lock_noroot(void) {
+  if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+                                   SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+                                   SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
+            0, 0, 0) < 0)
+    die("securebits: %s", strerror(errno));
+}
+
 void drop_identity(long uid, long gid) {
   if (uid < 0) {
-    /* A user namespace's uid (tier 2): only what bwrap kept for the bridge's network goes. */
+    /* A user namespace's uid (tier 2): only what bwrap kept for the bridge's network goes. As the uid 0
+     * of the launcher's user namespace (--outer-ns, where bwrap keeps CAP_SETPCAP for this), an execve
+     * must not make it root again either. */
+    if (getuid() == 0) lock_noroot();
     bounding_empty();
     capabilities_empty();
     return;

@@ -20,6 +20,8 @@
  * --net-pool KEY: where the fork server put this process in a network namespace of its pool
  * (spawner/netpool.c), PROGRAM's first `--unshare-net` is dropped, so PROGRAM runs in that one instead of
  * making its own.
+ * --outer-ns: PROGRAM starts in user and network namespaces the launcher makes (program.c), where bwrap
+ * cannot make them itself (gVisor).
  * --publish PORT: while PROGRAM runs, host connections to 127.0.0.1:PORT are passed to the sandbox's bridge
  * (publish.c), which connects them to PORT inside; `@PUBLISH` in PROGRAM's arguments is its end.
  * After PROGRAM: --reap kills what it left behind (tier 3, after-run/reap.c); the check of every
@@ -66,7 +68,7 @@ int launch_main(int argc, char **argv) {
   check_prepare(state_fd);
 
   struct timespec start;
-  pid_t c = start_program(prog, &old_mask, &start);
+  pid_t c = start_program(prog, &old_mask, &start, o.outer_ns);
   close_nodes();
   /* Published ports have a wait loop of their own, which drains the change journal too. */
   int status = publish_active() ? publish_serve(c, check_poll_fd(), check_poll_ready) : check_wait(c);

@@ -15,6 +15,8 @@
  *   --report FILE                what the checks after the run did (common/report.c)
  *   --clone NAME ro|rw           a root host's detached, idmapped mount of NAME (clone.c)
  *   --publish PORT               listen on the host's 127.0.0.1:PORT for the sandbox (publish.c)
+ *   --outer-ns                   PROGRAM starts in user and network namespaces of its own, made here
+ *                                (gVisor, where bwrap cannot make them itself: program.c)
  */
 #define _GNU_SOURCE
 #include "options.h"
@@ -93,6 +95,8 @@ int read_launch_options(int argc, char **argv, struct launch_options *o) {
       o->report = argv[++i];
     } else if (strcmp(a, "--publish") == 0 && left >= 1) {
       publish_option(argv[++i]);
+    } else if (strcmp(a, "--outer-ns") == 0) {
+      o->outer_ns = 1;
     } else if (strcmp(a, "--clone") == 0 && left >= 2) {
       clone_node(argv[i + 1], argv[i + 2], o->uid);
       i += 2;

@@ -12,6 +12,7 @@ struct launch_options {
   int net_pool;       /* --net-pool KEY: the fork server may have lent a network namespace */
   const char *cgroup; /* --enter-cgroup DIR */
   const char *report; /* --report FILE */
+  int outer_ns;       /* --outer-ns: PROGRAM in user and network namespaces made by the launcher */
 };
 
 /* Reads and carries out the options of ARGV (from ARGV[2] on); the index of PROGRAM, after `--`. Dies on

@@ -16,8 +16,12 @@ void hold_stop_signals(sigset_t *old);
 /* Moves this process (and so PROGRAM) into the cgroup DIR (--enter-cgroup). */
 void enter_run_cgroup(const char *dir);
 /* Forks and execs PROG with the fixed environment; START: when (coarse clock, as ctimes are). A stop
- * signal that arrived during set-up, or arrives now, kills PROGRAM. PROGRAM's pid. */
-pid_t start_program(char **prog, const sigset_t *old, struct timespec *start);
+ * signal that arrived during set-up, or arrives now, kills PROGRAM. With OUTER_NS, PROGRAM starts as uid 0
+ * of a user namespace of its own (mapping this process's uid and gid alone) and in a network namespace
+ * owned by it: where bwrap cannot make either itself (gVisor refuses mount propagation changes in a user
+ * namespace nested in another, and its netlink the loopback address bwrap sets), bwrap runs inside them
+ * with neither --unshare-user nor --unshare-net. PROGRAM's pid. */
+pid_t start_program(char **prog, const sigset_t *old, struct timespec *start, int outer_ns);
 /* The launcher's exit as PROGRAM's (STATUS): its code, or its signal raised again (128 + it otherwise). */
 int exit_as_program(int status);
 

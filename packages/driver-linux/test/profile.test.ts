@@ -197,6 +197,28 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
     expect(p.helperArgs).not.toContain('--uid');
   });
 
+  it("tier 2 in the launcher's namespaces (newer gVisor): bwrap makes neither, runs as that namespace's uid 0, and keeps CAP_SETPCAP for the helper", () => {
+    const ws = temp();
+    for (const root of [false, true]) {
+      const p = buildLinuxProfile(
+        caps(),
+        ws,
+        ws,
+        inputs({ root, privileged: false, outerNamespaces: true, ...(root ? { innerUid: 65533 } : {}) }),
+      );
+      const bwrap = p.bwrapArgs.join(' ');
+      expect(p.launch).toContain('--outer-ns');
+      expect(bwrap).not.toMatch(/--unshare-user|--unshare-net|--disable-userns|--uid |--gid /);
+      expect(bwrap).toContain('--unshare-ipc --unshare-pid --unshare-uts --unshare-cgroup-try');
+      expect(bwrap).toContain('--cap-drop ALL --cap-add CAP_SETPCAP');
+      expect(p.identity).toEqual({ mode: 'user-namespace', uid: 0 });
+    }
+    // Elsewhere bwrap makes them, and the launcher is not asked to.
+    const usual = buildLinuxProfile(caps(), ws, ws, inputs({ root: false }));
+    expect(usual.launch).not.toContain('--outer-ns');
+    expect(usual.bwrapArgs.join(' ')).toContain('--unshare-net');
+  });
+
   it("tier 2: the helper sets its namespaces' limits through the launcher's /proc/sys descriptors, and keeps only what that needs", () => {
     const ws = temp();
     const nsLimits = { pidMax: 402, userns: { max_inotify_instances: 64, max_user_namespaces: 0 } };

@@ -32,6 +32,21 @@ describe('Linux tiers', () => {
     );
   });
 
+  it("tier 2 in the launcher's namespaces (newer gVisor) declares Landlock's absence, and root's uid 0 as its own", () => {
+    const outer = { ...ctx, outerNamespaces: true };
+    expect(gapNames(tierGaps('user-namespace', outer))).toEqual([
+      absent,
+      'landlock',
+      'root-file-identity',
+      'process-limit',
+    ]);
+    const text = tierGaps('user-namespace', outer).join('\n');
+    expect(text).toMatch(/landlock: gVisor has no Landlock.*mounts alone/);
+    expect(text).toMatch(/uid 0 of its own user namespace too/);
+    expect(text).not.toMatch(/shown as another uid/);
+    expect(gapNames(tierGaps('namespaces', outer))).toEqual([absent]);
+  });
+
   it("tier 2 on a root host with a per-namespace pid_max: the process limit holds, down to the kernel's floor of 299", () => {
     const pidMax = { ...ctx, pidNamespaceLimit: true };
     expect(gapNames(tierGaps('user-namespace', pidMax))).toEqual([absent, 'root-file-identity']);

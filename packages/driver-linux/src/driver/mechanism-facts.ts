@@ -2,6 +2,7 @@
  * What the driver learns once by using the host's mechanisms (the helper's `--probe`, a delegated
  * cgroup's check), and the gaps of a tier that follow from it.
  */
+
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import {
@@ -11,6 +12,7 @@ import {
   exerciseCgroup,
   launcherRunIn,
 } from '../host/cgroup.js';
+import { onGvisor } from '../host/gvisor-facts.js';
 import { checkHelperSync, type HelperProbeOutput } from '../host/helper-check.js';
 import { readUserLimits, usernsLimitsFrom } from '../profile/ns-limits.js';
 import { type LinuxTierId, tierGaps } from '../tiers/tiers.js';
@@ -114,5 +116,6 @@ export function gapsOf(
     directUid: settings.host.isRoot ? settings.sandboxUid : undefined,
     pidNamespaceLimit: facts.nsLimits.pidMax,
     maxPids: settings.maxPids,
+    outerNamespaces: onGvisor() === 'from-2023-11',
   });
 }

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { refuseHiddenGrants, type SandboxCapabilities } from '@aleph/sandbox-core';
+import { onGvisor } from '../host/gvisor-facts.js';
 import { RecordingView, stillAnswers } from '../mounts/fs-view.js';
 import { DEFAULT_SANDBOX_UID } from '../options.js';
 import { buildLinuxProfile } from '../profile/build-profile.js';
@@ -26,6 +27,8 @@ export class PlanBuilder {
   readonly #plans = new Map<string, { profile: LinuxProfile; queries: Queries }>();
   /** A cached plan's seccomp program, decoded once. */
   readonly #programs = new WeakMap<LinuxProfile, Buffer>();
+  /** Tier 2's namespaces are the launcher's where bwrap cannot make them (`ProfileInputs.outerNamespaces`). */
+  readonly #outerNamespaces = onGvisor() === 'from-2023-11';
 
   constructor(
     readonly settings: DriverSettings,
@@ -68,7 +71,8 @@ export class PlanBuilder {
       proxySocket,
       privileged: tier === 'namespaces',
       hostProc,
-      ...(tier === 'user-namespace' && this.settings.host.isRoot
+      ...(tier === 'user-namespace' && this.#outerNamespaces ? { outerNamespaces: true } : {}),
+      ...(tier === 'user-namespace' && this.settings.host.isRoot && !this.#outerNamespaces
         ? { innerUid: this.settings.sandboxUid ?? DEFAULT_SANDBOX_UID }
         : {}),
       fs: view,

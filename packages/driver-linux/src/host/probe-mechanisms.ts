@@ -243,7 +243,9 @@ export function namespaceLimitMechanisms(helper: HelperCheck): {
         : {
             available: false,
             detail: `a user namespace's own counts cannot be set: ${userns}; a command can use up the user's inotify instances`,
-            fix: 'allow unprivileged user namespaces (see user-namespaces)',
+            fix: onGvisor()
+              ? 'none inside gVisor (runsc): it has no /proc/sys/user limits to set in a user namespace'
+              : 'allow unprivileged user namespaces (see user-namespaces)',
           },
   };
 }

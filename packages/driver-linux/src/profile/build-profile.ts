@@ -66,6 +66,7 @@ export function buildLinuxProfile(
     writableRoots: fsPlan.writableRoots,
     clones: rendered.clones,
     publish: netPlan.launcher,
+    outerNamespaces: !privileged && inputs.outerNamespaces === true,
   });
   const tier = inputs.tier ?? (privileged ? 'namespaces' : 'user-namespace');
   const notEnforced = inputs.notEnforced ?? [];
@@ -132,6 +133,7 @@ function processArgs(
       helperCapabilities: limitArgs.capabilities,
       bindLowPorts: netPlan.bindLowPorts,
       keepHostname: inputs.hostProc === true,
+      outerNamespaces: !privileged && inputs.outerNamespaces === true,
     },
     [...rendered.bwrap, ...netPlan.bwrap],
   );

@@ -22,6 +22,8 @@ export function namespaceLauncherArgs(options: {
   readonly clones: RenderedMounts['clones'];
   /** `--publish PORT` for each published port. */
   readonly publish: readonly string[];
+  /** bwrap runs in user and network namespaces the launcher makes (`ProfileInputs.outerNamespaces`). */
+  readonly outerNamespaces?: boolean;
 }): string[] {
   const { identity, plan } = options;
   const launch: string[] = ['--state', options.stateDir];
@@ -35,6 +37,7 @@ export function namespaceLauncherArgs(options: {
   launch.push(...checkArgs(plan, options.writableRoots, options));
   for (const clone of options.clones) launch.push('--clone', clone.name, clone.mode);
   launch.push(...options.publish);
+  if (options.outerNamespaces === true) launch.push('--outer-ns');
   return launch;
 }
 

@@ -6,6 +6,7 @@ import type { LinuxProfile, ProfileInputs } from './profile-types.js';
 
 /** The identity: tier 1 drops to a uid of the command's own (or the fixed `sandboxUid`), tier 2 maps one. */
 export function profileIdentity(inputs: ProfileInputs, privileged: boolean): LinuxProfile['identity'] {
+  if (!privileged && inputs.outerNamespaces === true) return { mode: 'user-namespace', uid: 0 };
   if (!privileged) return { mode: 'user-namespace', uid: inputs.innerUid ?? inputs.host.uid };
   return inputs.sandboxUid === undefined
     ? { mode: 'drop-to-uid', uid: 'per-run', gid: 'per-run', range: inputs.uidRange }
@@ -36,11 +37,14 @@ export function bwrapArgs(
      * `--disable-userns` (it needs a /proc of the sandbox's own).
      */
     readonly keepHostname?: boolean;
+    /** `ProfileInputs.outerNamespaces`: the user and network namespaces are the launcher's. */
+    readonly outerNamespaces?: boolean;
   },
   mountArgs: readonly string[],
 ): string[] {
   const bwrap: string[] = ['--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try'];
-  if (!options.sharedNetwork) bwrap.push('--unshare-net');
+  const outer = options.outerNamespaces === true;
+  if (!options.sharedNetwork && !outer) bwrap.push('--unshare-net');
   if (options.privileged) {
     // bwrap runs as root without a user namespace (a root-mapped one would keep root's file identity);
     // the helper attaches the idmapped user-path mounts (CAP_SYS_ADMIN, and the two DAC capabilities to
@@ -67,22 +71,29 @@ export function bwrapArgs(
     // The helper binds the bridge's low ports before it drops its identity (and every capability).
     if (options.bindLowPorts) bwrap.push('--cap-add', 'CAP_NET_BIND_SERVICE');
   } else {
-    bwrap.push('--unshare-user');
+    // The launcher's user namespace (`--outer-ns`) has the host uid alone, as uid 0: bwrap runs there as
+    // root of it, without one of its own.
+    if (!outer) bwrap.push('--unshare-user');
     // Root without CAP_SYS_ADMIN (tier 2): root is shown as another uid inside, so its files are not root's.
-    if (options.innerUid !== undefined)
+    if (options.innerUid !== undefined && !outer)
       bwrap.push('--uid', String(options.innerUid), '--gid', String(options.innerUid));
     // Only for the helper, which drops them all itself before the program runs (identity.c): what it
     // needs to set its namespaces' limits, and, as bwrap's network namespace belongs to an outer user
     // namespace where no port below 1024 can be bound, what it needs to make one of its own for the
     // bridge (--own-netns) and bind its ports there (native/linux/helper/netns.c).
     const keep = new Set((options.helperCapabilities ?? []).filter((arg) => arg !== '--cap-add'));
+    // As uid 0 of the launcher's user namespace, the helper locks uid 0 out of capabilities at any later
+    // execve (securebits) and empties the bounding set: both need CAP_SETPCAP (identity.c).
+    if (outer) keep.add('CAP_SETPCAP');
     if (options.bindLowPorts)
       for (const cap of ['CAP_SYS_ADMIN', 'CAP_NET_ADMIN', 'CAP_NET_BIND_SERVICE', 'CAP_SETPCAP'])
         keep.add(cap);
     // --disable-userns writes /proc/sys/user/max_user_namespaces in the sandbox's own /proc; the host's,
     // bound read-only, cannot take it. Nested user namespaces stay refused by seccomp (clone and unshare
     // with CLONE_NEWUSER; clone3 is ENOSYS).
-    if (options.keepHostname !== true) bwrap.push('--disable-userns');
+    // With the launcher's user namespace, bwrap has none of its own to disable them in; seccomp refuses
+    // them all the same.
+    if (options.keepHostname !== true && !outer) bwrap.push('--disable-userns');
     bwrap.push('--cap-drop', 'ALL');
     for (const cap of keep) bwrap.push('--cap-add', cap);
   }

@@ -70,6 +70,13 @@ export interface ProfileInputs {
   readonly privileged?: boolean;
   /** Tier 2 on a root host: the uid (and gid) root is shown as inside the user namespace. */
   readonly innerUid?: number;
+  /**
+   * Tier 2 where bwrap cannot make its user and network namespaces itself (gVisor from 2023-11: it
+   * refuses mount propagation changes in a user namespace nested in another, and its netlink the loopback
+   * address bwrap sets): the launcher makes them (`--outer-ns`), mapping the host uid alone as uid 0, and
+   * bwrap runs inside them as that uid 0 with neither --unshare-user nor --unshare-net. Default false.
+   */
+  readonly outerNamespaces?: boolean;
   /** Tier 2: the limits the helper sets in the sandbox's own namespaces (`ns-limits.ts`). Default none. */
   readonly nsLimits?: NamespaceLimits | undefined;
   /**

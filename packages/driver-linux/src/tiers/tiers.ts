@@ -69,6 +69,8 @@ export interface TierGapContext {
   readonly maxPids?: number;
   /** Tier 2 with this host's /proc, bound read-only (a fresh procfs is refused here). */
   readonly hostProc?: boolean;
+  /** Tier 2 in user and network namespaces its launcher makes (newer gVisor: `ProfileInputs.outerNamespaces`). */
+  readonly outerNamespaces?: boolean;
 }
 
 /**
@@ -102,9 +104,17 @@ export function tierGaps(tier: LinuxTierId, ctx: TierGapContext): string[] {
     gaps.push(
       "host-proc: the kernel refuses a fresh /proc here (the container runtime masks parts of it), so /proc is the host's, bound read-only: the command lists the host's processes and their command lines; their memory, environment and descriptors are refused by Landlock, and signals by the PID namespace, where they have no pid",
     );
-  if (keepsRoot) {
+  const outer = tier === 'user-namespace' && ctx.outerNamespaces === true;
+  if (outer)
     gaps.push(
-      `root-file-identity: the command runs as uid 0 with no capabilities${tier === 'user-namespace' ? ' (shown as another uid in its user namespace)' : ''}: root-owned files it can see are readable and writable by their mode whatever it is, and the files it makes are root's`,
+      'landlock: gVisor has no Landlock, so tier 2 confines the filesystem with its mounts alone: nothing backs them up, and the masked files (/etc/shadow, …) read as empty rather than being refused',
+    );
+  if (keepsRoot) {
+    const shown = outer
+      ? ' (uid 0 of its own user namespace too)'
+      : ' (shown as another uid in its user namespace)';
+    gaps.push(
+      `root-file-identity: the command runs as uid 0 with no capabilities${tier === 'user-namespace' ? shown : ''}: root-owned files it can see are readable and writable by their mode whatever it is, and the files it makes are root's`,
     );
     if (!ctx.cgroup) gaps.push(...rootProcessGaps(tier, ctx));
   }

@@ -53,11 +53,20 @@ function tierMechanisms(base: LinuxProbe, selection: TierSelection): Record<stri
   mechanisms['apparmor-userns'] = apparmorUserns(base.userns);
   const gvisor = readHostTraits().gvisor;
   if (gvisor) mechanisms.gvisor = { available: false, detail: gvisorDetail(gvisor) };
+  // Newer gVisor: bwrap's own user namespace is refused, but tier 2 ran in the ones its launcher made.
+  const tier2 = selection.attempts.find((a) => a.tier === 'user-namespace');
+  if (gvisor === 'from-2023-11' && tier2?.ok === true && mechanisms['user-namespaces']?.available === false)
+    mechanisms['user-namespaces'] = {
+      available: true,
+      detail: `tier 2 ran a sandboxed \`true\` in user and network namespaces its launcher made (under gVisor bwrap cannot make its own: ${mechanisms['user-namespaces'].detail})`,
+    };
   if (selection.tier === 'user-namespace' && base.mechanisms.identity?.detail.startsWith('host is root'))
     mechanisms.identity = {
       available: true,
       detail:
-        'host is root without what tier 1 needs: commands run as uid 0 with no capabilities, shown as uid 65533 in a user namespace',
+        gvisor === 'from-2023-11'
+          ? 'host is root without what tier 1 needs: commands run as uid 0 with no capabilities, in a user namespace of their own (its launcher’s, under gVisor) where only that uid is mapped, as 0'
+          : 'host is root without what tier 1 needs: commands run as uid 0 with no capabilities, shown as uid 65533 in a user namespace',
     };
   if (selection.tier === 'direct')
     mechanisms.identity = {
