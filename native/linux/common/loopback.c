@@ -15,8 +15,10 @@ int loopback_up(void) {
   memset(&ifr, 0, sizeof ifr);
   strcpy(ifr.ifr_name, "lo");
   int ok = ioctl(s, SIOCGIFFLAGS, &ifr) == 0;
+  /* Already up where the namespace comes with it (gVisor, whose SIOCSIFFLAGS is ENOTTY). */
+  int up = ok && (ifr.ifr_flags & IFF_UP) != 0;
   ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-  ok = ok && ioctl(s, SIOCSIFFLAGS, &ifr) == 0;
+  ok = ok && (up || ioctl(s, SIOCSIFFLAGS, &ifr) == 0);
   close(s);
   return ok ? 0 : -1;
 }
