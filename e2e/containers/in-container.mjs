@@ -22,6 +22,38 @@ const doctor = aleph(['doctor', '--json']);
 const ws = mkdtempSync('/tmp/aleph-ws-');
 const step = aleph(['run', ...flags, '--workspace', ws, '--', 'sh', '-c', 'echo hi > f; cat f']);
 
+// The network of allowHosts: a loopback server of the container's, reached through the managed proxy when
+// its address is allowed, refused (with a typed denial) on a port that is not.
+const server = spawn(
+  process.execPath,
+  [
+    '-e',
+    "const s=require('node:http').createServer((q,r)=>r.end('aleph-net-ok'));s.listen(0,'127.0.0.1',()=>console.log(s.address().port))",
+  ],
+  { stdio: ['ignore', 'pipe', 'inherit'] },
+);
+const port = await new Promise((resolve) =>
+  server.stdout.once('data', (d) => resolve(Number(String(d).trim()))),
+);
+const fetch = (allowedPort) =>
+  aleph([
+    'run',
+    ...flags,
+    '--net',
+    `127.0.0.1/32:${allowedPort}`,
+    '--workspace',
+    ws,
+    '--',
+    'curl',
+    '-s',
+    '-m',
+    '10',
+    `http://127.0.0.1:${port}/`,
+  ]);
+const allowed = fetch(port);
+const refused = fetch(port === 65535 ? 65534 : port + 1);
+server.kill('SIGKILL');
+
 // The escapes, and their controls: unsandboxed, this process can write there and read the secret.
 const outside = '/tmp/aleph-escape-target';
 writeFileSync(`${outside}-control`, 'x');
@@ -69,6 +101,12 @@ console.log(
       tier: step.json?.details?.tier ?? null,
       written: existsSync(path.join(ws, 'f')) ? readFileSync(path.join(ws, 'f'), 'utf8') : null,
       stderr: step.stderr,
+    },
+    network: {
+      allowed: allowed.json?.stdout ?? null,
+      refusedOut: refused.json?.stdout ?? null,
+      refusedDenials: (refused.json?.details?.denials ?? []).map((d) => d.kind),
+      stderr: `${allowed.stderr}${refused.stderr}`.slice(0, 2000),
     },
     escape: {
       code: step.code === 0 ? attempt.code : null,

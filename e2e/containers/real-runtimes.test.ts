@@ -44,6 +44,7 @@ interface Outcome {
     notEnforced: string[];
   };
   step: { code: number; stdout: string | null; tier: string | null; written: string | null; stderr: string };
+  network: { allowed: string | null; refusedOut: string | null; refusedDenials: string[]; stderr: string };
   escape: {
     code: number | null;
     wroteOutside: boolean;
@@ -91,6 +92,10 @@ function expectConfined(o: Outcome): void {
   expect(o.step.stdout).toBe('hi\n');
   expect(o.step.written).toBe('hi\n');
   expect(o.step.tier).toBe(o.doctor.tierId);
+  // allowHosts: the allowed loopback address and port through the proxy, the other port refused and typed.
+  expect(o.network.allowed, o.network.stderr).toBe('aleph-net-ok');
+  expect(o.network.refusedOut).not.toBe('aleph-net-ok');
+  expect(o.network.refusedDenials.some((k) => k.startsWith('network.'))).toBe(true);
   expect(o.escape.controlWrote).toBe(true);
   expect(o.escape.wroteOutside).toBe(false);
   // Where Landlock refuses /etc/shadow the attempt fails; where the mounts alone confine (gVisor, its
