@@ -8,10 +8,13 @@
 // container. Configs: tier1caps, sysadmin, default (see run-in.sh); each line prints the tier the library
 // reports in the run's details (`details.tier`), not the one the config is expected to give. In `default`
 // also a driver told bwrap is absent (option bwrapPath: a missing file), which is what tier 3 costs there;
-// once on the host itself for reference; and one execute under gVisor (runsc), which refuses every command.
+// once on the host itself for reference; under gVisor from 2023-11 (runsc-newer: bookworm-backports' runsc),
+// where bare bwrap cannot make its namespaces, so bare /bin/true is the baseline; and one execute under
+// Debian 12's own runsc, which refuses every command.
 // If podman is missing or image.sh fails, prints `skipped: <reason>` and exits 0.
 // Reproduce: pnpm --filter @aleph/driver-linux bench
-//   (BENCH_ROUNDS, BENCH_PER_ROUND, BENCH_CONTAINER_CONFIGS=tier1caps,sysadmin,default, BENCH_RUNSC=0)
+//   (BENCH_ROUNDS, BENCH_PER_ROUND, BENCH_CONTAINER_CONFIGS=tier1caps,sysadmin,default,runsc-newer,
+//   BENCH_RUNSC=0)
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -115,24 +118,38 @@ async function inside(config, rounds, perRound) {
   );
 }
 
-/** Bare bwrap with `--proc /proc`, else without: the first that runs `true` is the baseline (none: no baseline). */
+/**
+ * Bare bwrap with `--proc /proc`, else without, else (newer gVisor, where bwrap cannot make its own user and
+ * network namespaces) inside ones `unshare -Urn` made, as the launcher does there: the first that runs
+ * `true` is the baseline (none: no baseline).
+ */
 async function bareBwrap(spawn) {
   const out = { bwrapTried: [] };
   const bwrap = spawnSync('sh', ['-c', 'command -v bwrap'], { encoding: 'utf8' }).stdout?.trim() || 'bwrap';
   const tail = ['--ro-bind', '/', '/', '--dev', '/dev', '--unshare-all', '/bin/true'];
-  for (const args of [['--proc', '/proc', ...tail], tail]) {
-    const r = await spawn(bwrap, args)().catch((e) => ({ exitCode: null, stderr: Buffer.from(e.message) }));
+  const inOuter = ['-Urn', bwrap, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
+  const tries = [
+    { label: 'bare bwrap (--proc /proc)', file: bwrap, args: ['--proc', '/proc', ...tail] },
+    { label: 'bare bwrap (no --proc)', file: bwrap, args: tail },
+    {
+      label: 'bare bwrap in unshare -Urn',
+      file: 'unshare',
+      args: [...inOuter, '--unshare-pid', '--unshare-ipc', '--unshare-uts', '/bin/true'],
+    },
+  ];
+  for (const t of tries) {
+    const r = await spawn(t.file, t.args)().catch((e) => ({
+      exitCode: null,
+      stderr: Buffer.from(e.message),
+    }));
     const ok = r.exitCode === 0;
     out.bwrapTried.push({
-      args: args.join(' '),
+      args: [t.file, ...t.args].join(' '),
       ok,
       error: ok ? undefined : firstLine(Buffer.from(r.stderr).toString()) || `exit ${r.exitCode}`,
     });
     if (ok) {
-      out.baseline = {
-        label: `bare bwrap${args[0] === '--proc' ? ' (--proc /proc)' : ' (no --proc)'}`,
-        run: spawn(bwrap, args),
-      };
+      out.baseline = { label: t.label, run: spawn(t.file, t.args) };
       break;
     }
   }
@@ -164,7 +181,7 @@ async function interleave(measures, rounds, perRound) {
 async function outside() {
   const rounds = Number(process.env.BENCH_ROUNDS ?? 15);
   const perRound = Number(process.env.BENCH_PER_ROUND ?? 2);
-  const configs = (process.env.BENCH_CONTAINER_CONFIGS ?? 'tier1caps,sysadmin,default')
+  const configs = (process.env.BENCH_CONTAINER_CONFIGS ?? 'tier1caps,sysadmin,default,runsc-newer')
     .split(',')
     .filter(Boolean);
   const skip = (reason) => {
@@ -211,8 +228,17 @@ async function outside() {
     }
   };
   const inner = (config) => [process.execPath, SELF, '--inside', config, String(rounds), String(perRound)];
-  for (const config of configs)
+  for (const config of configs) {
+    if (config === 'runsc-newer') {
+      // gVisor from 2023-11 (bookworm-backports), where tier 2 runs in its launcher's namespaces.
+      const fetched = spawnSync('bash', [path.join(CI_DIR, 'runsc-newer.sh')], { encoding: 'utf8' });
+      if (fetched.status !== 0) {
+        results.push({ where: `podman ${config}`, wall: 0, failed: firstLine(fetched.stderr) });
+        continue;
+      }
+    }
     run(`podman ${config}`, ['bash', path.join(CI_DIR, 'run-in.sh'), config, '--', ...inner(config)]);
+  }
   run('host (no container)', inner('host'));
   let runsc;
   if (process.env.BENCH_RUNSC !== '0') {
@@ -233,7 +259,7 @@ async function outside() {
 /** Prints the medians and the ratios of each measured place. */
 function report({ podman, rounds, perRound, results, runsc, total }) {
   console.log(
-    `@aleph/driver-linux execute(/bin/true) inside podman/runc containers (${podman}; node ${process.version}, ${os.cpus().length} cores, kernel ${os.release()})`,
+    `@aleph/driver-linux execute(/bin/true) inside podman containers, runc and runsc (${podman}; node ${process.version}, ${os.cpus().length} cores, kernel ${os.release()})`,
   );
   console.log(
     `  as root in each; median of ${rounds * perRound} interleaved runs (${rounds} rounds x ${perRound}); ms:`,
@@ -252,7 +278,10 @@ function report({ podman, rounds, perRound, results, runsc, total }) {
         : '';
     const procNote =
       r.bwrapTried.length > 1 && r.baseline !== undefined
-        ? `  (with --proc /proc: ${r.bwrapTried[0].error})`
+        ? `  (${r.bwrapTried
+            .filter((b) => !b.ok)
+            .map((b) => b.error)
+            .join('; ')})`
         : '';
     console.log(`  ${r.where} (${r.wall.toFixed(1)} s wall)${whyNoBwrap}:`);
     console.log(`    ${base.label.padEnd(48)} ${baseMedian.toFixed(2).padStart(7)}${procNote}`);

@@ -54,9 +54,22 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+/**
+ * Once the command is done and everything it started is disposed, Linux ends the process at once rather
+ * than tearing down the heap and the event loop (about 9 ms of a 270 ms `run -- /bin/true` here). Only
+ * when nothing written to stdout or stderr is still queued, so no output is lost; elsewhere, or with
+ * output queued, the process ends by itself.
+ */
+function exitNow(): void {
+  if (process.platform !== 'linux') return;
+  if (process.stdout.writableLength > 0 || process.stderr.writableLength > 0) return;
+  process.exit();
+}
+
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = stdoutGone.signal.aborted ? 128 + (osConstants.signals.SIGPIPE ?? 13) : code;
+    exitNow();
   },
   (error: unknown) => {
     if ((error as { help?: boolean }).help) {
