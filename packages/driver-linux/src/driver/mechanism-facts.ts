@@ -12,8 +12,8 @@ import {
   exerciseCgroup,
   launcherRunIn,
 } from '../host/cgroup.js';
-import { onGvisor } from '../host/gvisor-facts.js';
 import { checkHelperSync, type HelperProbeOutput } from '../host/helper-check.js';
+import { onGvisor } from '../host/host-traits.js';
 import { readUserLimits, usernsLimitsFrom } from '../profile/ns-limits.js';
 import { type LinuxTierId, tierGaps } from '../tiers/tiers.js';
 import type { DriverSettings } from './driver-settings.js';

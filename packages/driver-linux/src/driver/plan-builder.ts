@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { refuseHiddenGrants, type SandboxCapabilities } from '@aleph/sandbox-core';
-import { onGvisor } from '../host/gvisor-facts.js';
+import { onGvisor } from '../host/host-traits.js';
 import { RecordingView, stillAnswers } from '../mounts/fs-view.js';
 import { DEFAULT_SANDBOX_UID } from '../options.js';
 import { buildLinuxProfile } from '../profile/build-profile.js';

@@ -9,8 +9,7 @@
  *   (nested in the container's) nor set up its network namespace's loopback; tier 2 runs with both
  *   namespaces made by its launcher (`ProfileInputs.outerNamespaces`), without Landlock (declared).
  */
-import os from 'node:os';
-import { type GvisorGeneration, gvisorGeneration, isGvisorKernel } from './host-traits.js';
+import type { GvisorGeneration } from './host-traits.js';
 
 const MEASURED: Record<GvisorGeneration, string> = {
   'before-2023-11': 'measured in runsc release 20221219',
@@ -31,14 +30,6 @@ const BWRAP: Record<GvisorGeneration, string> = {
 
 /** After the reason: where that leaves the user. */
 const RUNC = 'run the agent’s container under runc to get the sandbox’s own confinement';
-
-let known: false | GvisorGeneration | undefined;
-
-/** Which gVisor this process runs on, or false where it runs on another kernel (read once). */
-export function onGvisor(): false | GvisorGeneration {
-  known ??= isGvisorKernel(os.release(), os.version()) && gvisorGeneration();
-  return known;
-}
 
 /** Landlock under gVisor: not implemented, by any flag, in any release. */
 export const GVISOR_LANDLOCK_FIX =

@@ -59,13 +59,21 @@ export function maskedProcPaths(mountinfo: string): string[] {
     .filter((p) => p.startsWith('/proc/') && p !== '/proc/sys/fs/binfmt_misc');
 }
 
+let gvisorHere: false | GvisorGeneration | undefined;
+
+/** Which gVisor this process runs on, or false where it runs on another kernel (read once). */
+export function onGvisor(): false | GvisorGeneration {
+  gvisorHere ??= isGvisorKernel(os.release(), os.version()) && gvisorGeneration();
+  return gvisorHere;
+}
+
 /** Reads the traits of this process's host. */
 export function readHostTraits(): HostTraits {
   const eff = /^CapEff:\s*([0-9a-f]+)$/m.exec(read('/proc/self/status'))?.[1];
   return {
     capEff: eff === undefined ? undefined : BigInt(`0x${eff}`),
     maskedProc: maskedProcPaths(read('/proc/self/mountinfo')),
-    gvisor: isGvisorKernel(os.release(), os.version()) && gvisorGeneration(),
+    gvisor: onGvisor(),
   };
 }
 

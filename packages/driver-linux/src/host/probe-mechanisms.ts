@@ -8,9 +8,10 @@ import { promisify } from 'node:util';
 import type { ProbeMechanism } from '@aleph/sandbox-core';
 import { hostSeccompArch } from '../seccomp/seccomp-program.js';
 import { type CgroupInfo, CgroupManager, detectCgroup, exerciseCgroup, launcherRunIn } from './cgroup.js';
-import { GVISOR_LANDLOCK_FIX, gvisorUsernsFix, onGvisor } from './gvisor-facts.js';
+import { GVISOR_LANDLOCK_FIX, gvisorUsernsFix } from './gvisor-facts.js';
 import type { HelperCheck } from './helper-check.js';
 import type { HostFacts } from './host-facts.js';
+import { onGvisor } from './host-traits.js';
 import { usernsFix } from './userns-fix.js';
 import { which } from './which.js';
 
