@@ -159,8 +159,16 @@ export function resolveCwd(cwd: string | undefined, workspace: string): string |
   return path.isAbsolute(cwd) ? cwd : path.join(workspace, cwd);
 }
 
-/** The config loader and the factory, loaded only once the flags parse (so --help and usage errors stay fast). */
+/**
+ * The config loader and the factory, loaded only once the flags parse (so --help and usage errors stay fast).
+ * The commands that use them (run, doctor, profile) validate each schema once or twice and exit, so zod is
+ * told not to compile a parser per object schema: that code comes from `new Function`, which no compile
+ * cache keeps, and compiling it costs more than a one-shot process saves by running it (about 10 ms of a
+ * `run`, measured with bench/cli.bench.mjs). The setting is zod's own and changes no result.
+ */
 export async function loadSandboxModules() {
+  // Before the schemas are built: each object schema reads the setting when it is made.
+  (await import('zod')).config({ jitless: true });
   const [config, build] = await Promise.all([import('../config-load.js'), import('../build.js')]);
   return { loadConfig: config.loadConfig, buildSandbox: build.buildSandbox };
 }
