@@ -1,6 +1,18 @@
 // File scenarios of the session harness: the file API on a real workspace, with links planted by a
 // sandboxed command, protected paths, ownership, bad input; each returns what it observed.
-import { existsSync, lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { codeOf, sh } from './session-scenarios.mjs';
 
@@ -145,6 +157,56 @@ export const fileScenarios = {
       envrcExists: existsSync(path.join(ws, '.envrc')),
       temps: tempFiles(ws),
     };
+  },
+
+  // A repository planted under another name than .git (git takes any directory holding HEAD, objects/
+  // and refs/ for one, and the host's git then runs what its config says): every completing write is
+  // refused, in a subdirectory and at the root, and so is rewriting .git/HEAD. The host's git still finds
+  // the real .git from both. The control plants the same files by plain fs: git takes them for a repository.
+  async 'files-git-directory'({ session }) {
+    const f = session.files;
+    const ws = await session.workspace();
+    const git = (cwd, ...args) =>
+      execFileSync('git', ['-c', 'user.name=e2e', '-c', 'user.email=e2e@example.invalid', ...args], {
+        cwd,
+        encoding: 'utf8',
+      }).trim();
+    git(ws, 'init', '-q', '-b', 'main');
+    git(ws, 'commit', '-q', '--allow-empty', '-m', 'init');
+    const tip = git(ws, 'rev-parse', 'HEAD');
+    const plant = {
+      HEAD: 'ref: refs/heads/main\n',
+      config: '[core]\n\tpager = "echo PWNED; cat"\n',
+      'objects/info/alternates': `${ws}/.git/objects\n`,
+      'refs/heads/main': `${tip}\n`,
+    };
+    const attempts = {};
+    for (const prefix of ['src/', '']) {
+      for (const [name, text] of Object.entries(plant)) {
+        attempts[prefix + name] = await codeOf(f.writeFile(prefix + name, text));
+      }
+    }
+    attempts['.git/HEAD'] = await codeOf(f.writeFile('.git/HEAD', 'junk\n'));
+    mkdirSync(path.join(ws, 'src'), { recursive: true });
+    const control = mkdtempSync(path.join(os.tmpdir(), 'aleph-git-control-'));
+    try {
+      for (const [name, text] of Object.entries(plant)) {
+        mkdirSync(path.dirname(path.join(control, name)), { recursive: true });
+        writeFileSync(path.join(control, name), text);
+      }
+      return {
+        attempts,
+        gitDirFromRoot: git(ws, 'rev-parse', '--absolute-git-dir'),
+        gitDirFromSrc: git(path.join(ws, 'src'), 'rev-parse', '--absolute-git-dir'),
+        controlGitDir: git(control, 'rev-parse', '--absolute-git-dir'),
+        controlPager: git(control, 'config', 'core.pager'),
+        control,
+        ws,
+        temps: tempFiles(ws),
+      };
+    } finally {
+      rmSync(control, { recursive: true, force: true });
+    }
   },
 
   async 'files-bad-input'({ sandbox, session }) {

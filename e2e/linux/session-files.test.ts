@@ -9,7 +9,8 @@ import { OWNER_UID, runSessionHarness, type SessionRun } from './session-run.js'
  * sandboxed commands; links a sandboxed command planted to a host secret refused for every operation
  * (and, as the control, the same link read by plain fs on the host reaches the secret); a chain of links
  * that stays inside works; writes keep the workspace owner's ownership and never set set-id bits;
- * protected paths refused; bad input as typed errors; no temp file left. As root and as uid 65534.
+ * protected paths refused; no git directory planted under another name; bad input as typed errors; no temp
+ * file left. As root and as uid 65534.
  */
 
 const stack = linuxStack();
@@ -19,6 +20,7 @@ const SCENARIOS = [
   'files-chain-inside',
   'files-ownership',
   'files-protected',
+  'files-git-directory',
   'files-bad-input',
 ];
 
@@ -126,6 +128,28 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           });
           expect(r.gitAfter).toEqual(['HEAD']);
           expect(r.gitBefore).toEqual(['HEAD']);
+        });
+
+        it('no write makes a git directory under another name; the host control shows git would take one', () => {
+          const r = result('files-git-directory');
+          const P = 'ALEPH_PATH_PROTECTED';
+          expect(r.attempts).toEqual({
+            // HEAD and config alone are ordinary files; what would complete a repository is refused.
+            'src/HEAD': 'resolved',
+            'src/config': 'resolved',
+            'src/objects/info/alternates': P,
+            'src/refs/heads/main': P,
+            HEAD: 'resolved',
+            config: 'resolved',
+            'objects/info/alternates': P,
+            'refs/heads/main': P,
+            '.git/HEAD': P,
+          });
+          expect(r.gitDirFromRoot).toBe(`${r.ws}/.git`);
+          expect(r.gitDirFromSrc).toBe(`${r.ws}/.git`);
+          expect(r.controlGitDir).toBe(r.control);
+          expect(r.controlPager).toBe('echo PWNED; cat');
+          expect(r.temps).toEqual([]);
         });
 
         it('bad input is a typed error; a refused or oversized write leaves nothing behind', () => {

@@ -69,8 +69,13 @@ function enoent(): Error {
  */
 export function createMacosFiles(rules: FileRules, fs: MacosFs = nodeMacosFs): DriverFiles {
   const ops = walkOps(fs);
-  const walk = <R>(target: DriverFileTarget, follow: boolean, use: (w: WalkResult<string>) => R): R => {
-    const w = walkBeneath(ops, target.root, target, { followFinal: follow });
+  const walk = <R>(
+    target: DriverFileTarget,
+    follow: boolean,
+    use: (w: WalkResult<string>) => R,
+    write = false,
+  ): R => {
+    const w = walkBeneath(ops, target.root, target, { followFinal: follow, write });
     try {
       return use(w);
     } finally {
@@ -154,7 +159,7 @@ export function createMacosFiles(rules: FileRules, fs: MacosFs = nodeMacosFs): D
     async write(target, content, { mode, maxBytes, signal }) {
       let w: WalkResult<string>;
       try {
-        w = walk(target, false, (found) => found);
+        w = walk(target, false, (found) => found, true);
       } catch (error) {
         if ((error as { code?: string }).code !== 'ALEPH_FILE_NOT_FOUND') throw error;
         throw unsupported(

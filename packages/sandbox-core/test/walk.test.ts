@@ -121,6 +121,57 @@ describe('walkBeneath', () => {
     expect(nodes.get('/w/x/y')).toBe('dir');
   });
 
+  it('a write that would make or change a git directory under any name is refused before it creates anything', () => {
+    const write = { followFinal: false, createParents: true, write: true } as const;
+    // HEAD beside objects, refs or commondir: the file's own directory, or any directory above it.
+    const { ops, nodes, opened, released } = tree({
+      '/w/src': 'dir',
+      '/w/src/HEAD': 'file',
+      '/w/bare': 'dir',
+      '/w/bare/HEAD': 'file',
+      '/w/bare/refs': 'dir',
+      '/w/bare/hooks': 'dir',
+      '/w/wt': 'dir',
+      '/w/wt/commondir': 'file',
+      '/w/half': 'dir',
+      '/w/half/objects': 'dir',
+    });
+    const before = new Map(nodes);
+    for (const c of [
+      ['src', 'objects', 'info', 'alternates'], // makes src/objects beside src/HEAD
+      ['src', 'refs'], // a file named refs counts too
+      ['bare', 'config'],
+      ['bare', 'hooks', 'post-checkout'], // inside one
+      ['bare', 'new', 'deep', 'f'],
+      ['wt', 'HEAD'], // HEAD beside commondir
+      ['half', 'HEAD'], // HEAD beside objects
+    ]) {
+      expect(
+        code(() => walkBeneath(ops, '/w', target(c), write)),
+        c.join('/'),
+      ).toBe('ALEPH_PATH_PROTECTED');
+    }
+    expect(nodes).toEqual(before);
+    expect(new Set(released)).toEqual(new Set(opened));
+  });
+
+  it('names the git directory, and leaves other writes, reads and deletes alone', () => {
+    const { ops } = tree({ '/w/src': 'dir', '/w/src/HEAD': 'file', '/w/r': 'dir', '/w/r/refs': 'dir' });
+    const write = { followFinal: false, createParents: true, write: true } as const;
+    try {
+      walkBeneath(ops, '/w', target(['r', 'HEAD']), write);
+      expect.unreachable();
+    } catch (e) {
+      expect((e as Error).message).toContain(
+        'git directory, /w/r (it holds HEAD beside objects, refs or commondir)',
+      );
+    }
+    // HEAD alone, or objects/refs without HEAD, are ordinary names.
+    expect(code(() => walkBeneath(ops, '/w', target(['src', 'config']), write))).toBe('ok');
+    expect(code(() => walkBeneath(ops, '/w', target(['r', 'objects', 'x']), write))).toBe('ok');
+    expect(code(() => walkBeneath(ops, '/w', target(['r', 'refs', 'x']), { followFinal: false }))).toBe('ok');
+  });
+
   it('the root itself, and a path ending in .., end on the directory stack', () => {
     const { ops } = tree({ '/w/a': 'dir' });
     expect(walkBeneath(ops, '/w', target([]), { followFinal: true })).toMatchObject({

@@ -93,7 +93,7 @@ export function createLinuxFiles(rules: FileRules, options: LinuxFilesOptions = 
     try {
       const owner = chown ? ownerOf(root) : undefined;
       const ops = procFdOps(owner);
-      const w = walkBeneath(ops, root, target, { followFinal: follow, createParents: create });
+      const w = walkBeneath(ops, root, target, { followFinal: follow, createParents: create, write: create });
       try {
         return await use(w, owner);
       } finally {

@@ -3,6 +3,7 @@
 // and resolved lexically on the stack of directories walked, never handed to the kernel to follow.
 import type { FileAccessError } from '../file-errors.js';
 import type { DriverFileTarget } from './driver-files.js';
+import { gitDirectoryOnTheWay } from './git-directory.js';
 import type { FileType } from './types.js';
 
 /** At most this many symbolic links are followed while resolving one path (as the kernel's 40). */
@@ -52,6 +53,12 @@ export interface WalkOptions {
    * path is checked (`write`), so a refused write creates nothing; each directory is checked too.
    */
   readonly createParents?: boolean;
+  /**
+   * The walk is for a write of the final name: it is refused (`ALEPH_PATH_PROTECTED`) when a directory on
+   * the way is, or by the write would become, a git directory (see git-directory.ts), before anything is
+   * created.
+   */
+  readonly write?: boolean;
 }
 
 interface Frame<H> {
@@ -101,8 +108,10 @@ export function walkBeneath<H>(
       let node = ops.lookup(dir, name);
       if (node === undefined && !last && options.createParents === true && ops.mkdir !== undefined) {
         if (!projected) {
-          // Nothing below a missing directory can be a link yet: the file's path is known now.
+          // Nothing below a missing directory can be a link yet: the file's path is known now. Each
+          // directory made below this one holds one name, so only those walked can turn into git's.
           projected = true;
+          if (options.write === true) refuseGitDirectory(ops, target, stack, name);
           const rest = pending.filter((c) => c !== '' && c !== '.');
           if (!rest.includes('..'))
             target.check(joinPath(target.root, stack, [name, ...rest].join('/')), 'write', 'file');
@@ -115,6 +124,7 @@ export function walkBeneath<H>(
         }
         node = ops.lookup(dir, name);
       }
+      if (last && options.write === true) refuseGitDirectory(ops, target, stack, name);
       if (node === undefined) {
         if (last)
           return {
@@ -188,6 +198,27 @@ export function walkBeneath<H>(
 /** Releases what a walk holds (never the root handle it started from). */
 export function releaseWalk<H>(ops: WalkOps<H>, result: WalkResult<H>): void {
   for (const handle of result.held) ops.release(handle);
+}
+
+/** Throws when a directory of `stack`, with `added` made in the last, is or would be a git directory. */
+function refuseGitDirectory<H>(
+  ops: WalkOps<H>,
+  target: DriverFileTarget,
+  stack: readonly Frame<H>[],
+  added: string,
+): void {
+  const at = gitDirectoryOnTheWay(
+    ops,
+    stack.map((f) => f.handle),
+    added,
+  );
+  if (at === undefined) return;
+  const dir = joinPath(target.root, stack.slice(0, at + 1));
+  throw target.error(
+    'ALEPH_PATH_PROTECTED',
+    `${at === stack.length - 1 ? 'would make or change' : 'is inside'} a git directory, ${dir} (it holds HEAD beside objects, refs or commondir): the host's git runs what such a directory's config and hooks say, so file calls may not create or change one, whatever its name`,
+    'change it yourself outside the sandbox if you really mean to',
+  );
 }
 
 function escapeError(target: DriverFileTarget, link: string, text: string): FileAccessError {

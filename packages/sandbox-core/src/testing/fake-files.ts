@@ -63,7 +63,11 @@ function at<R>(
   use: (w: WalkResult<string>) => R,
   create = false,
 ): R {
-  const walked = walkBeneath(ops, target.root, target, { followFinal: follow, createParents: create });
+  const walked = walkBeneath(ops, target.root, target, {
+    followFinal: follow,
+    createParents: create,
+    write: create,
+  });
   try {
     return use(walked);
   } finally {
