@@ -1,5 +1,15 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, lstatSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -129,6 +139,26 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           expect(host(ctx, [path.join(ctx.ws, 'linked'), '-u'], ctx.ws, other).out.trim()).toBe(
             String(other),
           );
+        }, 120_000);
+
+        it("a planted name hard-linked to the user's own file is set aside as a private copy: the user's file keeps its mode", async () => {
+          const ctx = ctxFor();
+          const script = '#!/bin/sh\necho build\n';
+          writeFileSync(path.join(ctx.ws, 'build.sh'), script, { mode: 0o755 });
+          chownR(ctx, path.join(ctx.ws, 'build.sh'));
+          hostOk(ctx, ['git', 'add', 'build.sh']);
+          hostOk(ctx, ['git', 'commit', '-qm', 'build']);
+          const r = await run(ctx, 'hardlink', 'ln build.sh .npmrc');
+          expect(r.json?.exitCode, shown(r)).toBe(0);
+          const q = r.json?.details?.quarantine?.find((e) => e.path === path.join(ctx.ws, '.npmrc'));
+          expect(q, shown(r)).toBeDefined();
+          const copy = statSync(q?.movedTo ?? '');
+          expect([copy.mode & 0o7777, copy.nlink]).toEqual([0o600, 1]);
+          expect(readFileSync(q?.movedTo ?? '', 'utf8')).toBe(script);
+          const mine = statSync(path.join(ctx.ws, 'build.sh'));
+          expect([mine.mode & 0o7777, mine.nlink]).toEqual([0o755, 1]);
+          expect(existsSync(path.join(ctx.ws, '.npmrc'))).toBe(false);
+          expect(hostOk(ctx, ['git', 'status', '--porcelain'])).toBe('');
         }, 120_000);
 
         it('symlinks leading out of the workspace are reported; those inside are not; none is removed', async () => {

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -53,31 +54,6 @@ int remove_tree(int dirfd, const char *name) {
   }
   close(fd);
   return -1;
-}
-
-static int strip_entry_cb(struct walk *w, struct walk_dir *d, const char *name, const struct stat *st, int e,
-                          void *ctx) {
-  (void)e;
-  (void)ctx;
-  if (st == NULL || S_ISLNK(st->st_mode)) return 0;
-  mode_t want = S_ISDIR(st->st_mode) ? 0700 : 0600;
-  if ((st->st_mode & 07777) != want) fchmodat(walk_fd(w, d), name, want, 0);
-  return S_ISDIR(st->st_mode);
-}
-
-void strip_tree(int dirfd, const char *name) {
-  struct stat st;
-  if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISLNK(st.st_mode)) return;
-  if (!S_ISDIR(st.st_mode)) {
-    fchmodat(dirfd, name, 0600, 0);
-    return;
-  }
-  fchmodat(dirfd, name, 0700, 0);
-  int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return;
-  static const struct walk_ops ops = {.entry = strip_entry_cb};
-  walk_tree(fd, "", NULL, &ops, NULL);
-  close(fd);
 }
 
 struct budget {
@@ -147,4 +123,50 @@ int copy_tree(int from, const char *name, int to, const char *to_name) {
   if (copy_in(from, name, to, to_name, &b, 0) == 0) return 0;
   remove_tree(to, to_name);
   return -1;
+}
+
+/* A file's name in the quarantine made owner-only and never executable. A file with other links (a command
+ * may hard-link a planted name to one of the user's own files) is not chmod'ed, which would change the
+ * user's file too: its name here is replaced by a private copy, or removed when it cannot be copied (its
+ * content stays at its other link). */
+static void strip_file(int dirfd, const char *name, const struct stat *st) {
+  if (S_ISREG(st->st_mode) && st->st_nlink > 1) {
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, ".aleph-private-%d", (int)getpid());
+    struct budget b = {.bytes = TREE_COPY_BYTES, .entries = 1};
+    unlinkat(dirfd, tmp, 0);
+    if (copy_file(dirfd, name, dirfd, tmp, &b, st->st_size) == 0 && renameat(dirfd, tmp, dirfd, name) == 0) return;
+    unlinkat(dirfd, tmp, 0);
+    unlinkat(dirfd, name, 0);
+    return;
+  }
+  if ((st->st_mode & 07777) != 0600) fchmodat(dirfd, name, 0600, 0);
+}
+
+static int strip_entry_cb(struct walk *w, struct walk_dir *d, const char *name, const struct stat *st, int e,
+                          void *ctx) {
+  (void)e;
+  (void)ctx;
+  if (st == NULL || S_ISLNK(st->st_mode)) return 0;
+  if (!S_ISDIR(st->st_mode)) {
+    strip_file(walk_fd(w, d), name, st);
+    return 0;
+  }
+  if ((st->st_mode & 07777) != 0700) fchmodat(walk_fd(w, d), name, 0700, 0);
+  return 1;
+}
+
+void strip_tree(int dirfd, const char *name) {
+  struct stat st;
+  if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISLNK(st.st_mode)) return;
+  if (!S_ISDIR(st.st_mode)) {
+    strip_file(dirfd, name, &st);
+    return;
+  }
+  fchmodat(dirfd, name, 0700, 0);
+  int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  static const struct walk_ops ops = {.entry = strip_entry_cb};
+  walk_tree(fd, "", NULL, &ops, NULL);
+  close(fd);
 }

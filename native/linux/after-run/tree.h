@@ -16,7 +16,8 @@ int remove_tree(int dirfd, const char *name);
  * within the budget above; 0 when copied whole, else -1 with nothing left at TO_NAME. */
 int copy_tree(int from, const char *name, int to, const char *to_name);
 /* Makes NAME beneath DIRFD and everything below it owner-only and never executable: directories 0700,
- * files 0600 (no x, no set-id bits), symlinks left as they are. */
+ * files 0600 (no x, no set-id bits), symlinks left as they are. A file with other links is replaced by a
+ * private copy (or removed) rather than chmod'ed, so the file at its other link keeps its mode. */
 void strip_tree(int dirfd, const char *name);
 
 #endif
