@@ -34,6 +34,20 @@ describe('aleph-sandbox usage errors', () => {
     expect(usage(args)).toBe(`aleph-sandbox: ${message}`);
   });
 
+  it.each([
+    [
+      ['run', '--timeout', '-1', '--', 'true'],
+      '--timeout "-1" starts with a dash, so it reads as an option, not as the value of --timeout; write --timeout=-1 to pass it as the value, or give --timeout its value',
+    ],
+    [
+      ['profile', '--workspace', '--json', '--', 'true'],
+      '--workspace "--json" starts with a dash, so it reads as an option, not as the value of --workspace; write --workspace=--json to pass it as the value, or give --workspace its value',
+    ],
+    [['run', '--workspace'], '--workspace needs a value after it, e.g. --workspace VALUE'],
+  ])('%j: a flag without its value is named, with what followed it and the fix', (args, message) => {
+    expect(usage(args)).toBe(`aleph-sandbox: ${message}`);
+  });
+
   const linux = process.platform === 'linux';
   it.skipIf(!linux)(
     `a bad --net entry is named with the fix before anything runs${linux ? '' : ' [skipped: builds the Linux sandbox]'}`,

@@ -39,6 +39,10 @@ describe('aleph-sandbox mcp', () => {
     [['--', 'ls'], 'aleph-mcp: mcp takes no program (got "ls"); its client sends the commands'],
     [['--json'], 'aleph-mcp: --json does not apply to mcp: results are MCP messages'],
     [['--approve', 'maybe'], 'aleph-mcp: --approve "maybe" must be prompt, all or none'],
+    [
+      ['--timeout', '-1'],
+      'aleph-mcp: --timeout "-1" starts with a dash, so it reads as an option, not as the value of --timeout; write --timeout=-1 to pass it as the value, or give --timeout its value',
+    ],
   ])('%j is a usage error, one line, exit 2', (args, message) => {
     const r = run(cli, ['mcp', ...args]);
     expect(r.status, r.stderr).toBe(2);
