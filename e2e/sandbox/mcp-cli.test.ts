@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { cpSync } from 'node:fs';
+import { cpSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { repoRoot, tempDirs } from '../support.js';
@@ -47,6 +47,17 @@ describe('aleph-sandbox mcp', () => {
     const r = run(cli, ['mcp', ...args]);
     expect(r.status, r.stderr).toBe(2);
     expect(r.stderr).toBe(`${message}\n`);
+    expect(r.stdout).toBe('');
+  });
+
+  it('a --workspace that is a file is a usage error naming it, one line, exit 2', () => {
+    const file = path.join(tempDir('aleph-mcp-cli-ws-'), 'a-file');
+    writeFileSync(file, 'x');
+    const r = run(cli, ['mcp', '--workspace', file]);
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toBe(
+      `aleph-mcp: --workspace ${JSON.stringify(file)} is not a directory (it or a parent is a file); pass a directory, which is created when missing\n`,
+    );
     expect(r.stdout).toBe('');
   });
 

@@ -3,6 +3,7 @@
  * and `profile` a {@link RunPlan} with the program), plus what they then need (the working directory inside the
  * workspace, and the config loader and factory, loaded only once the flags parse).
  */
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { NetworkPolicy, SandboxCapabilitiesInput } from '@aleph/sandbox-core';
@@ -171,6 +172,23 @@ export function parseRunFlags(argv: string[], command: string): RunFlags {
     );
   }
   return flags;
+}
+
+/**
+ * Creates the `--workspace` directory when it is missing, with its parents.
+ *
+ * @throws {UsageError} it, or one of its parents, exists and is not a directory.
+ */
+export function makeWorkspaceDir(dir: string): void {
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code !== 'EEXIST' && code !== 'ENOTDIR') throw error;
+    throw new UsageError(
+      `--workspace ${JSON.stringify(dir)} is not a directory (it or a parent is a file); pass a directory, which is created when missing`,
+    );
+  }
 }
 
 export function resolveCwd(cwd: string | undefined, workspace: string): string | undefined {
