@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { repoRoot, tempDirs } from '../support.js';
@@ -32,6 +33,30 @@ describe('aleph-sandbox usage errors', () => {
     [['run', '--frobnicate', '--', 'true'], 'unknown option --frobnicate; see aleph-sandbox run --help'],
   ])('%j says which option was meant', (args, message) => {
     expect(usage(args)).toBe(`aleph-sandbox: ${message}`);
+  });
+
+  it.each([
+    [
+      ['run', '--timeout', '-1', '--', 'true'],
+      '--timeout "-1" starts with a dash, so it reads as an option, not as the value of --timeout; write --timeout=-1 to pass it as the value, or give --timeout its value',
+    ],
+    [
+      ['profile', '--workspace', '--json', '--', 'true'],
+      '--workspace "--json" starts with a dash, so it reads as an option, not as the value of --workspace; write --workspace=--json to pass it as the value, or give --workspace its value',
+    ],
+    [['run', '--workspace'], '--workspace needs a value after it, e.g. --workspace VALUE'],
+  ])('%j: a flag without its value is named, with what followed it and the fix', (args, message) => {
+    expect(usage(args)).toBe(`aleph-sandbox: ${message}`);
+  });
+
+  it('a --workspace that is a file is a usage error naming it, not a failed mkdir', () => {
+    const file = path.join(tempDir('aleph-cli-usage-ws-'), 'a-file');
+    writeFileSync(file, 'x');
+    for (const ws of [file, path.join(file, 'below')]) {
+      expect(usage(['run', '--workspace', ws, '--', 'true'])).toBe(
+        `aleph-sandbox: --workspace ${JSON.stringify(ws)} is not a directory (it or a parent is a file); pass a directory, which is created when missing`,
+      );
+    }
   });
 
   const linux = process.platform === 'linux';

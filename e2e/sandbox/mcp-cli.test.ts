@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { cpSync } from 'node:fs';
+import { cpSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { repoRoot, tempDirs } from '../support.js';
@@ -39,10 +39,25 @@ describe('aleph-sandbox mcp', () => {
     [['--', 'ls'], 'aleph-mcp: mcp takes no program (got "ls"); its client sends the commands'],
     [['--json'], 'aleph-mcp: --json does not apply to mcp: results are MCP messages'],
     [['--approve', 'maybe'], 'aleph-mcp: --approve "maybe" must be prompt, all or none'],
+    [
+      ['--timeout', '-1'],
+      'aleph-mcp: --timeout "-1" starts with a dash, so it reads as an option, not as the value of --timeout; write --timeout=-1 to pass it as the value, or give --timeout its value',
+    ],
   ])('%j is a usage error, one line, exit 2', (args, message) => {
     const r = run(cli, ['mcp', ...args]);
     expect(r.status, r.stderr).toBe(2);
     expect(r.stderr).toBe(`${message}\n`);
+    expect(r.stdout).toBe('');
+  });
+
+  it('a --workspace that is a file is a usage error naming it, one line, exit 2', () => {
+    const file = path.join(tempDir('aleph-mcp-cli-ws-'), 'a-file');
+    writeFileSync(file, 'x');
+    const r = run(cli, ['mcp', '--workspace', file]);
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toBe(
+      `aleph-mcp: --workspace ${JSON.stringify(file)} is not a directory (it or a parent is a file); pass a directory, which is created when missing\n`,
+    );
     expect(r.stdout).toBe('');
   });
 

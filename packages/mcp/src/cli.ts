@@ -7,7 +7,7 @@
  * sandbox could not be built.
  */
 import { loadConfig } from '@aleph/sandbox';
-import { parseRunFlags, UsageError, unknownOption } from '@aleph/sandbox/cli-kit';
+import { makeWorkspaceDir, parseRunFlags, UsageError, unknownOption } from '@aleph/sandbox/cli-kit';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { type AlephMcpServer, createAlephMcpServer } from './server.js';
 
@@ -16,10 +16,7 @@ async function start(argv: string[]): Promise<AlephMcpServer> {
   if (flags.values.json) throw new UsageError('--json does not apply to mcp: results are MCP messages');
   const approve = flags.values.approve as 'prompt' | 'all' | 'none' | undefined;
   const config = await loadConfig(flags.values.config);
-  if (flags.workspaceDir !== undefined) {
-    const { mkdirSync } = await import('node:fs');
-    mkdirSync(flags.workspaceDir, { recursive: true });
-  }
+  if (flags.workspaceDir !== undefined) makeWorkspaceDir(flags.workspaceDir);
   return createAlephMcpServer({
     config,
     grants: flags.capabilities,

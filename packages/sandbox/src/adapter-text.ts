@@ -42,7 +42,8 @@ export function describeAdapterSandbox(facts: AdapterSandboxFacts): string {
     'Anything beyond this (another host, a path outside the workspace) must be asked for, and a person approves or denies it; a denial says what was refused.',
   ];
   const gaps = probe?.notEnforced ?? [];
-  if (gaps.length > 0) lines.push(`Not enforced here: ${gaps.join(' ')}`);
+  // Each gap is a clause without a full stop: one list, '; ' between them.
+  if (gaps.length > 0) lines.push(`Not enforced here: ${gaps.map((g) => g.replace(/\.$/, '')).join('; ')}.`);
   return lines.join('\n');
 }
 

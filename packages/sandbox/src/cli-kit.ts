@@ -5,5 +5,12 @@
  */
 export { type DoctorReport, diagnose } from './cli/doctor.js';
 export { HELP, UsageError } from './cli/help.js';
-export { parseRunFlags, RUN_OPTIONS, type RunFlags, type RunValues, resolveCwd } from './cli/run-flags.js';
+export {
+  makeWorkspaceDir,
+  parseRunFlags,
+  RUN_OPTIONS,
+  type RunFlags,
+  type RunValues,
+  resolveCwd,
+} from './cli/run-flags.js';
 export { unknownOption } from './cli/unknown-option.js';

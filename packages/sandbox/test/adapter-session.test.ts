@@ -166,14 +166,18 @@ describe('openAdapterSession', () => {
       config: { sandbox: { workspace_root: dir, network: { allow: ['pypi.org'] } } },
       driver: {
         ...driver,
-        probe: async () => ({ ...(await probe()), notEnforced: ['limit.memory: per process only.'] }),
+        probe: async () => ({
+          ...(await probe()),
+          // As the drivers say them: no full stop at the end of an item.
+          notEnforced: ['limit.memory: per process only', 'disk: no quota'],
+        }),
       },
     });
     held.push(h);
     expect(h.description).toContain('(fake driver, fake (no isolation; runs nothing))');
     expect(h.description).toContain(`Workspace: ${h.workspace}`);
     expect(h.description).toContain('Network: only pypi.org');
-    expect(h.description).toContain('Not enforced here: limit.memory: per process only.');
+    expect(h.description).toContain('Not enforced here: limit.memory: per process only; disk: no quota.');
   });
 
   it("close() closes the session and disposes the sandbox, once; the caller's driver stays usable", async () => {

@@ -3,6 +3,7 @@
  * and `profile` a {@link RunPlan} with the program), plus what they then need (the working directory inside the
  * workspace, and the config loader and factory, loaded only once the flags parse).
  */
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { NetworkPolicy, SandboxCapabilitiesInput } from '@aleph/sandbox-core';
@@ -93,13 +94,32 @@ export interface RunPlan extends Omit<RunFlags, 'session'> {
   sessionId: string;
 }
 
+/**
+ * Node's message for an option it could not give a value (`--timeout -1`: a value starting with a dash
+ * reads as an option; `--workspace` last: none follows), said with the option, the value and the fix on one
+ * line (Node's own hint is on lines the CLI does not print).
+ */
+function optionValueProblem(message: string, argv: readonly string[]): string {
+  const option = /^Option '(--[^' ]+)/.exec(message)?.[1];
+  if (option === undefined) return message.replace(/\n/g, ' ');
+  if (/argument missing/.test(message)) return `${option} needs a value after it, e.g. ${option} VALUE`;
+  const at = argv.findIndex((a, i) => a === option && argv[i + 1]?.startsWith('-'));
+  const value = at === -1 ? undefined : argv[at + 1];
+  if (value === undefined) return message.replace(/\n/g, ' ');
+  return `${option} ${JSON.stringify(value)} starts with a dash, so it reads as an option, not as the value of ${option}; write ${option}=${value} to pass it as the value, or give ${option} its value`;
+}
+
+function parseRunArgs(argv: string[]) {
+  try {
+    return parseArgs({ args: argv, options: RUN_OPTIONS, allowPositionals: true, strict: true });
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') throw error;
+    throw new UsageError(optionValueProblem((error as Error).message, argv));
+  }
+}
+
 function parseFlags(argv: string[], command: string): RunFlags & { positionals: string[] } {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: RUN_OPTIONS,
-    allowPositionals: true,
-    strict: true,
-  });
+  const { values, positionals } = parseRunArgs(argv);
   const v = values as RunValues;
   if (v.help) throw helpRequested(command);
   if (v.approve !== undefined && !['prompt', 'all', 'none'].includes(v.approve)) {
@@ -152,6 +172,23 @@ export function parseRunFlags(argv: string[], command: string): RunFlags {
     );
   }
   return flags;
+}
+
+/**
+ * Creates the `--workspace` directory when it is missing, with its parents.
+ *
+ * @throws {UsageError} it, or one of its parents, exists and is not a directory.
+ */
+export function makeWorkspaceDir(dir: string): void {
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code !== 'EEXIST' && code !== 'ENOTDIR') throw error;
+    throw new UsageError(
+      `--workspace ${JSON.stringify(dir)} is not a directory (it or a parent is a file); pass a directory, which is created when missing`,
+    );
+  }
 }
 
 export function resolveCwd(cwd: string | undefined, workspace: string): string | undefined {

@@ -3,11 +3,10 @@
  * streaming its output (or printing the `SandboxOutput` with `--json`), and exits with its code: 124 on
  * timeout, 128+N on signal N, 126 for a denial, 125 when the sandbox could not run it, 2 for bad input.
  */
-import { mkdirSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import type { AlephError, ApprovalRequester, SandboxOutput } from '@aleph/sandbox-core';
 import { afterRunNotice } from './after-run-notice.js';
-import { loadSandboxModules, parseRun, type RunPlan, resolveCwd } from './run-flags.js';
+import { loadSandboxModules, makeWorkspaceDir, parseRun, type RunPlan, resolveCwd } from './run-flags.js';
 import { readStdin, stdinIsTerminal } from './stdin.js';
 import { stdoutGone } from './stdout-gone.js';
 
@@ -66,7 +65,7 @@ export async function run(argv: string[]): Promise<number> {
     plan.values.approve === 'prompt' || (plan.values.approve === undefined && stdinIsTerminal())
       ? undefined
       : await readStdin();
-  if (plan.workspaceDir !== undefined) mkdirSync(plan.workspaceDir, { recursive: true });
+  if (plan.workspaceDir !== undefined) makeWorkspaceDir(plan.workspaceDir);
   const workspaceDir = plan.workspaceDir;
   const sandbox = await buildSandbox(config, {
     approvalRequester: await approvalFor(plan.values.approve),
