@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { repoRoot, tempDirs } from '../support.js';
@@ -58,6 +58,33 @@ describe('aleph-sandbox usage errors', () => {
       );
     }
   });
+
+  const posix = process.platform !== 'win32';
+  it.skipIf(!posix)(
+    `a system directory as --workspace (or one below it, or a link to it) is a usage error; nothing is created there${posix ? '' : ' [skipped: POSIX paths]'}`,
+    () => {
+      const never = `/etc/aleph-e2e-never-${process.pid}`;
+      const link = path.join(tempDir('aleph-cli-usage-sys-'), 'etc-link');
+      symlinkSync('/etc', link);
+      for (const [ws, sys, how] of [
+        ['/', '/', 'is'],
+        ['/etc', '/etc', 'is'],
+        ['/usr/local/bin', '/usr', 'lies in'],
+        [never, '/etc', 'lies in'],
+        [link, '/etc', 'is'],
+        [path.join(link, 'new', 'deep'), '/etc', 'lies in'],
+      ] as const) {
+        for (const cmd of ['run', 'mcp']) {
+          const args = cmd === 'run' ? ['run', '--workspace', ws, '--', 'true'] : ['mcp', '--workspace', ws];
+          expect(usage(args)).toBe(
+            `aleph-${cmd === 'run' ? 'sandbox' : 'mcp'}: --workspace ${JSON.stringify(ws)} ${how} the system directory ${sys}: a sandboxed command may write its workspace, and the host runs, trusts or keeps every user's files there; pass a project directory, such as ~/project or /srv/agent/work`,
+          );
+        }
+      }
+      expect(existsSync(never)).toBe(false);
+      expect(existsSync('/etc/new')).toBe(false);
+    },
+  );
 
   const linux = process.platform === 'linux';
   it.skipIf(!linux)(

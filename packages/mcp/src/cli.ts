@@ -16,7 +16,7 @@ async function start(argv: string[]): Promise<AlephMcpServer> {
   if (flags.values.json) throw new UsageError('--json does not apply to mcp: results are MCP messages');
   const approve = flags.values.approve as 'prompt' | 'all' | 'none' | undefined;
   const config = await loadConfig(flags.values.config);
-  if (flags.workspaceDir !== undefined) makeWorkspaceDir(flags.workspaceDir);
+  if (flags.workspaceDir !== undefined) await makeWorkspaceDir(flags.workspaceDir);
   return createAlephMcpServer({
     config,
     grants: flags.capabilities,

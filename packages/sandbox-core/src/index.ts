@@ -185,6 +185,7 @@ export type {
   WritableSandboxProcess,
 } from './session-api.js';
 export { feedStdin, isStreamedStdin, type StdinSource } from './stdin-feed.js';
+export { refuseSystemWorkspace, systemDirectoryOf, systemDirectoryRefusal } from './system-directories.js';
 export {
   type SessionWorkspace,
   WorkspaceSandbox,

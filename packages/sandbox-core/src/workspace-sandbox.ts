@@ -1,5 +1,6 @@
 // WorkspaceSandbox: the six-step pipeline in front of an OS driver, its sessions (lazy workspaces and
 // cached grants) and the entry points on it: execute(), spawn(), session(), files(), dispose().
+
 import { randomUUID } from 'node:crypto';
 import { mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
@@ -39,6 +40,7 @@ import type {
   WritableSandboxProcess,
 } from './session-api.js';
 import { type SpawnDeps, spawnProcess } from './spawn-process.js';
+import { refuseSystemWorkspace } from './system-directories.js';
 
 export type { SessionWorkspace } from './pipeline-steps.js';
 
@@ -182,6 +184,7 @@ export class WorkspaceSandbox implements Sandbox {
 
   async #createWorkspace(sessionId: SessionId, key: string): Promise<MutableSessionWorkspace> {
     const dir = this.workspacePath(sessionId);
+    refuseSystemWorkspace(dir);
     await mkdir(dir, { recursive: true, mode: 0o700 });
     await this.#driver.prepareWorkspace?.(dir);
     return { sessionId, key, cwd: await realpath(dir), baseline: this.#baseline, grants: [] };

@@ -12,6 +12,7 @@ import {
   isWithin,
   type NetworkPolicy,
   type OsSandboxDriver,
+  refuseSystemWorkspace,
   type SandboxCapabilities,
   type SandboxSession,
   type SessionId,
@@ -143,7 +144,10 @@ export async function openAdapterSession(
       (scoped.getStore() ?? fallback).requestApproval(request, requestOptions),
   };
   const dir = parsed.workspace;
-  if (dir !== undefined) await at('workspace-create', () => mkdirSync(dir, { recursive: true }));
+  if (dir !== undefined) {
+    await at('options', () => refuseSystemWorkspace(dir));
+    await at('workspace-create', () => mkdirSync(dir, { recursive: true }));
+  }
   const sandbox = await buildSandbox(config, {
     approvalRequester: requester,
     ...(dir === undefined ? {} : { workspaceFor: () => dir }),

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { CapabilityDeniedError, createSandboxOutput, PolicyDeniedError } from '@aleph/sandbox-core';
@@ -156,6 +156,20 @@ describe('openAdapterSession', () => {
       code: 'ALEPH_CONFIG_INVALID',
     });
   });
+
+  it.skipIf(process.platform === 'win32')(
+    `a system directory as the workspace is refused as an option, before anything is created${process.platform === 'win32' ? ' [skipped: POSIX paths]' : ''}`,
+    async () => {
+      const driver = createFakeDriver();
+      for (const workspace of ['/etc', '/usr/local/bin', `/etc/aleph-adapter-never-${process.pid}`]) {
+        await expect(openAdapterSession({ driver, workspace })).rejects.toMatchObject({
+          code: 'ALEPH_CONFIG_INVALID',
+          message: expect.stringMatching(/^workspace (is|lies in) the system directory \/(etc|usr)/),
+        });
+      }
+      expect(existsSync(`/etc/aleph-adapter-never-${process.pid}`)).toBe(false);
+    },
+  );
 
   it('describes the driver, its gaps, the workspace and the network for a model', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'aleph-adapter-'));

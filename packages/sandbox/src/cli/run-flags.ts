@@ -175,11 +175,20 @@ export function parseRunFlags(argv: string[], command: string): RunFlags {
 }
 
 /**
- * Creates the `--workspace` directory when it is missing, with its parents.
+ * Creates the `--workspace` directory when it is missing, with its parents, unless it is or lies in a
+ * system directory (sandbox-core's `systemDirectoryOf`), which nothing is created in.
  *
- * @throws {UsageError} it, or one of its parents, exists and is not a directory.
+ * @throws {UsageError} it is a system directory or in one; it, or one of its parents, is not a directory.
  */
-export function makeWorkspaceDir(dir: string): void {
+export async function makeWorkspaceDir(dir: string): Promise<void> {
+  // Loaded here, not at the top: the sandbox modules are loaded by now, and --help stays light.
+  const { systemDirectoryRefusal } = await import('@aleph/sandbox-core');
+  const refusal = systemDirectoryRefusal(dir);
+  if (refusal !== undefined) {
+    throw new UsageError(
+      `--workspace ${JSON.stringify(dir)} ${refusal}; pass a project directory, such as ~/project or /srv/agent/work`,
+    );
+  }
   try {
     mkdirSync(dir, { recursive: true });
   } catch (error) {

@@ -65,7 +65,7 @@ export async function run(argv: string[]): Promise<number> {
     plan.values.approve === 'prompt' || (plan.values.approve === undefined && stdinIsTerminal())
       ? undefined
       : await readStdin();
-  if (plan.workspaceDir !== undefined) makeWorkspaceDir(plan.workspaceDir);
+  if (plan.workspaceDir !== undefined) await makeWorkspaceDir(plan.workspaceDir);
   const workspaceDir = plan.workspaceDir;
   const sandbox = await buildSandbox(config, {
     approvalRequester: await approvalFor(plan.values.approve),
