@@ -25,27 +25,6 @@ export interface SandboxDenial {
   readonly allowWith: string;
 }
 
-/**
- * One refusal the sandbox itself made while a command ran (`details.denials` of its output): a network
- * host, port, DNS name or private address the egress policy refused, and so on. The model can act on it:
- * `allowWith` names the capability that would have allowed it.
- *
- * @example
- * ```ts
- * { kind: 'network.host', target: 'evil.example:443', reason: 'not in the allowlist', allowWith: 'network: { kind: "allowHosts", hosts: ["evil.example"] }' }
- * ```
- */
-export interface SandboxDenial {
-  /** What was refused, as a dotted id: `network.host`, `network.port`, `network.dns`, `network.private-address`, … */
-  readonly kind: string;
-  /** The thing refused: `host:port`, an address, a name. */
-  readonly target: string;
-  /** Why, in words. */
-  readonly reason: string;
-  /** The capability (or setting) that would allow it. */
-  readonly allowWith: string;
-}
-
 /** The fields every {@link SandboxOutput} carries. */
 export interface SandboxOutputFields {
   /** The exit code, or `null` when the process was ended by a signal. */
