@@ -11,8 +11,12 @@
  * record is fully written before PROGRAM starts, so one that cannot be read is a run that never started
  * PROGRAM, and goes. `inflight.lock` serialises looking at records, checking for dead runs and making a
  * record: two runs never check the same dead run at once, and none mistakes a record being made for a
- * dead one. A dead run sharing a root (device and inode) with a live run is left for a later run, so its
- * check never races a running command (which would also count that command's changes as the dead run's).
+ * dead one. A run checks for the dead runs that share one of its own roots (device and inode, or path: the
+ * workspace), before it reads its options, so what it opens is what that check left (the driver's
+ * preflight, in a directory of its own, leaves them to the command's run, which reports them). A dead run
+ * sharing a root with a live run is left for a later run, so its check never races a running command
+ * (which would also count that command's changes as the dead run's). A check that cannot finish refuses
+ * this run, naming the root and the fix, and keeps the record: every later run there is refused too.
  */
 #define _GNU_SOURCE
 #include "inflight.h"
@@ -31,6 +35,7 @@
 #include "../after-run/check.h"
 #include "../after-run/quarantine.h"
 #include "../common/errors.h"
+#include "../common/paths.h"
 #include "../common/report.h"
 #include "state.h"
 
@@ -38,6 +43,7 @@
 #define RECORD_MAX (4 << 20)
 #define MAX_RECORDS 256
 #define MAX_LIVE_ROOTS 1024
+#define MAX_MINE 128
 
 /* A record read whole (BUF, LEN bytes, the last a NUL), its fields read in turn from AT. */
 struct rec {
@@ -49,10 +55,14 @@ struct rec {
 static const char *state_path;
 static int own_fd = -1;
 static char own_name[64];
-/* Dead runs whose check could not finish now, and why: this run refuses to start in one of their roots. */
-static struct rec failed[16];
-static const char *failed_why[16];
-static int nfailed;
+/* This run's writable roots to check (--check-root NAME of --open NAME PATH), read from ARGV before the
+ * options are: only dead runs sharing one of them are checked for by this run. */
+static struct {
+  const char *path;
+  dev_t dev;
+  ino_t ino;
+} mine[MAX_MINE];
+static int nmine;
 static struct {
   dev_t dev;
   ino_t ino;
@@ -147,24 +157,49 @@ static int look_at(const char *name, struct rec *r, int *fd) {
   return dead ? 0 : -1;
 }
 
-/* A root of this run, compared with a record's. */
-struct check_root_id {
-  const char *path;
-  dev_t dev;
-  ino_t ino;
-};
+static int shares_mine(const char *path, dev_t dev, ino_t ino, void *ctx) {
+  (void)ctx;
+  for (int i = 0; i < nmine; i++)
+    if ((mine[i].dev == dev && mine[i].ino == ino) || strcmp(mine[i].path, path) == 0) return 1;
+  return 0;
+}
+
+/* This run's roots to check, from ARGV (values are never option names: see launch_option). */
+static void find_mine(int argc, char **argv) {
+  for (int i = 2; i + 1 < argc && strcmp(argv[i], "--") != 0 && nmine < MAX_MINE; i++) {
+    if (strcmp(argv[i], "--check-root") != 0) continue;
+    for (int j = 2; j + 2 < argc && strcmp(argv[j], "--") != 0; j++)
+      if (strcmp(argv[j], "--open") == 0 && strcmp(argv[j + 1], argv[i + 1]) == 0) {
+        struct stat st = {0};
+        int fd = open_path(AT_FDCWD, argv[j + 2], RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+        if (fd >= 0 && fstat(fd, &st) < 0) st = (struct stat){0};
+        if (fd >= 0) close(fd);
+        mine[nmine].path = argv[j + 2];
+        mine[nmine].dev = st.st_dev;
+        mine[nmine++].ino = st.st_ino;
+        break;
+      }
+  }
+}
 
 struct sweep {
   FILE *report;
   struct timespec since;
   const char *why;
+  const char *root;  /* the root that could not be checked */
+  const char *first; /* its first root */
+  int failed;       /* a root could not be checked */
 };
 
+/* Every root is checked, whether or not one before it could be. */
 static int check_one_root(const char *path, dev_t dev, ino_t ino, void *ctx) {
   struct sweep *s = ctx;
+  const char *why = NULL;
   (void)dev, (void)ino;
   report_line(s->report, "checked", path, NULL);
-  return check_earlier(state_fd, path, &s->since, s->report, &s->why) < 0;
+  if (s->first == NULL) s->first = path;
+  if (check_earlier(state_fd, path, &s->since, s->report, &why) < 0) s->failed = 1, s->why = why, s->root = path;
+  return 0;
 }
 
 /* The dead run R's check, as its own would have been: its absent protected paths, then its roots walked
@@ -188,12 +223,15 @@ static int check_record(struct rec *r, struct sweep *s) {
     size_t root_len = (size_t)number(len, &bad);
     if (shown != NULL && !bad && absent_check_shown(shown, root_len, s->report) < 0) {
       s->why = "its protected paths could not be looked at";
+      s->root = shown;
       rc = -1;
     }
   }
-  if (each_root(r, check_one_root, s) != 0) rc = -1;
+  each_root(r, check_one_root, s);
+  if (s->failed) rc = -1;
   if (rc == 0 && report_failures() > failures) {
     s->why = "what it left could not all be set aside (see quarantineFailed)";
+    s->root = s->first;
     rc = -1;
   }
   quarantine_use(NULL);
@@ -219,10 +257,20 @@ static int lock_records(void) {
   return lock;
 }
 
+/* The dead run R could not be checked for (S->why): this run is refused, the record kept. */
+static void refuse(struct rec *r, const struct sweep *s) {
+  die("launch: %s: an earlier run there ended without its check after the run (killed), and that check "
+      "could not finish now: %s; nothing was run. Fix: look through it for what a command may have left for "
+      "host tools (git config and hooks in any git directory, .envrc and the like), set it aside, then remove "
+      "%s/%s",
+      s->root, s->why, state_path, r->name);
+}
+
 void inflight_sweep(int argc, char **argv, FILE *report) {
   state_path = launch_option(argc, argv, "--state");
   if (state_path == NULL) return;
   state_open(state_path);
+  find_mine(argc, argv);
   int lock = lock_records();
   static char names[MAX_RECORDS][64];
   static struct rec dead[MAX_RECORDS];
@@ -237,16 +285,13 @@ void inflight_sweep(int argc, char **argv, FILE *report) {
   }
   for (int i = 0; i < ndead; i++) {
     struct sweep s = {.report = report};
-    /* One sharing a root with a live run is left for a later run: its check would race a running command. */
-    int rc = each_root(&dead[i], shares_live, NULL) != 0 ? 1 : (report_prefix("earlier-"), check_record(&dead[i], &s));
-    if (rc == 0) {
-      unlinkat(state_fd, dead[i].name, 0);
-    } else if (rc < 0 && nfailed < 16) {
-      failed_why[nfailed] = s.why;
-      failed[nfailed++] = dead[i];
-      dead[i].buf = NULL;
-    }
+    /* Left for a run in its roots; or, sharing one with a live run, for later: its check would race a
+     * running command. */
+    int ours = each_root(&dead[i], shares_mine, NULL) != 0 && each_root(&dead[i], shares_live, NULL) == 0;
+    report_prefix("earlier-");
+    if (ours && check_record(&dead[i], &s) < 0) refuse(&dead[i], &s);
     report_prefix(NULL);
+    if (ours) unlinkat(state_fd, dead[i].name, 0);
     free(dead[i].buf);
     close(fds[i]);
   }
@@ -292,24 +337,6 @@ static void put_absent(const char *shown, size_t root_len, void *ctx) {
   put(ctx, shown);
 }
 
-static int same_root(const char *path, dev_t dev, ino_t ino, void *ctx) {
-  const struct check_root_id *id = ctx;
-  return (dev == id->dev && ino == id->ino) || strcmp(path, id->path) == 0;
-}
-
-/* This run's root PATH: refused when an interrupted run's check there could not finish. */
-static void refuse_failed(const char *path, dev_t dev, ino_t ino, void *ctx) {
-  (void)ctx;
-  struct check_root_id id = {.path = path, .dev = dev, .ino = ino};
-  for (int i = 0; i < nfailed; i++)
-    if (each_root(&failed[i], same_root, &id) != 0)
-      die("launch: %s: an earlier run there ended without its check after the run (killed), and that check "
-          "could not finish now: %s; nothing was run. Fix: look through %s for what a command may have left "
-          "for host tools (git config and hooks in any git directory, .envrc and the like), set it aside, then "
-          "remove %s/%s",
-          path, failed_why[i], path, state_path, failed[i].name);
-}
-
 /* A new record's descriptor, created under a name no other run uses, and locked. */
 static int make_record(void) {
   struct timespec now;
@@ -328,7 +355,6 @@ static int make_record(void) {
 
 void inflight_begin(void) {
   if (state_fd < 0) return;
-  check_each_root(refuse_failed, NULL);
   struct out o = {0};
   struct timespec start;
   /* The clock ctimes use: what the run changes is not older than this. */

@@ -243,14 +243,14 @@ describe.runIf(usable)('runs in progress (the real launcher) [needs the built he
     expect(records(w)).toEqual([]);
   }, 60_000);
 
-  it('a check for a dead run that cannot finish refuses runs in its root, naming it and the fix; other roots run', () => {
+  it('a check for a dead run that cannot finish refuses runs in its root, naming it and the fix; runs elsewhere neither check for it nor are refused', () => {
     const w = world();
     const link = path.join(w.base, 'link');
     symlinkSync(w.ws, link);
     const name = record(w, 'inflight-4-4-0', link, w.ws);
     const r = run(w, 'echo ran > ran');
     expect(r.status).toBe(125);
-    expect(r.stderr).toContain(`${w.ws}: an earlier run there ended without its check after the run`);
+    expect(r.stderr).toContain(`${link}: an earlier run there ended without its check after the run`);
     expect(r.stderr).toContain(`remove ${w.state}/${name}`);
     expect(existsSync(path.join(w.ws, 'ran'))).toBe(false);
     const other = path.join(w.base, 'other');
