@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -61,6 +62,10 @@ async function plantAndKill(ctx: Ctx): Promise<number[]> {
   const r = await started.done;
   expect(r.status, 'the CLI was killed').toBeNull();
   for (let i = 0; i < 400 && pids.some((p) => existsSync(`/proc/${p}`)); i++) await sleep(25);
+  // The kernel drops the record's lock once the last descriptor of it is closed (the launcher's exit).
+  const free = () =>
+    records(ctx).every((n) => spawnSync('flock', ['-n', path.join(recordsDir(ctx), n), 'true']).status === 0);
+  for (let i = 0; i < 400 && !free(); i++) await sleep(25);
   return pids;
 }
 
