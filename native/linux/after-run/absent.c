@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/paths.h"
 #include "quarantine.h"
 
 #define ABSENT_MAX 512
@@ -21,12 +22,14 @@
 static struct {
   int dirfd;
   char *rest, *shown;
+  size_t root_len;
 } absent[ABSENT_MAX];
 static int nabsent;
 
-void absent_add(int dirfd, const char *rest, const char *shown) {
+void absent_add(int dirfd, const char *rest, const char *shown, size_t root_len) {
   if (nabsent >= ABSENT_MAX) return;
   absent[nabsent].dirfd = dirfd;
+  absent[nabsent].root_len = root_len;
   absent[nabsent].rest = strdup(rest);
   absent[nabsent].shown = strdup(shown);
   if (absent[nabsent].rest != NULL && absent[nabsent].shown != NULL) nabsent++;
@@ -64,4 +67,22 @@ static void check_one(int dirfd, char *rest, const char *shown, FILE *report) {
 
 void absent_check(FILE *report) {
   for (int i = 0; i < nabsent; i++) check_one(absent[i].dirfd, absent[i].rest, absent[i].shown, report);
+}
+
+void absent_each(void (*fn)(const char *shown, size_t root_len, void *ctx), void *ctx) {
+  for (int i = 0; i < nabsent; i++) fn(absent[i].shown, absent[i].root_len, ctx);
+}
+
+int absent_check_shown(const char *shown, size_t root_len, FILE *report) {
+  size_t len = strlen(shown);
+  if (root_len == 0 || root_len + 1 >= len || shown[root_len] != '/') return 0;
+  char *root = strndup(shown, root_len), *rest = strdup(shown + root_len + 1);
+  int fd = root == NULL ? -1 : open_path(AT_FDCWD, root, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  int e = errno, rc = 0;
+  if (fd >= 0 && rest != NULL) check_one(fd, rest, shown, report);
+  else if (root == NULL || rest == NULL || (e != ENOENT && e != ENOTDIR)) rc = -1;
+  if (fd >= 0) close(fd);
+  free(root);
+  free(rest);
+  return rc;
 }

@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../common/paths.h"
 #include "../common/report.h"
 #include "absent.h"
 #include "check-types.h"
@@ -109,6 +110,46 @@ int check_wait(pid_t pid) {
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   return status;
+}
+
+void check_each_root(void (*fn)(const char *path, dev_t dev, ino_t ino, void *ctx), void *ctx) {
+  for (int i = 0; i < chk.nroots; i++)
+    if (!chk.roots[i].covered) fn(chk.roots[i].path, chk.roots[i].dev, chk.roots[i].ino, ctx);
+}
+
+int check_earlier(int state_fd, const char *path, const struct timespec *since, FILE *report, const char **why) {
+  static struct check e;
+  memset(&e, 0, sizeof e);
+  e.state_fd = state_fd;
+  e.start = *since;
+  e.report = report;
+  int p = open_path(AT_FDCWD, path, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  if (p < 0 && (errno == ENOENT || errno == ENOTDIR)) return 0; /* gone, and what it held with it */
+  *why = p < 0 ? open_path_why(errno) : strerror(errno);
+  struct check_root *r = &e.roots[0];
+  r->fd = p < 0 ? -1 : openat(p, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (p >= 0) close(p);
+  struct stat st;
+  if (r->fd < 0 || fstat(r->fd, &st) < 0) {
+    if (p >= 0) *why = strerror(errno);
+    if (r->fd >= 0) close(r->fd);
+    return -1;
+  }
+  *why = "it could not be walked whole (unreadable, or it kept changing)";
+  r->path = path;
+  r->dev = st.st_dev;
+  r->ino = st.st_ino;
+  r->method = CHECK_WALK;
+  e.nroots = 1;
+  int found = 0;
+  r->known = registry_open(state_fd, &st, &found);
+  int rc = check_tree(&e, 0, r->fd, path);
+  registry_save(r->known, rc == 0);
+  registry_free(r->known);
+  where_forget(&e);
+  close(r->fd);
+  if (report != NULL) fflush(report);
+  return rc;
 }
 
 void check_after(const struct timespec *start, FILE *report) {

@@ -29,5 +29,12 @@ void check_poll_ready(void);
 /* Once every process of the run is gone (it started at START): the absent protected paths, then every
  * root, by the journal or the complete walk; what was done is reported to REPORT (may be NULL). */
 void check_after(const struct timespec *start, FILE *report);
+/* After check_prepare: each root checked whole (not beneath another), FN(PATH, DEV, INO, CTX). */
+void check_each_root(void (*fn)(const char *path, dev_t dev, ino_t ino, void *ctx), void *ctx);
+/* An interrupted earlier run's check, before this run's options are read: the root at PATH (opened again
+ * now, no symlink on the way) walked whole, what changed since SINCE (that run's start) checked as after a
+ * run, with STATE_FD's known git directories; reported to REPORT. 0 when done (a root that is gone has
+ * nothing left to check); -1 when it could not be, *WHY saying why. */
+int check_earlier(int state_fd, const char *path, const struct timespec *since, FILE *report, const char **why);
 
 #endif

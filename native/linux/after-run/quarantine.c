@@ -27,7 +27,13 @@
 static const char *qpath;
 static int qfd = -2; /* -2: not opened yet; -1: could not be */
 
-void quarantine_use(const char *dir) { qpath = dir; }
+void quarantine_use(const char *dir) {
+  if (qfd >= 0) close(qfd);
+  qfd = -2;
+  qpath = dir;
+}
+
+const char *quarantine_dir(void) { return qpath; }
 
 /* The quarantine's descriptor: its parent opened without a symlink on the way, itself made 0700. */
 static int quarantine_fd(void) {

@@ -7,10 +7,25 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
 
 static const char *report_path;
+static const char *prefix = "";
+static int failures;
+
+void report_prefix(const char *p) { prefix = p == NULL ? "" : p; }
+
+int report_failures(void) { return failures; }
+
+/* `PREFIX KIND `, counting failures. */
+static int put_kind(FILE *report, const char *kind) {
+  if (strcmp(kind, "failed") == 0) failures++;
+  if (report == NULL) return 0;
+  fprintf(report, "%s%s ", prefix, kind);
+  return 1;
+}
 
 static ssize_t report_write(void *cookie, const char *buf, size_t size) {
   int *fd = cookie;
@@ -42,16 +57,14 @@ static void put_field(FILE *report, const char *s) {
 }
 
 void report_line(FILE *report, const char *kind, const char *path, const char *why) {
-  if (report == NULL) return;
-  fprintf(report, "%s ", kind);
+  if (!put_kind(report, kind)) return;
   put_field(report, path);
   if (why != NULL) fprintf(report, ": %s", why);
   fputc('\n', report);
 }
 
 void report_pair(FILE *report, const char *kind, const char *a, const char *b, const char *c) {
-  if (report == NULL) return;
-  fprintf(report, "%s ", kind);
+  if (!put_kind(report, kind)) return;
   put_field(report, a);
   fputc('\t', report);
   put_field(report, b);

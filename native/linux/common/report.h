@@ -17,4 +17,10 @@ void report_line(FILE *report, const char *kind, const char *path, const char *w
  * NULL. */
 void report_pair(FILE *report, const char *kind, const char *a, const char *b, const char *c);
 
+/* From now on every KIND is written as PREFIX KIND (`earlier-quarantined …`: what the check of an interrupted
+ * earlier run did, launcher/inflight.c); NULL: none again. */
+void report_prefix(const char *prefix);
+/* How many `failed` lines were reported so far (to REPORT or none): what could not be set aside. */
+int report_failures(void);
+
 #endif

@@ -24,6 +24,9 @@
  * cannot make them itself (gVisor).
  * --publish PORT: while PROGRAM runs, host connections to 127.0.0.1:PORT are passed to the sandbox's bridge
  * (publish.c), which connects them to PORT inside; `@PUBLISH` in PROGRAM's arguments is its end.
+ * Before the options are read, and from before PROGRAM starts until after its checks: the record of runs in
+ * progress under --state (inflight.c), by which a run killed whole before its check is checked for by the
+ * next run.
  * After PROGRAM: --reap kills what it left behind (tier 3, after-run/reap.c); the check of every
  * --check-root (after-run/check.c) sets aside what a command left for host tools to run (git control
  * files, absent protected paths that appeared), clears set-id bits and reports symlinks leading out, into
@@ -42,6 +45,7 @@
 #include "../common/report.h"
 #include "args.h"
 #include "idmap.h"
+#include "inflight.h"
 #include "nodes.h"
 #include "options.h"
 #include "program.h"
@@ -54,9 +58,12 @@ int launch_joined_net;
 int launch_main(int argc, char **argv) {
   sigset_t old_mask;
   hold_stop_signals(&old_mask);
+  const char *report_path = launch_option(argc, argv, "--report");
+  FILE *report = report_path == NULL ? NULL : report_open(report_path);
+  /* Runs killed whole before their check after the run are checked for first (inflight.c). */
+  inflight_sweep(argc, argv, report);
   struct launch_options o;
   char **prog = &argv[read_launch_options(argc, argv, &o)];
-  FILE *report = o.report == NULL ? NULL : report_open(o.report);
   prepare_guards(report);
   unlock_roots_mutex();
   if (o.net_pool && launch_joined_net) drop_unshare_net(prog);
@@ -66,6 +73,7 @@ int launch_main(int argc, char **argv) {
   pass_nodes_on();
   if (o.cgroup != NULL) enter_run_cgroup(o.cgroup);
   check_prepare(state_fd);
+  inflight_begin();
 
   struct timespec start;
   pid_t c = start_program(prog, &old_mask, &start, o.outer_ns);
@@ -76,6 +84,7 @@ int launch_main(int argc, char **argv) {
   if (o.reap) reap_descendants();
   check_after(&start, report);
   release_roots(report);
+  inflight_end();
   if (report != NULL) fclose(report);
   return exit_as_program(status);
 }

@@ -56,7 +56,7 @@ static void record_absent(struct node *n) {
   const char *rest = n->rel + strlen(nodes[k].rel) + (nodes[k].rel[0] != '\0');
   char shown[2200];
   snprintf(shown, sizeof shown, "%s/%s", nodes[n->root].path, n->rel);
-  absent_add(node_host_fd(k), rest, shown);
+  absent_add(node_host_fd(k), rest, shown, strlen(nodes[n->root].path));
 }
 
 void open_below(const char *name, const char *parent_name, const char *rel, const char *kind) {

@@ -13,6 +13,7 @@
 int state_fd = -1;
 
 void state_open(const char *path) {
+  if (state_fd >= 0) close(state_fd); /* opened before the options (inflight.c), and again by --state */
   state_fd = open_path(AT_FDCWD, path, RESOLVE_NO_SYMLINKS);
   if (state_fd >= 0) {
     close(state_fd);

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { BoundedRunResult } from '@aleph/sandbox-core';
 import { describe, expect, it } from 'vitest';
 import type { LinuxProfile } from '../src/profile/profile-types.js';
@@ -59,6 +62,41 @@ describe('launchOutput: set-up failures', () => {
       const error = thrown(stderr);
       expect(error.message).not.toMatch(/vanished/);
       expect(error.message).toMatch(/RTM_NEWADDR/);
+    }
+  });
+});
+
+describe('launchOutput: what the check of an interrupted earlier run did', () => {
+  it('earlier-… lines become details.interruptedRun, in the shape of the check after the run; the others stay where they were', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'aleph-run-result-'));
+    try {
+      const reportFile = path.join(dir, 'report');
+      writeFileSync(
+        reportFile,
+        [
+          'earlier-checked /w',
+          'earlier-quarantined /w/k3/.git/config\t/q/w/k3/.git/config',
+          'earlier-quarantined /w/.envrc\t/q/w/.envrc',
+          'quarantined /w/.git/hooks\t/q/w/.git/hooks',
+          '',
+        ].join('\n'),
+      );
+      const ok = { ...bwrapFailed(''), exitCode: 0 };
+      const details = launchOutput(ok, profile, { ...run, reportFile }).details as Record<string, unknown>;
+      expect(details.quarantined).toEqual(['/w/.git/hooks']);
+      expect(details.interruptedRun).toEqual({
+        reason: expect.stringContaining('killed before its check after the run'),
+        roots: ['/w'],
+        afterRun: { method: 'walk' },
+        quarantined: ['/w/k3/.git/config', '/w/.envrc'],
+        quarantine: [
+          { path: '/w/k3/.git/config', movedTo: '/q/w/k3/.git/config' },
+          { path: '/w/.envrc', movedTo: '/q/w/.envrc' },
+        ],
+      });
+      expect(launchOutput(ok, profile, run).details).not.toHaveProperty('interruptedRun');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -30,4 +30,18 @@ describe('afterRunNotice', () => {
       /set aside \/w\/0, \/w\/1, \/w\/2 and 2 more \(moved to \/q\)/,
     );
   });
+
+  it('says first what the check of an interrupted earlier run set aside, naming its roots', () => {
+    const text = afterRunNotice({
+      interruptedRun: {
+        roots: ['/w'],
+        quarantine: [{ path: '/w/k3/.git/config', movedTo: '/q/k/w/k3/.git/config' }],
+      },
+      quarantine: [{ path: '/w/.envrc', movedTo: '/q/k/w/.envrc' }],
+    });
+    expect(text).toBe(
+      'aleph-sandbox: before the run, for an earlier run in /w killed before its check after the run: set aside /w/k3/.git/config (moved to /q/k); see --json for every path\n' +
+        'aleph-sandbox: after the run: set aside /w/.envrc (moved to /q/k); see --json for every path\n',
+    );
+  });
 });

@@ -33,6 +33,13 @@ export interface LaunchReport {
   incomplete: string[];
   /** `ROOT: reason`: writable roots walked completely instead of checked by the change journal. */
   walked: string[];
+  /** In {@link LaunchReport.earlier}: the writable roots of interrupted earlier runs walked now. */
+  checked: string[];
+  /**
+   * What the check of earlier runs did, found interrupted (killed whole before their own check after the
+   * run: `earlier-…` lines, native/linux/launcher/inflight.c) when this run started; absent when none was.
+   */
+  earlier?: LaunchReport;
 }
 
 const LEADS = new Set(['outside', 'dangling', 'unresolvable']);
@@ -51,17 +58,13 @@ function take(out: LaunchReport, kind: string, rest: string): void {
   else if (kind === 'setid') out.setId.push(rest);
   else if (kind === 'removed' || kind === 'restored' || kind === 'failed' || kind === 'unrestored')
     out[kind].push(rest);
-  else if (kind === 'incomplete' || kind === 'walked') out[kind].push(rest);
+  else if (kind === 'incomplete' || kind === 'walked' || kind === 'checked') out[kind].push(rest);
 }
 
-/**
- * What the launcher's check after the run (native/linux/after-run/check.c) and tier 3's guard of protected
- * paths (native/linux/after-run/guard.c) did, one line each (`quarantined PATH<TAB>WHERE`, `removed PATH`,
- * `setid PATH`, `symlink PATH<TAB>TARGET<TAB>LEADS`, `restored PATH`, `failed PATH: reason`, …). The report
- * lives in the host-only state directory; most runs write none.
- */
-export function readLaunchReport(file: string | undefined): LaunchReport {
-  const out: LaunchReport = {
+const EARLIER = 'earlier-';
+
+function emptyReport(): LaunchReport {
+  return {
     quarantine: [],
     removed: [],
     restored: [],
@@ -71,7 +74,20 @@ export function readLaunchReport(file: string | undefined): LaunchReport {
     symlinks: [],
     incomplete: [],
     walked: [],
+    checked: [],
   };
+}
+
+/**
+ * What the launcher's check after the run (native/linux/after-run/check.c) and tier 3's guard of protected
+ * paths (native/linux/after-run/guard.c) did, one line each (`quarantined PATH<TAB>WHERE`, `removed PATH`,
+ * `setid PATH`, `symlink PATH<TAB>TARGET<TAB>LEADS`, `restored PATH`, `failed PATH: reason`, …), and what
+ * the check of interrupted earlier runs did before it (the same lines as `earlier-KIND`, with
+ * `earlier-checked ROOT` for each root walked: {@link LaunchReport.earlier}). The report lives in the
+ * host-only state directory; most runs write none.
+ */
+export function readLaunchReport(file: string | undefined): LaunchReport {
+  const out = emptyReport();
   // Most runs write none: asking first spares the cost of a thrown ENOENT.
   if (file === undefined || !existsSync(file)) return out;
   let text = '';
@@ -82,7 +98,13 @@ export function readLaunchReport(file: string | undefined): LaunchReport {
   }
   for (const line of text.split('\n')) {
     const space = line.indexOf(' ');
-    if (space > 0) take(out, line.slice(0, space), line.slice(space + 1));
+    if (space <= 0) continue;
+    const kind = line.slice(0, space);
+    if (!kind.startsWith(EARLIER)) take(out, kind, line.slice(space + 1));
+    else {
+      out.earlier ??= emptyReport();
+      take(out.earlier, kind.slice(EARLIER.length), line.slice(space + 1));
+    }
   }
   return out;
 }

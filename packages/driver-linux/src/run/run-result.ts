@@ -91,6 +91,7 @@ export function launchOutput(
       identity: profile.identity,
       notEnforced: [...run.notEnforced],
       ...afterRunDetails(report, profile.launch.includes('--journal')),
+      ...interruptedRunDetails(report.earlier),
       ...(killedBySignal === undefined ? {} : { exitStatus: result.exitCode }),
       ...(result.killedBy === null ? {} : { killedBy: result.killedBy }),
       ...(run.denials === undefined || run.denials.length === 0 ? {} : { denials: [...run.denials] }),
@@ -124,6 +125,23 @@ export function afterRunDetails(report: LaunchReport, journal: boolean): Record<
     ...nonEmpty('restored', report.restored),
     ...nonEmpty('quarantineFailed', report.failed),
     ...nonEmpty('notRestored', report.unrestored),
+  };
+}
+
+/**
+ * `interruptedRun`, when this run found earlier runs killed whole before their own check after the run
+ * (their record under the state directory unlocked: native/linux/launcher/inflight.c) and checked for them
+ * before it started: `roots` (their writable roots, walked whole) and what that check did, in the shape of
+ * {@link afterRunDetails} (`quarantined`, `quarantine`, `removed`, …; moved to their sessions' quarantines).
+ */
+export function interruptedRunDetails(earlier: LaunchReport | undefined): Record<string, unknown> {
+  if (earlier === undefined) return {};
+  return {
+    interruptedRun: {
+      reason: 'an earlier run in these roots was killed before its check after the run; checked now',
+      roots: earlier.checked,
+      ...afterRunDetails(earlier, false),
+    },
   };
 }
 

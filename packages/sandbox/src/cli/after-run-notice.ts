@@ -2,7 +2,8 @@
  * The line `aleph-sandbox run` prints on stderr, after the command's own output, when the check after the
  * run set something aside, cleared set-id bits, found symlinks leading out of the workspace or could not
  * examine a part (the driver's `details`: `quarantine`, `removed`, `setIdCleared`, `symlinksOut`,
- * `afterRun.incomplete`).
+ * `afterRun.incomplete`), and before it a line for what the check of an interrupted earlier run set aside
+ * (`interruptedRun`, in the same shape).
  */
 
 interface AfterRunDetails {
@@ -15,6 +16,8 @@ interface AfterRunDetails {
     readonly leads: string;
   }[];
   readonly afterRun?: { readonly incomplete?: readonly string[] };
+  /** What the check of earlier runs killed before their own check did, before this run started. */
+  readonly interruptedRun?: AfterRunDetails & { readonly roots?: readonly string[] };
 }
 
 /** At most this many items of a list are named; the rest are counted. */
@@ -37,6 +40,20 @@ function quarantineDir(moves: readonly { readonly path: string; readonly movedTo
  */
 export function afterRunNotice(details: Readonly<Record<string, unknown>>): string | undefined {
   const d = details as AfterRunDetails;
+  const parts = noticeParts(d);
+  const earlier = d.interruptedRun === undefined ? [] : noticeParts(d.interruptedRun);
+  const lines: string[] = [];
+  if (earlier.length > 0)
+    lines.push(
+      `aleph-sandbox: before the run, for an earlier run in ${some(d.interruptedRun?.roots ?? [], (p) => p)} killed before its check after the run: ${earlier.join('; ')}; see --json for every path\n`,
+    );
+  if (parts.length > 0)
+    lines.push(`aleph-sandbox: after the run: ${parts.join('; ')}; see --json for every path\n`);
+  return lines.length === 0 ? undefined : lines.join('');
+}
+
+/** What the check did, in words (nothing when it had nothing to say). */
+function noticeParts(d: AfterRunDetails): string[] {
   const parts: string[] = [];
   const moved = d.quarantine ?? [];
   if (moved.length > 0)
@@ -50,6 +67,5 @@ export function afterRunNotice(details: Readonly<Record<string, unknown>>): stri
     );
   const incomplete = d.afterRun?.incomplete ?? [];
   if (incomplete.length > 0) parts.push(`could not examine ${some(incomplete, (p) => p)} (set aside whole)`);
-  if (parts.length === 0) return undefined;
-  return `aleph-sandbox: after the run: ${parts.join('; ')}; see --json for every path\n`;
+  return parts;
 }
