@@ -14,7 +14,15 @@ import path from 'node:path';
 import { DEFAULT_HOME_PROTECTED_PATHS } from '@aleph/sandbox-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REQUIRED, requiredButMissing } from '../support.js';
-import { GIT_CASES, GIT_COMMIT, GIT_OWN, GIT_SANITY, GIT_STATUS, HOME_CASES } from './host-next/cases.js';
+import {
+  GIT_CASES,
+  GIT_COMMIT,
+  GIT_OWN,
+  GIT_SANITY,
+  GIT_STATUS,
+  HOME_CASES,
+  type HomeCase,
+} from './host-next/cases.js';
 import {
   CLEAN_PATH,
   type Ctx,
@@ -55,6 +63,23 @@ const homeProtected = (home: string) =>
   DEFAULT_HOME_PROTECTED_PATHS.filter((p) => p !== '.aleph').map(
     (p) => [p, existsSync(path.join(home, p))] as const,
   );
+
+/** Makes what the host user already has for a home row: the file itself (`existing`) and `hostHas`. */
+function plantHostHas(ctx: Ctx, c: HomeCase): void {
+  const file = path.join(ctx.home, c.file);
+  for (const [rel, content] of Object.entries(c.hostHas ?? {})) {
+    const p = path.join(ctx.home, rel);
+    if (content === null) mkdirSync(p, { recursive: true });
+    else {
+      mkdirSync(path.dirname(p), { recursive: true });
+      writeFileSync(p, content);
+    }
+  }
+  if (c.existing !== undefined) {
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, c.existing);
+  }
+}
 
 // ---------------------------------------------------------------------------------------------------
 
@@ -177,6 +202,26 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
               });
           });
 
+          describe("controls: each home row's trigger fires when the host plants the file itself", () => {
+            for (const c of HOME_CASES.filter((h) => h.next !== undefined))
+              it(`~/${c.file} (${c.id})`, () => {
+                const ctx = ctxFor();
+                const file = path.join(ctx.home, c.file);
+                plantHostHas(ctx, c);
+                mkdirSync(path.dirname(file), { recursive: true });
+                writeFileSync(file, fill(ctx, c.content), { flag: 'a', mode: 0o755 });
+                chmodSync(file, 0o755);
+                mkdirSync(path.join(ctx.dir, 'repo'), { recursive: true });
+                chownR(ctx, ctx.home, path.join(ctx.dir, 'repo'));
+                const ran: string[] = [];
+                for (const n of c.next?.(ctx) ?? []) {
+                  const h = host(ctx, n.argv, ctx.dir, n.pathVar);
+                  ran.push(`$ ${n.argv.join(' ')} -> ${h.status}\n${h.out}`);
+                }
+                expect(existsSync(ctx.marker), `the trigger did not fire:\n${ran.join('\n')}`).toBe(true);
+              });
+          });
+
           describe('git: no control file the command wrote reaches host git', () => {
             for (const c of GIT_CASES) {
               (broken(c.id) ? it.fails : it)(`${c.id}${broken(c.id) ? ' [known broken]' : ''}`, async () => {
@@ -245,10 +290,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
                     // A realistic home: ~/.config and ~/.local exist, and whatever the host user already has.
                     mkdirSync(path.join(ctx.home, '.config'), { recursive: true });
                     mkdirSync(path.join(ctx.home, '.local'), { recursive: true });
-                    if (c.existing !== undefined) {
-                      mkdirSync(path.dirname(file), { recursive: true });
-                      writeFileSync(file, c.existing);
-                    }
+                    plantHostHas(ctx, c);
                     const repo = path.join(ctx.dir, 'repo');
                     mkdirSync(repo);
                     chownR(ctx, ctx.home, repo);
@@ -276,7 +318,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
                     ].join('\n');
                     const r = await run(ctx, ws, id, command, extra);
                     expect(r.status, shown(r)).toBe(0);
-                    if (before === undefined) {
+                    if (before === undefined && c.inProtectedDir !== true) {
                       // Missing when the command started: no placeholder, so it could write there (the
                       // declared absent-protected-paths-during-run); after the run it is set aside.
                       expect(r.json?.stdout, shown(r)).toBe(`WROTE ${file}\nREPLACED ${file}\n`);
@@ -288,7 +330,8 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
                       ).toBe(true);
                     } else {
                       expect(r.json?.stdout, shown(r)).toBe(`REFUSED ${file}\n`);
-                      expect(sha(file), `~/${c.file} changed`).toBe(before);
+                      if (before === undefined) expect(existsSync(file), `~/${c.file} was made`).toBe(false);
+                      else expect(sha(file), `~/${c.file} changed`).toBe(before);
                     }
                     expect(
                       homeProtected(ctx.home),

@@ -207,9 +207,38 @@ export const fileScenarios = {
     } finally {
       rmSync(control, { recursive: true, force: true });
     }
+  // The session's workspace is HOME (session-harness.mjs): the home list applies to file calls too.
+  async 'files-home-protected'({ session }) {
+    const f = session.files;
+    const home = await session.workspace();
+    writeFileSync(path.join(home, '.vimrc'), '" the host user\'s own\n');
+    mkdirSync(path.join(home, '.config', 'nvim'), { recursive: true });
+    const targets = {
+      bashAliases: '.bash_aliases',
+      vimrc: '.vimrc',
+      kubeConfig: '.kube/config',
+      dockerConfig: '.docker/config.json',
+      gradleInit: '.gradle/init.d/x.gradle',
+      environmentD: '.config/environment.d/x.conf',
+      nvimInit: '.config/nvim/init.lua',
+      pth: '.local/lib/python3/site-packages/x.pth',
+      binShim: 'bin/git',
+      inputrc: '.inputrc',
+    };
+    const result = {};
+    for (const [key, rel] of Object.entries(targets)) {
+      result[key] = await codeOf(f.writeFile(rel, 'planted\n', { mode: 0o755 }));
+      result[`${key}Planted`] =
+        existsSync(path.join(home, rel)) && readFileSync(path.join(home, rel), 'utf8');
+    }
+    result.deleteNvim = await codeOf(f.delete('.config/nvim', { recursive: true }));
+    result.control = await codeOf(f.writeFile('notes/todo.txt', 'ok\n'));
+    result.controlText = readFileSync(path.join(home, 'notes', 'todo.txt'), 'utf8');
+    result.temps = tempFiles(home);
+    return result;
   },
 
-  async 'files-bad-input'({ sandbox, session }) {
+  async 'files-bad-input'(sandbox, session ) {
     await run(session, 'head -c 3000000 /dev/zero > big');
     const f = session.files;
     const ws = await session.workspace();

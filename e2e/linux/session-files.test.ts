@@ -21,6 +21,7 @@ const SCENARIOS = [
   'files-ownership',
   'files-protected',
   'files-git-directory',
+  'files-home-protected',
   'files-bad-input',
 ];
 
@@ -150,6 +151,31 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           expect(r.controlGitDir).toBe(r.control);
           expect(r.controlPager).toBe('echo PWNED; cat');
           expect(r.temps).toEqual([]);
+        it("a session working in HOME: the home list's startup and tool config files are refused, other files written", () => {
+          const r = result('files-home-protected');
+          const keys = [
+            'bashAliases',
+            'vimrc',
+            'kubeConfig',
+            'dockerConfig',
+            'gradleInit',
+            'environmentD',
+            'nvimInit',
+            'pth',
+            'binShim',
+            'inputrc',
+          ];
+          for (const k of keys) {
+            expect(r[k], k).toBe('ALEPH_PATH_PROTECTED');
+            expect(r[`${k}Planted`], `${k} on disk`).not.toBe('planted\n');
+          }
+          expect(r.vimrcPlanted).toBe('" the host user\'s own\n');
+          expect(r).toMatchObject({
+            deleteNvim: 'ALEPH_PATH_PROTECTED',
+            control: 'resolved',
+            controlText: 'ok\n',
+            temps: [],
+          });
         });
 
         it('bad input is a typed error; a refused or oversized write leaves nothing behind', () => {

@@ -18,9 +18,13 @@ const sandbox = new WorkspaceSandbox({
   workspaceRoot: plan.workspaceRoot,
   approvalGate: new ApprovalGate({ requester: { requestApproval: async () => ({ outcome: 'approved' }) } }),
   defaultTimeoutMs: 20_000,
-  ...(plan.ownedWorkspace
-    ? { workspaceFor: (id) => (id === 'owned' ? plan.ownedWorkspace : undefined) }
-    : {}),
+  // 'owned': a workspace dir owned by another uid; the home scenario's session works in HOME itself.
+  workspaceFor: (id) =>
+    id === 'owned' && plan.ownedWorkspace
+      ? plan.ownedWorkspace
+      : id === 'e2e-files-home-protected'
+        ? process.env.HOME
+        : undefined,
 });
 const scenarios = { ...processScenarios, ...fileScenarios };
 const results = {};

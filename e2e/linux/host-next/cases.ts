@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
@@ -235,9 +236,42 @@ export interface HomeCase {
   content: string;
   /** The host user already has it (then it must stay unchanged, else stay absent). */
   existing?: string;
+  /** Other things the host user has, relative to HOME: file contents, or `null` for a directory. */
+  hostHas?: Record<string, string | null>;
+  /** It is missing, but a protected directory holding it exists: the write itself is refused. */
+  inProtectedDir?: true;
   /** What the host runs next, in `dir`, with `pathVar` as PATH when set. */
   next?: (ctx: Ctx) => { argv: string[]; pathVar?: string }[];
 }
+
+/** A kubeconfig whose user runs an exec credential plugin: the trigger. */
+const KUBECONFIG_EXEC = [
+  'apiVersion: v1',
+  'kind: Config',
+  'clusters:',
+  '- cluster: {server: "https://127.0.0.1:9"}',
+  '  name: c',
+  'contexts:',
+  '- context: {cluster: c, user: u}',
+  '  name: x',
+  'current-context: x',
+  'users:',
+  '- name: u',
+  '  user:',
+  '    exec:',
+  '      apiVersion: client.authentication.k8s.io/v1beta1',
+  '      command: {T}',
+  '      interactiveMode: Never',
+  '',
+].join('\n');
+
+/** The host python's version (its user site is ~/.local/lib/pythonX.Y/site-packages). */
+const PYTHON_VERSION = (() => {
+  const r = spawnSync('python3', ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], {
+    encoding: 'utf8',
+  });
+  return r.status === 0 ? r.stdout.trim() : '3';
+})();
 
 export const HOME_CASES: HomeCase[] = [
   {
@@ -322,5 +356,78 @@ export const HOME_CASES: HomeCase[] = [
     id: 'autostart',
     file: '.config/autostart/x.desktop',
     content: '[Desktop Entry]\nType=Application\nExec={T}\n',
+  },
+  // Finding A of attack round 34: files and directories through which host tools run code or load
+  // credentials, beyond the shell's own startup files.
+  {
+    id: 'bash-aliases',
+    file: '.bash_aliases',
+    content: '{T}\n',
+    hostHas: { '.bashrc': '[ -f ~/.bash_aliases ] && . ~/.bash_aliases\n' },
+    next: () => [{ argv: ['bash', '-ic', 'true'] }],
+  },
+  {
+    id: 'vimrc',
+    file: '.vimrc',
+    content: "call system('{T}')\n",
+    existing: '" the host user\'s own .vimrc\nset nocompatible\n',
+    next: (ctx) => [
+      { argv: ['vim', '-i', 'NONE', '-N', '-es', '-u', path.join(ctx.home, '.vimrc'), '-c', 'qa!'] },
+    ],
+  },
+  {
+    id: 'kube-config',
+    file: '.kube/config',
+    content: KUBECONFIG_EXEC,
+    next: () => [{ argv: ['kubectl', 'get', 'namespaces', '--request-timeout=3s'] }],
+  },
+  {
+    id: 'docker-config',
+    file: '.docker/config.json',
+    content: '{"credsStore":"planted","credHelpers":{"ghcr.io":"planted"}}\n',
+    existing: '{"auths":{}}\n',
+  },
+  {
+    id: 'cargo-config',
+    file: '.cargo/config.toml',
+    content: '[build]\nrustc-wrapper = "{T}"\n',
+    hostHas: { '.cargo': null },
+  },
+  { id: 'gradle-init-d', file: '.gradle/init.d/x.gradle', content: '"{T}".execute()\n' },
+  { id: 'environment-d', file: '.config/environment.d/x.conf', content: 'LD_PRELOAD=/tmp/planted.so\n' },
+  {
+    id: 'nvim-init',
+    file: '.config/nvim/init.lua',
+    content: "os.execute('{T}')\n",
+    hostHas: { '.config/nvim': null },
+    inProtectedDir: true,
+  },
+  {
+    id: 'python-user-site-pth',
+    file: `.local/lib/python${PYTHON_VERSION}/site-packages/aleph-planted.pth`,
+    content: "import os; os.system('{T}')\n",
+    next: () => [{ argv: ['python3', '-c', 'pass'] }],
+  },
+  {
+    id: 'sqliterc',
+    file: '.sqliterc',
+    content: '.shell {T}\n',
+    // sqlite3 finds ~ through the passwd entry, not $HOME: no trigger here.
+  },
+  {
+    id: 'gdbinit',
+    file: '.gdbinit',
+    content: 'shell {T}\n',
+    next: () => [{ argv: ['gdb', '-batch', '-ex', 'quit'] }],
+  },
+  { id: 'inputrc', file: '.inputrc', content: '"\\C-x": "planted"\n', existing: 'set bell-style none\n' },
+  { id: 'tmux-conf', file: '.tmux.conf', content: 'run-shell {T}\n', existing: 'set -g mouse on\n' },
+  {
+    id: 'home-bin-shim',
+    file: 'bin/git',
+    content: '#!/bin/sh\nexec {T}\n',
+    next: (ctx) => [
+      { argv: ['sh', '-c', 'git --version'], pathVar: `${path.join(ctx.home, 'bin')}:${CLEAN_PATH}` },
+    ],
   },
 ];

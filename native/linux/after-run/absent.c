@@ -14,10 +14,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/errors.h"
 #include "../common/paths.h"
 #include "quarantine.h"
 
-#define ABSENT_MAX 512
+#define ABSENT_MAX 2048 /* more than the launcher opens paths (MAX_NODES) */
 
 static struct {
   int dirfd;
@@ -27,12 +28,14 @@ static struct {
 static int nabsent;
 
 void absent_add(int dirfd, const char *rest, const char *shown, size_t root_len) {
-  if (nabsent >= ABSENT_MAX) return;
+  /* One left unrecorded would go unchecked: fail closed. */
+  if (nabsent >= ABSENT_MAX) die("launch: too many absent protected paths");
   absent[nabsent].dirfd = dirfd;
   absent[nabsent].root_len = root_len;
   absent[nabsent].rest = strdup(rest);
   absent[nabsent].shown = strdup(shown);
-  if (absent[nabsent].rest != NULL && absent[nabsent].shown != NULL) nabsent++;
+  if (absent[nabsent].rest == NULL || absent[nabsent].shown == NULL) die("launch: out of memory");
+  nabsent++;
 }
 
 /* The one recorded path REST below DIRFD (SHOWN its absolute path). */

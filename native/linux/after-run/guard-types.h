@@ -12,7 +12,7 @@
 #define GUARD_MAX_BYTES (8LL * 1024 * 1024)
 #define GUARD_MAX_WALK 20000
 #define GUARD_MAX_DEPTH 32
-#define GUARD_MAX_PATHS 128
+#define GUARD_MAX_PATHS 1024
 #define GUARD_PATH_MAX 4096
 
 struct gentry {

@@ -9,7 +9,7 @@
 
 #include <sys/stat.h>
 
-#define MAX_NODES 128
+#define MAX_NODES 1024
 
 struct node {
   const char *name;

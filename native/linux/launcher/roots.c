@@ -17,7 +17,7 @@
 #include "../common/errors.h"
 #include "state.h"
 
-#define MAX_ROOTS 128 /* as many as the launcher opens paths */
+#define MAX_ROOTS 1024 /* as many as the launcher opens paths (MAX_NODES) */
 
 static struct root_lock locks[MAX_ROOTS];
 static int nlocks;

@@ -2,9 +2,10 @@ import { existsSync, lstatSync, readdirSync, realpathSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import {
-  DEFAULT_HOME_PROTECTED_PATHS,
+  defaultHomeProtectedPaths,
   type HiddenPath,
   InvalidInputError,
+  protectedEntryKind,
   refuseHiddenGrants,
   type SandboxCapabilities,
   type SandboxProfile,
@@ -18,33 +19,23 @@ export type Tier = 'appcontainer' | 'restricted' | 'host';
 export const DEFAULT_WINDOWS_PROTECTED_PATHS = ['.git', '.aleph', '.codex', '.agents'] as const;
 
 /**
- * The home list on Windows: sandbox-core's `DEFAULT_HOME_PROTECTED_PATHS` (Git for Windows, OpenSSH, npm,
- * pip and the editors read the same files under `%USERPROFILE%`), plus what Windows itself runs from a
+ * The home list on Windows: sandbox-core's `defaultHomeProtectedPaths('windows')` (what Git for Windows,
+ * OpenSSH, npm, pip and the editors read under `%USERPROFILE%` too, and an empty stub leaves working), plus what Windows itself runs from a
  * profile: the Startup folder and the PowerShell profiles.
  */
 export const WINDOWS_HOME_PROTECTED_PATHS = [
-  ...DEFAULT_HOME_PROTECTED_PATHS,
+  ...defaultHomeProtectedPaths('windows'),
   'AppData/Roaming/Microsoft/Windows/Start Menu/Programs/Startup',
   'Documents/PowerShell',
   'Documents/WindowsPowerShell',
 ] as const;
 
-/** Home-list entries that are directories (a missing one is stubbed as a directory, others as a file). */
-const DIRECTORY_ENTRIES = new Set([
-  '.ssh',
-  '.pip',
-  '.vscode',
-  '.idea',
-  '.claude',
-  '.cursor',
-  '.codex',
-  '.agents',
-  '.aleph',
-]);
-
-/** Whether a missing protected entry is stubbed as a directory: nested entries and known directories. */
+/**
+ * Whether a missing protected entry is stubbed as a directory: what sandbox-core's `protectedEntryKind`
+ * says is one (`.ssh`, `.config/git`, `.local/bin`, …), not a file such as `.kube/config`.
+ */
 export function isDirectoryEntry(rel: string): boolean {
-  return rel.includes('/') || rel.includes('\\') || DIRECTORY_ENTRIES.has(rel);
+  return protectedEntryKind(rel) === 'dir';
 }
 
 /** Paths compared as Windows does: without regard to case (only on Windows hosts). */

@@ -28,45 +28,12 @@ export const DEFAULT_PROTECTED_PATHS = [
   '.envrc',
 ] as const;
 
-/**
- * Paths of a home directory the host executes or reads as configuration, kept read-only (and impossible to
- * create) in every home directory a writable root holds: shell startup files (bash, sh, zsh, fish), git's
- * config, `~/.ssh`, package-manager rc files, `~/.local/bin`, autostart and user systemd units, editor and
- * agent settings, and `~/.aleph` itself.
- */
-export const DEFAULT_HOME_PROTECTED_PATHS = [
-  '.bashrc',
-  '.bash_profile',
-  '.bash_login',
-  '.bash_logout',
-  '.profile',
-  '.zshrc',
-  '.zshenv',
-  '.zprofile',
-  '.zlogin',
-  '.zlogout',
-  '.config/fish',
-  '.gitconfig',
-  '.config/git',
-  '.ssh',
-  '.npmrc',
-  '.yarnrc',
-  '.yarnrc.yml',
-  '.pypirc',
-  '.config/pip',
-  '.pip',
-  '.local/bin',
-  '.config/autostart',
-  '.config/systemd',
-  '.vscode',
-  '.idea',
-  '.claude',
-  '.cursor',
-  '.mcp.json',
-  '.codex',
-  '.agents',
-  '.aleph',
-] as const;
+export {
+  DEFAULT_HOME_PROTECTED_PATHS,
+  defaultHomeProtectedPaths,
+  type ProtectedEntryKind,
+  protectedEntryKind,
+} from './home-protected-paths.js';
 
 /** Host environment variables a sandboxed command sees by default (`*` ends a prefix pattern). */
 export const DEFAULT_ENV_ALLOWLIST = [

@@ -56,8 +56,11 @@ export {
   DEFAULT_ENV_ALLOWLIST,
   DEFAULT_HOME_PROTECTED_PATHS,
   DEFAULT_PROTECTED_PATHS,
+  defaultHomeProtectedPaths,
   defaultVaultPaths,
+  type ProtectedEntryKind,
   pickEnv,
+  protectedEntryKind,
   resolveProtectedPaths,
 } from './driver-defaults.js';
 export {

@@ -5,7 +5,7 @@
  * home directories a writable root holds.
  */
 import path from 'node:path';
-import { InvalidInputError, isPathWithin } from '@aleph/sandbox-core';
+import { InvalidInputError, isPathWithin, protectedEntryKind } from '@aleph/sandbox-core';
 import { type FsView, liveFs } from './fs-view.js';
 import type { LaunchPlan } from './launch-plan.js';
 import type { MountOp } from './render-mounts.js';
@@ -21,32 +21,6 @@ export interface ProtectionPlan {
   /** In words, for the profile. */
   readonly summary: string[];
 }
-
-/** Protected names that are files when they exist (the mount point the helper checks is then a file). */
-export const FILE_NAMES = new Set([
-  'config',
-  'config.worktree',
-  'commondir',
-  '.mcp.json',
-  '.envrc',
-  '.npmrc',
-  '.yarnrc',
-  '.yarnrc.yml',
-  '.pypirc',
-  '.gitconfig',
-  '.bashrc',
-  '.bash_profile',
-  '.bash_login',
-  '.bash_logout',
-  '.profile',
-  '.zshrc',
-  '.zshenv',
-  '.zprofile',
-  '.zlogin',
-  '.zlogout',
-  '.inputrc',
-  'pip.conf',
-]);
 
 function symlinked(p: string): InvalidInputError {
   return new InvalidInputError(
@@ -113,7 +87,7 @@ export function planProtectedPaths(
         if (fs.lstat(current)?.type === 'symlink') throw symlinked(current);
         const fd = plan.openIn(parent, part, last ? 'ro' : 'way');
         if (last) {
-          const kind = FILE_NAMES.has(part) ? 'file' : 'dir';
+          const kind = protectedEntryKind(rel);
           mounts.push({ op: 'ro-bind', src: current, dest: current, fd, kind });
           paths.push(current);
         } else if (!selfBound.has(current)) {
