@@ -207,6 +207,8 @@ export const fileScenarios = {
     } finally {
       rmSync(control, { recursive: true, force: true });
     }
+  },
+
   // The session's workspace is HOME (session-harness.mjs): the home list applies to file calls too.
   async 'files-home-protected'({ session }) {
     const f = session.files;
@@ -238,7 +240,7 @@ export const fileScenarios = {
     return result;
   },
 
-  async 'files-bad-input'(sandbox, session ) {
+  async 'files-bad-input'({ sandbox, session }) {
     await run(session, 'head -c 3000000 /dev/zero > big');
     const f = session.files;
     const ws = await session.workspace();

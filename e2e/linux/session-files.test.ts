@@ -151,6 +151,8 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           expect(r.controlGitDir).toBe(r.control);
           expect(r.controlPager).toBe('echo PWNED; cat');
           expect(r.temps).toEqual([]);
+        });
+
         it("a session working in HOME: the home list's startup and tool config files are refused, other files written", () => {
           const r = result('files-home-protected');
           const keys = [
