@@ -200,6 +200,11 @@ export const mcpScenarios = {
         write,
         whole: text(await call('read_file', { path: 'src/app.ts' })),
         range: text(await call('read_file', { path: 'src/app.ts', startLine: 2, endLine: 3 })),
+        writeBinary: brief(
+          await call('write_file', { path: 'src/b.bin', content: 'iVBORwABAv8=', encoding: 'base64' }),
+        ),
+        readBinary: brief(await call('read_file', { path: 'src/b.bin' })),
+        readBase64: brief(await call('read_file', { path: 'src/b.bin', encoding: 'base64' })),
         ambiguous: text(await call('edit_file', { path: 'src/app.ts', oldText: 'l', newText: 'L' })),
         edit: text(await call('edit_file', { path: 'src/app.ts', oldText: 'l2', newText: 'L2' })),
         seenByCommand: text(await call('execute', { argv: ['cat', 'src/app.ts'] })),

@@ -186,10 +186,22 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
             write: { isError: false, text: 'wrote 9 bytes to src/app.ts' },
             whole: 'l1\nl2\nl3\n',
             range: 'l2\nl3\n',
+            // 89 50 4E 47 00 01 02 FF: not UTF-8, so refused as text (never mangled), returned as base64.
+            writeBinary: { isError: false, text: 'wrote 8 bytes to src/b.bin' },
+            readBinary: {
+              isError: true,
+              text: 'MCP error -32602: path: "src/b.bin" is not UTF-8 text; read it with encoding: "base64" (the whole file, as base64)',
+            },
+            readBase64: { isError: false, text: 'iVBORwABAv8=' },
             ambiguous: expect.stringMatching(/^MCP error -32602: oldText: found 3 times/),
             edit: 'replaced 1 occurrence in src/app.ts (the first at line 2)',
             seenByCommand: expect.stringContaining('l1\nL2\nl3'),
-            list: { entries: [{ name: 'app.ts', type: 'file' }] },
+            list: {
+              entries: [
+                { name: 'app.ts', type: 'file' },
+                { name: 'b.bin', type: 'file' },
+              ],
+            },
             stat: { type: 'file', size: 9, mode: '0644' },
             protected: expect.stringMatching(/^MCP error -32602: ALEPH_PATH_PROTECTED: /),
             delete: 'deleted src',

@@ -10,7 +10,7 @@ import type {
   Experimental_SandboxSpawnOptionsWithStdin as AiSpawnOptionsWithStdin,
   Experimental_WritableSandboxProcess as AiWritableProcess,
 } from '@ai-sdk/provider-utils';
-import { type AdapterSessionOptions, openAdapterSession, type SessionId } from '@aleph/sandbox';
+import { type AdapterSessionOptions, AlephError, openAdapterSession, type SessionId } from '@aleph/sandbox';
 import { fileMembers } from './files.js';
 import { register } from './internal/registry.js';
 import { runCommand, spawnCommand } from './process.js';
@@ -57,21 +57,44 @@ export async function createAlephSandboxSession(
   options?: AlephSandboxSessionOptions,
 ): Promise<AlephSandboxSession> {
   const held = await openAdapterSession(options);
+  let closed = false;
+  const open =
+    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      if (closed) throw closedError(held.sessionId);
+      return fn(...args);
+    };
   function spawn(o: AiSpawnOptionsWithStdin): Promise<AiWritableProcess>;
   function spawn(o: AiSpawnOptionsWithoutStdin): Promise<AiSandboxProcess>;
   function spawn(o: AiSpawnOptions): Promise<AiSandboxProcess | AiWritableProcess>;
-  function spawn(o: AiSpawnOptions): Promise<AiSandboxProcess | AiWritableProcess> {
+  async function spawn(o: AiSpawnOptions): Promise<AiSandboxProcess | AiWritableProcess> {
+    if (closed) throw closedError(held.sessionId);
     return spawnCommand(held, o);
   }
+  const files = fileMembers(held);
   const session: AlephSandboxSession = {
     description: held.description,
     sessionId: held.sessionId,
     workspace: held.workspace,
-    ...fileMembers(held),
+    ...(Object.fromEntries(
+      Object.entries(files).map(([name, fn]) => [name, open(fn as (...args: unknown[]) => Promise<unknown>)]),
+    ) as typeof files),
     spawn,
-    run: async (o: AiRunOptions) => (await runCommand(held, o)).result,
-    close: () => held.close(),
+    run: open(async (o: AiRunOptions) => (await runCommand(held, o)).result),
+    close: () => {
+      closed = true;
+      return held.close();
+    },
   };
   register(session, held);
   return session;
+}
+
+/** What every call of a closed session rejects with: the session is gone with its sandbox. */
+function closedError(sessionId: SessionId): AlephError {
+  return new AlephError(
+    'ALEPH_SESSION_CLOSED',
+    `session ${JSON.stringify(sessionId)}: this session was closed (its sandbox released); call createAlephSandboxSession(options) for a new one to go on (the workspace is still there)`,
+    { details: { sessionId } },
+  );
 }

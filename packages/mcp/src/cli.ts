@@ -7,7 +7,13 @@
  * sandbox could not be built.
  */
 import { loadConfig } from '@aleph/sandbox';
-import { makeWorkspaceDir, parseRunFlags, UsageError, unknownOption } from '@aleph/sandbox/cli-kit';
+import {
+  makeWorkspaceDir,
+  parseRunFlags,
+  requireStateDir,
+  UsageError,
+  unknownOption,
+} from '@aleph/sandbox/cli-kit';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { type AlephMcpServer, createAlephMcpServer } from './server.js';
 
@@ -16,6 +22,7 @@ async function start(argv: string[]): Promise<AlephMcpServer> {
   if (flags.values.json) throw new UsageError('--json does not apply to mcp: results are MCP messages');
   const approve = flags.values.approve as 'prompt' | 'all' | 'none' | undefined;
   const config = await loadConfig(flags.values.config);
+  if (config.enabled) requireStateDir();
   if (flags.workspaceDir !== undefined) await makeWorkspaceDir(flags.workspaceDir);
   return createAlephMcpServer({
     config,

@@ -14,7 +14,7 @@ describe('tools/list', () => {
     expect(props('execute')).toEqual(
       expect.arrayContaining(['command', 'argv', 'cwd', 'timeoutSeconds', 'capabilities']),
     );
-    expect(props('read_file')).toEqual(expect.arrayContaining(['path', 'startLine', 'endLine']));
+    expect(props('read_file')).toEqual(expect.arrayContaining(['path', 'startLine', 'endLine', 'encoding']));
     expect(props('edit_file')).toEqual(expect.arrayContaining(['path', 'oldText', 'newText', 'replaceAll']));
     expect(byName.execute?.inputSchema).toMatchObject({ additionalProperties: false });
     expect(byName.execute?.outputSchema?.properties).toHaveProperty('denials');

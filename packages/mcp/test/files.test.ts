@@ -53,6 +53,38 @@ describe('file tools', () => {
     expect(textOf(binary)).toMatch(/is not UTF-8 text/);
   });
 
+  it('read_file refuses a file that is not UTF-8 naming encoding "base64", and returns it as base64 when asked', async () => {
+    const { call } = await connect({ config: { max_output_bytes: 64 } });
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x01, 0x02, 0xff]);
+    await call('write_file', { path: 'b.bin', content: png.toString('base64'), encoding: 'base64' });
+    const refused = await call('read_file', { path: 'b.bin' });
+    expect(refused.isError).toBe(true);
+    expect(textOf(refused)).toBe(
+      'MCP error -32602: path: "b.bin" is not UTF-8 text; read it with encoding: "base64" (the whole file, as base64)',
+    );
+    const encoded = await call('read_file', { path: 'b.bin', encoding: 'base64' });
+    expect(encoded.isError).toBeFalsy();
+    expect(Buffer.from(textOf(encoded), 'base64')).toEqual(png);
+    expect(textOf(await call('read_file', { path: 'b.bin', encoding: 'base64', startLine: 1 }))).toMatch(
+      /^MCP error -32602: startLine: a line range is for text; with encoding: "base64"/,
+    );
+    // A replacement character that is in the file is text: returned as it is, in either encoding.
+    await call('write_file', { path: 'r.txt', content: 'a\uFFFDb\n' });
+    expect(textOf(await call('read_file', { path: 'r.txt' }))).toBe('a\uFFFDb\n');
+    expect(textOf(await call('read_file', { path: 'r.txt', encoding: 'base64' }))).toBe(
+      Buffer.from('a\uFFFDb\n').toString('base64'),
+    );
+    // Base64 is never cut: above the output budget it is refused, naming the budget.
+    await call('write_file', {
+      path: 'big.bin',
+      content: Buffer.alloc(64).toString('base64'),
+      encoding: 'base64',
+    });
+    expect(textOf(await call('read_file', { path: 'big.bin', encoding: 'base64' }))).toMatch(
+      /^MCP error -32602: path: "big.bin" is 64 bytes, 88 in base64, over the output budget of 64 bytes \(max_output_bytes\)/,
+    );
+  });
+
   it('a link out of the workspace is refused (the host can follow it: the control); protected paths refused for writes', async () => {
     const { call, app, root } = await connect();
     const secret = path.join(root, 'secret.txt');

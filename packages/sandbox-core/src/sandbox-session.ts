@@ -68,15 +68,28 @@ export class SessionHandle implements SandboxSession {
     return this.#closed;
   }
 
+  /**
+   * A handle its user closed says so (`ALEPH_SESSION_CLOSED`) even once its sandbox is disposed too (an
+   * adapter's close() does both): the closing is what the caller did and what the contract names.
+   */
   #assertOpen(): void {
-    this.#owner.assertUsable();
     if (this.#closed) {
+      let disposed = false;
+      try {
+        this.#owner.assertUsable();
+      } catch {
+        disposed = true;
+      }
+      const fix = disposed
+        ? 'its sandbox was disposed too: build a new sandbox (or open a new adapter session) to go on'
+        : 'get a new one with sandbox.session(id) to go on';
       throw new AlephError(
         'ALEPH_SESSION_CLOSED',
-        `session ${canonicalJson(this.sessionId)}: this handle was closed; get a new one with sandbox.session(id) to go on (the workspace is still there)`,
+        `session ${canonicalJson(this.sessionId)}: this handle was closed; ${fix} (the workspace is still there)`,
         { details: { sessionId: this.sessionId } },
       );
     }
+    this.#owner.assertUsable();
   }
 
   async workspace(): Promise<string> {

@@ -253,6 +253,21 @@ describe('session()', () => {
     await expect(sandbox.session('s').workspace()).resolves.toContain(sessionKeyToFilename('s'));
   });
 
+  it('a handle closed and then its sandbox disposed (what an adapter close() does) is ALEPH_SESSION_CLOSED, naming both', async () => {
+    const { sandbox } = setup();
+    const session = sandbox.session('s');
+    const untouched = sandbox.session('t');
+    await session.close();
+    await sandbox.dispose();
+    const error = await rejection(session.files.readFile('a'));
+    expect(error.code).toBe('ALEPH_SESSION_CLOSED');
+    expect(error.message).toBe(
+      'session "s": this handle was closed; its sandbox was disposed too: build a new sandbox (or open a new adapter session) to go on (the workspace is still there)',
+    );
+    // A handle nobody closed: the sandbox's dispose is what stopped it.
+    expect((await rejection(untouched.execute({ program: 'x' }))).code).toBe('ALEPH_DISPOSED');
+  });
+
   it('dispose() kills every running process and closes every handle', async () => {
     const { sandbox, driver } = setup({ runMs: Number.POSITIVE_INFINITY });
     const session = sandbox.session('s');

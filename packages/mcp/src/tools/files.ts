@@ -11,6 +11,7 @@ import { z } from 'zod';
 import type { ServerContext } from '../context.js';
 import { editFile } from './edit.js';
 import { SessionArg } from './execute-schema.js';
+import { readForTool } from './read.js';
 
 const PathArg = z
   .string()
@@ -18,9 +19,6 @@ const PathArg = z
   .describe(
     'Relative to the workspace, or absolute inside it (or inside a path the session may read or write).',
   );
-
-/** The largest file `read_file` reads (a line range of a larger one is refused too: use a command). */
-const MAX_READ_BYTES = 64 * 1024 * 1024;
 
 /**
  * How the user lets this server's file tools reach a path outside the workspace (a path the client named
@@ -56,14 +54,6 @@ const text = (t: string, structured?: Record<string, unknown>): CallToolResult =
   ...(structured === undefined ? {} : { structuredContent: structured }),
 });
 
-/** Cuts `t` to `budget` bytes of UTF-8, saying so. */
-function withinBudget(t: string, budget: number): string {
-  const bytes = Buffer.from(t, 'utf8');
-  if (bytes.byteLength <= budget) return t;
-  const kept = new TextDecoder().decode(bytes.subarray(0, budget));
-  return `${kept}\n[truncated at ${budget} bytes of ${bytes.byteLength}: read a line range with startLine and endLine]`;
-}
-
 function registerReads(ctx: ServerContext): void {
   const files = (session: string | undefined) => ctx.sessions.get(session).files;
   ctx.server.registerTool(
@@ -71,7 +61,7 @@ function registerReads(ctx: ServerContext): void {
     {
       title: 'Read a file',
       description:
-        'Reads a text file of the workspace, whole or lines startLine..endLine (1-based, inclusive; each line keeps its line ending). Long output is cut at the output budget.',
+        'Reads a text file of the workspace, whole or lines startLine..endLine (1-based, inclusive; each line keeps its line ending). Long output is cut at the output budget. A file that is not UTF-8 text is refused: read it with encoding "base64" (the whole file).',
       inputSchema: z
         .object({
           path: PathArg,
@@ -87,6 +77,10 @@ function registerReads(ctx: ServerContext): void {
             .min(1)
             .optional()
             .describe('Last line to return (inclusive). Default: the last.'),
+          encoding: z
+            .enum(['utf-8', 'base64'])
+            .default('utf-8')
+            .describe('How to return the content: utf-8 text (default) or base64 of the whole file.'),
           session: SessionArg.optional(),
         })
         .strict(),
@@ -100,12 +94,15 @@ function registerReads(ctx: ServerContext): void {
             `endLine: ${args.endLine} is before startLine ${args.startLine}`,
           );
         }
-        const content = await files(args.session).readTextFile(args.path, {
-          maxBytes: MAX_READ_BYTES,
-          ...(args.startLine === undefined ? {} : { startLine: args.startLine }),
-          ...(args.endLine === undefined ? {} : { endLine: args.endLine }),
-        });
-        return text(withinBudget(content, ctx.sandbox.config.maxOutputBytes));
+        return text(
+          await readForTool(files(args.session), {
+            path: args.path,
+            encoding: args.encoding,
+            startLine: args.startLine,
+            endLine: args.endLine,
+            budget: ctx.sandbox.config.maxOutputBytes,
+          }),
+        );
       }),
   );
   ctx.server.registerTool(

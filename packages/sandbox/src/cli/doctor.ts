@@ -10,6 +10,7 @@ import { parseArgs } from 'node:util';
 import { helpRequested } from './help.js';
 import { type PrivateNameReport, privateNamesOf } from './private-names.js';
 import { loadSandboxModules } from './run-flags.js';
+import { stateDirProblem } from './state-dir.js';
 
 type Modules = Awaited<ReturnType<typeof loadSandboxModules>>;
 type Config = Awaited<ReturnType<Modules['loadConfig']>>;
@@ -46,6 +47,19 @@ export async function doctor(argv: string[]): Promise<number> {
  * that cannot be built is a report with `available: false` and the reason.
  */
 export async function diagnose(config: Config, buildSandbox: Modules['buildSandbox']): Promise<Report> {
+  // Every tier would fail on it with a fix about namespaces: it is its own check, and nothing is probed.
+  const stateDir = stateDirProblem();
+  if (stateDir !== undefined) {
+    return {
+      platform: process.platform,
+      node: process.version,
+      config: config.source ?? '(defaults)',
+      available: false,
+      tier: 'unavailable',
+      mechanisms: { 'state-dir': { available: false, ...stateDir } },
+      problems: [`state-dir: ${stateDir.detail}; fix: ${stateDir.fix}`],
+    };
+  }
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'aleph-doctor-'));
   try {
     // Always afresh; what it finds is kept for the next runs (the host cache).

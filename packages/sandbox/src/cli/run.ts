@@ -7,6 +7,7 @@ import { constants as osConstants } from 'node:os';
 import type { AlephError, ApprovalRequester, SandboxOutput } from '@aleph/sandbox-core';
 import { afterRunNotice } from './after-run-notice.js';
 import { loadSandboxModules, makeWorkspaceDir, parseRun, type RunPlan, resolveCwd } from './run-flags.js';
+import { requireStateDir } from './state-dir.js';
 import { readStdin, stdinIsTerminal } from './stdin.js';
 import { stdoutGone } from './stdout-gone.js';
 
@@ -61,6 +62,7 @@ export async function run(argv: string[]): Promise<number> {
   const plan = parseRun(argv, 'run');
   const { loadConfig, buildSandbox } = await loadSandboxModules();
   const config = await loadConfig(plan.values.config);
+  if (config.enabled) requireStateDir();
   const stdin =
     plan.values.approve === 'prompt' || (plan.values.approve === undefined && stdinIsTerminal())
       ? undefined
