@@ -1,6 +1,6 @@
 // deepagents scenarios of the agent-loop harness: createDeepAgent loops with fakeModel() whose tool calls
 // run in the real sandbox through @aleph/deepagents; each returns what the model (and the host) saw.
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { AlephSandbox } from '@aleph/deepagents';
 import { AIMessage, ToolMessage } from '@langchain/core/messages';
@@ -247,5 +247,41 @@ export const scenarios = {
       });
       return { tools: toolResults(result.messages) };
     });
+  },
+  // A result too large for the model (seq 1 30000): deepagents saves it under /large_tool_results/, kept
+  // in the agent's state by the backend (not on the host, not in the workspace); the model reads the
+  // notice with its preview, then reads the result back with read_file and finds it with ls and grep.
+  async large(plan) {
+    const workspace = path.join(plan.base, 'large');
+    return withSandbox(
+      plan,
+      async (sandbox) => {
+        const model = scripted(
+          [{ name: 'execute', args: { command: 'seq 1 30000' }, id: 'big1' }],
+          [
+            {
+              name: 'read_file',
+              args: { file_path: '/large_tool_results/big1.txt', offset: 29997, limit: 3 },
+              id: 'rb1',
+            },
+          ],
+          [{ name: 'ls', args: { path: '/large_tool_results' }, id: 'lb1' }],
+          [{ name: 'grep', args: { pattern: '12345', path: '/large_tool_results/' }, id: 'gb1' }],
+          'done',
+        );
+        const agent = createDeepAgent({ model, backend: sandbox, checkpointer: new MemorySaver() });
+        const result = await agent.invoke(
+          { messages: [{ role: 'user', content: 'go' }] },
+          { configurable: { thread_id: 'large' } },
+        );
+        return {
+          tools: toolResults(result.messages),
+          workspaceEntries: readdirSync(workspace),
+          onHost: existsSync('/large_tool_results'),
+          outsideRun: await sandbox.read('/large_tool_results/big1.txt'),
+        };
+      },
+      { workspace },
+    );
   },
 };

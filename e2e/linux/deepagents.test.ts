@@ -13,12 +13,12 @@ import { processesWith } from './session-run.js';
  * granted and one rejected through interruptOn + Command({ resume }), the agent's abort killing a whole
  * tree, the timeout, a network call that fails and one refused for want of approval (both reach the
  * model), file tools refusing links a command planted to a host secret (the host's own read as the
- * control), the command policy. deepagents' protocol has no streamed output or stdin (execute returns once
+ * control), the command policy, a result too large for the model kept in the agent's state. deepagents' protocol has no streamed output or stdin (execute returns once
  * the command ended); the AI SDK suite covers those on the same session API. As root and as uid 65534.
  */
 
 const stack = linuxStack();
-const SCENARIOS = ['loop', 'approval', 'abort', 'timeout', 'network', 'symlink', 'policy'];
+const SCENARIOS = ['loop', 'approval', 'abort', 'timeout', 'network', 'symlink', 'policy', 'large'];
 
 interface ToolResult {
   name: string;
@@ -139,6 +139,28 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           expect(tools('policy').p1?.text).toMatch(
             /^aleph-sandbox: ALEPH_POLICY_DENIED: command-policy denied the command: .*[^.]\. The command policy refuses this kind of command whatever is approved; do it another way\.\n\[Command failed with exit code 126\]$/,
           );
+        });
+
+        it("a large result is kept in the agent's state: the notice with its preview, then read back, listed, found", () => {
+          const r = result('large');
+          const t = tools('large');
+          expect(t.big1?.text).toMatch(
+            /^Tool result too large, the result of this tool call big1 was saved in the filesystem at this path: \/large_tool_results\/big1\.txt\n/,
+          );
+          expect(t.big1?.text).toMatch(
+            /\n {5}1\t1\n(.|\n)*\.\.\. \[\d+ lines truncated\] \.\.\.\n(.|\n)* 30000\t30000\n/,
+          );
+          expect(t.big1?.text).not.toContain('permission_denied');
+          expect(t.rb1?.text).toBe(
+            '@@ lines 29998-30000 of 30002 | next offset 30000 @@\n29998\n29999\n30000',
+          );
+          expect(t.lb1?.text).toMatch(/^\/large_tool_results\/big1\.txt \(\d+ bytes\)$/);
+          expect(t.gb1?.text).toBe('/large_tool_results/big1.txt:\n  12345: 12345');
+          expect(r.workspaceEntries).toEqual([]);
+          expect(r.onHost).toBe(false);
+          expect(r.outsideRun).toEqual({
+            error: expect.stringMatching(/reachable only while an agent runs/),
+          });
         });
 
         it('no process of the run is left once the harness has ended', () => {

@@ -2,7 +2,8 @@
 // session API (policy, capabilities and approval, audit, the OS sandbox); ls/read/grep/glob/delete are
 // deepagents' own, derived through `execute` (POSIX sh, at the baseline); upload/download go through the
 // session's files. Commands of the `execute` tool may ask for more than the baseline
-// (`commandCapabilities`); a person approves them through `interruptOn()` + `approvalMiddleware()`.
+// (`commandCapabilities`); a person approves them through `interruptOn()` + `approvalMiddleware()`. deepagents'
+// own files (large tool results, conversation history) stay in the agent's state (agent-files.ts).
 import { AsyncLocalStorage } from 'node:async_hooks';
 import {
   type AdapterSession,
@@ -13,17 +14,28 @@ import {
 } from '@aleph/sandbox';
 import { canonicalJson, InvalidInputError, type SandboxCapabilities } from '@aleph/sandbox-core';
 import {
+  applyGrepMaxCount,
   BaseSandbox,
   type DeleteResult,
+  type EditResult,
   type ExecuteResponse,
   type FileDownloadResponse,
   type FileUploadResponse,
   type GlobResult,
   type GrepResult,
   type LsResult,
+  type ReadRawResult,
   type ReadResult,
+  type WriteResult,
 } from 'deepagents';
 import type { InterruptOnConfig } from 'langchain';
+import {
+  AgentFiles,
+  checkWorkspaceBesideAgentFiles,
+  coversAgentFiles,
+  isAgentFile,
+  splitAgentFiles,
+} from './agent-files.js';
 import {
   type AlephInterruptOnOptions,
   ApprovalTracker,
@@ -73,6 +85,10 @@ function checkCommandCapabilities(value: unknown): CommandCapabilities | undefin
  *   command policy or the capability check is exit 126 with the reason; it never throws for those.
  * - `uploadFiles`/`downloadFiles` stay beneath the workspace (a link a command planted is not followed
  *   out); one result per path with `file_not_found`, `permission_denied`, `is_directory` or `invalid_path`.
+ * - deepagents' own files (`/large_tool_results/…`, `/conversation_history/…`) are kept in the agent's
+ *   state (deepagents' `StateBackend`, per thread), never on the host: the model gets deepagents' notice
+ *   with a preview for a large result and reads it back with `read_file`. Outside an agent run they are an
+ *   error (`permission_denied`).
  *
  * @example
  * ```ts
@@ -93,6 +109,7 @@ export class AlephSandbox extends BaseSandbox {
   readonly #commandCapabilities: CommandCapabilities | undefined;
   readonly #derived = new AsyncLocalStorage<true>();
   readonly #tracker = new ApprovalTracker();
+  readonly #agentFiles = new AgentFiles();
 
   private constructor(held: AdapterSession, commandCapabilities: CommandCapabilities | undefined) {
     super();
@@ -115,6 +132,12 @@ export class AlephSandbox extends BaseSandbox {
       (options as { commandCapabilities?: unknown } | undefined)?.commandCapabilities,
     );
     const held = await openAdapterSession(options, ['commandCapabilities']);
+    try {
+      checkWorkspaceBesideAgentFiles(held.workspace);
+    } catch (error) {
+      await held.close();
+      throw error;
+    }
     return new AlephSandbox(held, commandCapabilities);
   }
 
@@ -151,37 +174,81 @@ export class AlephSandbox extends BaseSandbox {
     return run();
   }
 
-  override ls(path: string): Promise<LsResult> {
-    return this.#derived.run(true, () => super.ls(path));
+  // deepagents' own files (large tool results, conversation history) are kept in the agent's state
+  // (agent-files.ts); everything else is the workspace's, through the sandbox.
+
+  override async ls(path: string): Promise<LsResult> {
+    if (isAgentFile(path)) return this.#agentFiles.ls(path);
+    const listed = await this.#derived.run(true, () => super.ls(path));
+    if (listed.error !== undefined || !coversAgentFiles(path)) return listed;
+    return { ...listed, files: [...(listed.files ?? []), ...(await this.#agentFiles.roots())] };
   }
 
   override read(filePath: string, offset?: number, limit?: number): Promise<ReadResult> {
+    if (isAgentFile(filePath)) return this.#agentFiles.read(filePath, offset, limit);
     return this.#derived.run(true, () => super.read(filePath, offset, limit));
   }
 
-  override grep(
+  override readRaw(filePath: string): Promise<ReadRawResult> {
+    if (isAgentFile(filePath)) return this.#agentFiles.readRaw(filePath);
+    return super.readRaw(filePath);
+  }
+
+  override async grep(
     pattern: string,
     path?: string,
     glob?: string | null,
     maxCount?: number | null,
   ): Promise<GrepResult> {
-    return this.#derived.run(true, () => super.grep(pattern, path, glob, maxCount));
+    if (isAgentFile(path)) return this.#agentFiles.grep(pattern, path, glob, maxCount);
+    const found = await this.#derived.run(true, () => super.grep(pattern, path, glob, maxCount));
+    if (found.error !== undefined || !coversAgentFiles(path)) return found;
+    const mine = await this.#agentFiles.grep(pattern, '/', glob, maxCount);
+    const matches = [...(found.matches ?? []), ...(mine.matches ?? [])];
+    return applyGrepMaxCount({ result: { ...found, matches }, maxCount });
   }
 
-  override glob(pattern: string, path?: string): Promise<GlobResult> {
+  override async glob(pattern: string, path?: string): Promise<GlobResult> {
+    if (isAgentFile(path)) return this.#agentFiles.glob(pattern, path);
     return this.#derived.run(true, () => super.glob(pattern, path));
   }
 
+  override write(filePath: string, content: string): Promise<WriteResult> {
+    if (isAgentFile(filePath)) return this.#agentFiles.write(filePath, content);
+    return super.write(filePath, content);
+  }
+
+  override edit(
+    filePath: string,
+    oldString: string,
+    newString: string,
+    replaceAll?: boolean,
+  ): Promise<EditResult> {
+    if (isAgentFile(filePath)) return this.#agentFiles.edit(filePath, oldString, newString, replaceAll);
+    return super.edit(filePath, oldString, newString, replaceAll);
+  }
+
   override delete(filePath: string): Promise<DeleteResult> {
+    if (isAgentFile(filePath)) return this.#agentFiles.delete(filePath);
     return this.#derived.run(true, () => super.delete(filePath));
   }
 
   uploadFiles(files: Array<[string, Uint8Array]>): Promise<FileUploadResponse[]> {
-    return uploadFiles(this.#held.session.files, files);
+    return splitAgentFiles(
+      files,
+      (entry) => (Array.isArray(entry) ? entry[0] : undefined),
+      (mine) => this.#agentFiles.upload(mine),
+      (rest) => uploadFiles(this.#held.session.files, rest),
+    );
   }
 
   downloadFiles(paths: string[]): Promise<FileDownloadResponse[]> {
-    return downloadFiles(this.#held.session.files, paths);
+    return splitAgentFiles(
+      paths,
+      (path) => path,
+      (mine) => this.#agentFiles.download(mine),
+      (rest) => downloadFiles(this.#held.session.files, rest),
+    );
   }
 
   /**

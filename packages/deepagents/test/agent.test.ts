@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createFakeDriver, FakeApprovalRequester, type FakeDriverOptions } from '@aleph/sandbox-core/testing';
@@ -6,6 +6,7 @@ import { AIMessage, type BaseMessage, ToolMessage } from '@langchain/core/messag
 import { fakeModel } from '@langchain/core/testing';
 import { Command, MemorySaver } from '@langchain/langgraph';
 import { createDeepAgent } from 'deepagents';
+import { tool } from 'langchain';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AlephSandbox, type AlephSandboxOptions } from '../src/index.js';
 
@@ -36,6 +37,10 @@ async function open(options: AlephSandboxOptions = {}, driverOptions: FakeDriver
 
 const pipOnly: AlephSandboxOptions['commandCapabilities'] = (command) =>
   command.startsWith('pip ') ? { network: { kind: 'allowHosts', hosts: ['pypi.org'] } } : undefined;
+
+/** A tool message's content as text (read_file answers with text blocks). */
+const text = (content: unknown) =>
+  typeof content === 'string' ? content : (content as { text?: string }[]).map((c) => c.text ?? '').join('');
 
 const toolMessages = (messages: BaseMessage[]) =>
   messages
@@ -154,5 +159,79 @@ describe.runIf(posix)(`AlephSandbox under createDeepAgent with fakeModel${POSIX_
     const signal = driver.requests[0]?.signal;
     for (let i = 0; i < 200 && signal?.aborted !== true; i++) await new Promise((r) => setTimeout(r, 10));
     expect(signal?.aborted).toBe(true);
+  });
+  it("a large result is kept in the agent's state: the model reads the notice with its preview, then reads it back", async () => {
+    const seq = `${Array.from({ length: 30000 }, (_, i) => i + 1).join('\n')}\n`;
+    const { sandbox } = await open({}, { output: { stdout: new TextEncoder().encode(seq), exitCode: 0 } });
+    const before = readdirSync(sandbox.workspace);
+    const model = fakeModel()
+      .respondWithTools([{ name: 'execute', args: { command: 'seq 1 30000' }, id: 'big1' }])
+      .respondWithTools([
+        {
+          name: 'read_file',
+          args: { file_path: '/large_tool_results/big1.txt', offset: 100, limit: 3 },
+          id: 'rb1',
+        },
+      ])
+      .respondWithTools([{ name: 'ls', args: { path: '/large_tool_results' }, id: 'lb1' }])
+      .respond(new AIMessage('done'));
+    const agent = createDeepAgent({ model, backend: sandbox });
+    const result = await agent.invoke({ messages: [{ role: 'user', content: 'go' }] });
+    const [notice, readBack, listed] = toolMessages(result.messages).map(([, content]) => text(content));
+    expect(notice).toMatch(
+      /^Tool result too large, the result of this tool call big1 was saved in the filesystem at this path: \/large_tool_results\/big1\.txt\n/,
+    );
+    expect(notice).toMatch(
+      /\n {5}1\t1\n(.|\n)*\n\.\.\. \[29992 lines truncated\] \.\.\.\n(.|\n)* 30000\t30000\n/,
+    ); // head and tail
+    expect(notice).not.toContain('permission_denied');
+    expect(readBack).toBe('@@ lines 101-103 of 30002 | next offset 103 @@\n101\n102\n103');
+    expect(listed).toContain('/large_tool_results/big1.txt');
+    // Kept in the agent's state: nothing in the workspace, nothing outside an agent run.
+    expect(readdirSync(sandbox.workspace)).toEqual(before);
+    expect((await sandbox.read('/large_tool_results/big1.txt')).error).toMatch(
+      /reachable only while an agent runs/,
+    );
+  });
+  it("conversation history offloads (upload/download in one batch with workspace files) stay in the agent's state", async () => {
+    const { sandbox } = await open();
+    const history = '/conversation_history/t1.md';
+    const notes = path.join(sandbox.workspace, 'notes.txt');
+    // What summarization does through the backend, from inside the agent's run (a tool of the agent).
+    const offload = tool(
+      async () => {
+        const up = await sandbox.uploadFiles([
+          [notes, new TextEncoder().encode('mine\n')],
+          [history, new TextEncoder().encode('## Summarized\nearlier turns\n')],
+        ]);
+        const down = await sandbox.downloadFiles([history, notes]);
+        return JSON.stringify([
+          up,
+          down.map((d) => [d.path, d.error, new TextDecoder().decode(d.content ?? undefined)]),
+        ]);
+      },
+      { name: 'offload', description: 'offload', schema: { type: 'object', properties: {} } },
+    );
+    const model = fakeModel()
+      .respondWithTools([{ name: 'offload', args: {}, id: 'o1' }])
+      .respondWithTools([{ name: 'read_file', args: { file_path: history }, id: 'h1' }])
+      .respond(new AIMessage('done'));
+    const result = await createDeepAgent({ model, backend: sandbox, tools: [offload] }).invoke({
+      messages: [{ role: 'user', content: 'go' }],
+    });
+    const [offloaded = '', readBack] = toolMessages(result.messages).map(([, content]) => text(content));
+    expect(JSON.parse(offloaded)).toEqual([
+      [
+        { path: notes, error: null },
+        { path: history, error: null },
+      ],
+      [
+        [history, null, '## Summarized\nearlier turns\n'],
+        [notes, null, 'mine\n'],
+      ],
+    ]);
+    expect(readBack).toBe('@@ lines 1-2 of 2 @@\n## Summarized\nearlier turns');
+    expect(readFileSync(notes, 'utf8')).toBe('mine\n');
+    expect(readdirSync(sandbox.workspace)).toEqual(['notes.txt']);
   });
 });

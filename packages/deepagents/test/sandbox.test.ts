@@ -1,6 +1,8 @@
 import {
+  existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
   symlinkSync,
@@ -203,6 +205,35 @@ describe.runIf(posix)(`uploadFiles and downloadFiles${POSIX_ONLY}`, () => {
       ['file_not_found', null],
       ['is_directory', null],
       ['invalid_path', null],
+    ]);
+  });
+
+  it("deepagents' own paths never reach the host: outside an agent run they are refused; near misses stay confined", async () => {
+    const { sandbox, dir } = await open();
+    const dotDot = `/large_tool_results/../..${dir}/escaped.txt`;
+    expect(
+      await sandbox.uploadFiles([
+        ['/large_tool_results/t1.txt', enc('x')],
+        [dotDot, enc('x')],
+        ['/conversation_history/h.md', enc('x')],
+        [path.join(sandbox.workspace, 'ok.txt'), enc('ok')],
+        ['//large_tool_results/t1.txt', enc('x')],
+      ]),
+    ).toEqual([
+      { path: '/large_tool_results/t1.txt', error: 'permission_denied' },
+      { path: dotDot, error: 'permission_denied' },
+      { path: '/conversation_history/h.md', error: 'permission_denied' },
+      { path: path.join(sandbox.workspace, 'ok.txt'), error: null },
+      { path: '//large_tool_results/t1.txt', error: 'permission_denied' },
+    ]);
+    expect(existsSync(path.join(dir, 'escaped.txt'))).toBe(false);
+    expect(existsSync('/large_tool_results')).toBe(false);
+    expect(readdirSync(sandbox.workspace)).toEqual(['ok.txt']);
+    expect((await sandbox.write('/large_tool_results/t2.txt', 'x')).error).toMatch(
+      /^Error: '\/large_tool_results\/t2\.txt' is deepagents' own file, kept in the agent's state: reachable only while an agent runs/,
+    );
+    expect(await sandbox.downloadFiles(['/conversation_history/h.md'])).toEqual([
+      { path: '/conversation_history/h.md', content: null, error: 'permission_denied' },
     ]);
   });
 
