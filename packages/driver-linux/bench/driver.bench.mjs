@@ -18,6 +18,7 @@ import { ApprovalGate, runBoundedProcess, WorkspaceSandbox } from '@aleph/sandbo
 import { execa } from 'execa';
 import { createLinuxDriver, resolveHelperPath } from '../dist/index.js';
 import { createForkServer } from '../dist/run/fork-server.js';
+import { interleave, median } from './interleave.mjs';
 import { checkPeer, ensurePeer, PEER_DIR, PEER_PACKAGE, PEER_VERSION, startPeer } from './peer.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
@@ -158,22 +159,7 @@ const checkRepo = await repoSandbox.execute({ sessionId: 'bench-repo', program: 
 if (check.exitCode !== 0 || checkRepo.exitCode !== 0) {
   throw new Error(`execute(/bin/true) failed: ${Buffer.from(check.stderr).toString()}`);
 }
-const samples = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
-const roundSamples = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
-for (const fn of Object.values(variants)) for (let i = 0; i < 5; i++) await fn(); // warm-up
-for (let round = 0; round < ROUNDS; round++) {
-  for (const [name, fn] of Object.entries(variants)) {
-    const xs = [];
-    for (let i = 0; i < PER_ROUND; i++) {
-      const t = performance.now();
-      await fn();
-      xs.push(performance.now() - t);
-    }
-    samples[name].push(...xs);
-    roundSamples[name].push(xs);
-  }
-}
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const { samples, rounds: roundSamples } = await interleave(variants, { rounds: ROUNDS, perRound: PER_ROUND });
 const m = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, median(v)]));
 if (peerChild?.ok) m[`peer ${PEER_PACKAGE} (setpriv child)`] = median(peerChild.samples);
 // A ratio's spread within the run: the min and max over the rounds of the ratio of the rounds' medians.

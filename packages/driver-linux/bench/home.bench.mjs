@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ApprovalGate, DEFAULT_HOME_PROTECTED_PATHS, WorkspaceSandbox } from '@aleph/sandbox-core';
 import { createLinuxDriver } from '../dist/index.js';
+import { interleave, median } from './interleave.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
 const PER_ROUND = Number(process.env.BENCH_PER_ROUND ?? 30);
@@ -102,22 +103,7 @@ for (const fn of Object.values(variants)) {
   const r = await fn();
   if (r.exitCode !== 0) throw new Error(`execute failed: ${Buffer.from(r.stderr).toString()}`);
 }
-const samples = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
-const rounds = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
-for (const fn of Object.values(variants)) for (let i = 0; i < 5; i++) await fn();
-for (let round = 0; round < ROUNDS; round++) {
-  for (const [name, fn] of Object.entries(variants)) {
-    const xs = [];
-    for (let i = 0; i < PER_ROUND; i++) {
-      const t = performance.now();
-      await fn();
-      xs.push(performance.now() - t);
-    }
-    samples[name].push(...xs);
-    rounds[name].push(xs);
-  }
-}
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const { samples, rounds } = await interleave(variants, { rounds: ROUNDS, perRound: PER_ROUND });
 const keys = Object.keys(variants);
 console.log(
   `home protection (node ${process.version}, ${os.cpus().length} cores, uid ${process.getuid()}): median of ${ROUNDS * PER_ROUND} interleaved runs`,
