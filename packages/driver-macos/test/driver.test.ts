@@ -132,6 +132,7 @@ describe.runIf(posixHost)(`run${hostNote}`, () => {
     const profile = await d.profileFor(caps, ws, { sessionId: 's', workspace: ws });
     return d
       .run({
+        runId: 'r000000000000-00000000',
         sessionId: 's',
         workspace: ws,
         program: 'true',
@@ -177,6 +178,7 @@ describe.runIf(posixHost)(`run${hostNote}`, () => {
       const profile = await d.profileFor(caps, ws, { sessionId: 's', workspace: ws });
       const error = await d
         .run({
+          runId: 'r000000000000-00000000',
           sessionId: 's',
           workspace: ws,
           program: 'true',

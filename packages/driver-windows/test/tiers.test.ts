@@ -52,6 +52,7 @@ async function run(
   const profile = await driver.profileFor(c, ws, { sessionId: 's', workspace: ws });
   try {
     const out = await driver.run({
+      runId: 'r000000000000-00000000',
       sessionId: 's',
       workspace: ws,
       program: 'tool.exe',
@@ -413,6 +414,7 @@ describe('off Windows and in the pipeline', () => {
     const profile = await driver.profileFor(caps(), ws, { sessionId: 's', workspace: ws });
     const error = await driver
       .run({
+        runId: 'r000000000000-00000000',
         sessionId: 's',
         workspace: ws,
         program: 'x',

@@ -27,6 +27,8 @@ export interface CapabilityLedgerRecord {
   readonly type: 'capability_ledger';
   /** ISO-8601 time the execution started. */
   readonly time: string;
+  /** The run's id (`details.runId` of its output; the key of `undo(runId)`), also for a refused run. */
+  readonly runId: string;
   readonly sessionId: SessionId | null;
   readonly workspace: string | null;
   readonly program: string;
@@ -74,10 +76,41 @@ export interface FileOperationRecord {
   readonly driver: string;
 }
 
+/**
+ * The audit record of every `undo` (on {@link CAPABILITY_LEDGER_CHANNEL}, told apart by `type`): which
+ * run, whether it was forced or a dry run, and what came of it.
+ */
+export interface UndoRecord {
+  readonly type: 'undo';
+  /** ISO-8601 time the undo started. */
+  readonly time: string;
+  readonly runId: string;
+  /** The session key of the run taken back (`sessionKeyToFilename`), when the run was found. */
+  readonly sessionKey: string | null;
+  readonly workspace: string | null;
+  readonly forced: boolean;
+  readonly dryRun: boolean;
+  /**
+   * `undone` (every path restored), `would-undo` (a dry run that would succeed), `refused` (conflicts,
+   * nothing touched), `error` (unknown run, undo unavailable, the driver failed).
+   */
+  readonly result: 'undone' | 'would-undo' | 'refused' | 'error';
+  readonly restored: number;
+  readonly removed: number;
+  /** The conflicts (the first 100). */
+  readonly conflicts: readonly { readonly path: string; readonly reason: string }[];
+  readonly error: { readonly code: AlephErrorCode; readonly reason: string } | null;
+  readonly durationMs: number;
+  readonly driver: string;
+}
+
 const ledgerChannel = diagnosticsChannel.channel(CAPABILITY_LEDGER_CHANNEL);
 
-/** Publishes a ledger record (an execution's or a file call's) on {@link CAPABILITY_LEDGER_CHANNEL}. */
-export function publishLedgerRecord(record: CapabilityLedgerRecord | FileOperationRecord): void {
+/**
+ * Publishes a ledger record (an execution's, a file call's or an undo's) on
+ * {@link CAPABILITY_LEDGER_CHANNEL}.
+ */
+export function publishLedgerRecord(record: CapabilityLedgerRecord | FileOperationRecord | UndoRecord): void {
   if (ledgerChannel.hasSubscribers) ledgerChannel.publish(record);
 }
 

@@ -1,4 +1,5 @@
 import type { SandboxCapabilities } from './capabilities.js';
+import type { ChangesRequest, KeptRun, UndoRequest, UndoResult } from './changes.js';
 import type { DriverFiles, FilesContext } from './files/driver-files.js';
 import type { HiddenPath } from './hidden-paths.js';
 import type { SandboxOutput } from './output.js';
@@ -118,6 +119,8 @@ export interface ProfileContext {
 
 /** Everything a driver needs to run one command. */
 export interface DriverRunRequest {
+  /** This run's id (`details.runId`): the key of its change set and of `undo(runId)`. */
+  readonly runId: string;
   readonly sessionId: SessionId;
   readonly workspace: string;
   readonly program: string;
@@ -187,6 +190,14 @@ export interface OsSandboxDriver {
    * file call fails with `ALEPH_CAPABILITY_UNSUPPORTED`: there is no unsafe fallback.
    */
   files?(context: FilesContext): DriverFiles;
+  /**
+   * Takes back run `runId` (see {@link UndoResult}): a refusal (paths changed after the run, an already
+   * undone run) is a value with `undone: false`; an unknown run throws `ALEPH_RUN_UNKNOWN`. Absent: undo is
+   * `ALEPH_UNDO_UNAVAILABLE`.
+   */
+  undo?(request: UndoRequest): Promise<UndoResult>;
+  /** The change sets kept for a workspace (newest first), or one run's. */
+  changes?(request: ChangesRequest): Promise<readonly KeptRun[]>;
   /** Prepares a freshly created session workspace (for example, ownership for a sandbox uid). */
   prepareWorkspace?(dir: string): Promise<void>;
   dispose?(): Promise<void>;

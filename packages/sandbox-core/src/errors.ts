@@ -24,6 +24,8 @@ export const ALEPH_ERROR_CODES = [
   'ALEPH_FILE_TOO_LARGE',
   'ALEPH_FILE_PERMISSION_DENIED',
   'ALEPH_INVALID_PATH',
+  'ALEPH_RUN_UNKNOWN',
+  'ALEPH_UNDO_UNAVAILABLE',
 ] as const;
 
 /** A machine-readable error code, stable across releases. */
@@ -101,7 +103,7 @@ export class InvalidInputError extends AlephError {
   readonly field: string;
   readonly value: unknown;
   constructor(
-    code: 'ALEPH_INVALID_COMMAND' | 'ALEPH_CONFIG_INVALID',
+    code: 'ALEPH_INVALID_COMMAND' | 'ALEPH_CONFIG_INVALID' | 'ALEPH_RUN_UNKNOWN',
     field: string,
     value: unknown,
     problem: string,

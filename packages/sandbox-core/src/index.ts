@@ -16,6 +16,7 @@ export {
   type JsonlAuditSinkOptions,
   PROXY_CHANNEL,
   publishLedgerRecord,
+  type UndoRecord,
 } from './audit.js';
 export {
   DEFAULT_CAPABILITIES,
@@ -31,6 +32,19 @@ export {
   SandboxCapabilitiesSchema,
   strictCapabilities,
 } from './capabilities.js';
+export {
+  type ChangesRequest,
+  changesOf,
+  changesSummary,
+  isRunId,
+  type KeptRun,
+  newRunId,
+  RUN_ID_PATTERN,
+  type RunChange,
+  type RunChanges,
+  type UndoRequest,
+  type UndoResult,
+} from './changes.js';
 export {
   parseCapabilities,
   parseSandboxCommand,
@@ -189,6 +203,7 @@ export type {
 } from './session-api.js';
 export { feedStdin, isStreamedStdin, type StdinSource } from './stdin-feed.js';
 export { refuseSystemWorkspace, systemDirectoryOf, systemDirectoryRefusal } from './system-directories.js';
+export { listChanges, type RunScope, type UndoOptions, undoRun, unknownRunError } from './undo.js';
 export {
   type SessionWorkspace,
   WorkspaceSandbox,

@@ -2,6 +2,7 @@
 // ALEPH_SANDBOX_DISABLED (audited); nothing ever runs unsandboxed.
 import { publishLedgerRecord } from './audit.js';
 import { newAuditRecord } from './audit-draft.js';
+import type { KeptRun, UndoResult } from './changes.js';
 import type { SandboxCommandInput } from './command.js';
 import { AlephError } from './errors.js';
 import type { SandboxFiles } from './files/types.js';
@@ -84,12 +85,24 @@ export class NoopSandbox implements Sandbox {
         return closed;
       },
       workspace: fail,
+      undo: fail,
+      changes: fail,
       spawn: async (command: SpawnCommandInput) => refuse(command),
       execute: async (command: SandboxCommandInput) => refuse(command),
       async close() {
         closed = true;
       },
     } as SandboxSession;
+  }
+
+  /** Rejects with `ALEPH_SANDBOX_DISABLED`: a disabled sandbox ran nothing to undo. */
+  async undo(_runId: string): Promise<UndoResult> {
+    throw this.#error();
+  }
+
+  /** Rejects with `ALEPH_SANDBOX_DISABLED`. */
+  async changes(): Promise<readonly KeptRun[]> {
+    throw this.#error();
   }
 
   async dispose(): Promise<void> {}

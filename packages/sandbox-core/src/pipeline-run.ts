@@ -154,6 +154,7 @@ export async function prepareRun(
   const profile = await ctx.driver.profileFor(caps, cwd, { sessionId: cmd.sessionId, workspace: ws.cwd });
   const stdin = cmd.stdin;
   return {
+    runId: audit.runId,
     sessionId: cmd.sessionId,
     workspace: ws.cwd,
     program: cmd.program,
@@ -208,9 +209,12 @@ export async function runPrepared(
     );
   }
   // A driver that does not know kill requests reports the handle's kill as an abort.
-  if (runtime.kill?.aborted && !runtime.signal?.aborted && output.details?.killedBy === 'abort') {
-    output = createSandboxOutput({ ...output, details: { ...output.details, killedBy: 'kill' } });
-  }
+  const killed = runtime.kill?.aborted && !runtime.signal?.aborted && output.details?.killedBy === 'abort';
+  // The pipeline's run id wins over whatever the driver put in details.runId.
+  output = createSandboxOutput({
+    ...output,
+    details: { ...output.details, ...(killed ? { killedBy: 'kill' } : {}), runId: prepared.runId },
+  });
   audit.exitCode = output.exitCode;
   audit.signal = output.signal;
   audit.timedOut = output.timedOut;

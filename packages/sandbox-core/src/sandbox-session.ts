@@ -1,5 +1,6 @@
 // The session handle (SandboxSession): spawn, execute and files bound to one session id, and close,
 // which kills what the handle started and refuses every later call.
+import type { ChangesRequest, KeptRun, UndoResult } from './changes.js';
 import type { SandboxCommandInput } from './command.js';
 import { AlephError } from './errors.js';
 import type { FilesHost } from './files/session-files.js';
@@ -10,7 +11,7 @@ import type { SandboxOutput } from './output.js';
 import type { RunRuntime } from './pipeline-run.js';
 import type { ExecuteOptions } from './sandbox.js';
 import type { Killable } from './sandbox-process.js';
-import { canonicalJson, type SessionId } from './session.js';
+import { canonicalJson, type SessionId, sessionKeyToFilename } from './session.js';
 import type {
   PipedSpawnCommandInput,
   SandboxProcess,
@@ -19,6 +20,7 @@ import type {
   SpawnOptions,
   WritableSandboxProcess,
 } from './session-api.js';
+import type { RunScope, UndoOptions } from './undo.js';
 
 /** What a session handle needs of its `WorkspaceSandbox`. */
 export interface SessionOwner {
@@ -29,6 +31,10 @@ export interface SessionOwner {
   readonly live: Set<Killable>;
   workspace(sessionId: SessionId): Promise<string>;
   execute(input: unknown, runtime: RunRuntime): Promise<SandboxOutput>;
+  /** `undo` of the sandbox, limited to `scope`'s runs. */
+  undo(runId: string, options: UndoOptions, scope: RunScope): Promise<UndoResult>;
+  /** `changes` of the sandbox, limited to `scope`'s runs. */
+  changes(request: ChangesRequest, scope: RunScope): Promise<readonly KeptRun[]>;
   spawn(
     input: unknown,
     options: SpawnOptions,
@@ -129,6 +135,24 @@ export class SessionHandle implements SandboxSession {
       this.#live.delete(entry);
       this.#owner.live.delete(entry);
     }
+  }
+
+  /** Takes back run `runId` of this session (see `Sandbox.undo`). */
+  async undo(runId: string, options: UndoOptions = {}): Promise<UndoResult> {
+    this.#assertOpen();
+    return this.#owner.undo(runId, options, { sessionKey: sessionKeyToFilename(this.sessionId) });
+  }
+
+  /** This session's kept change sets, newest first, or one run's. */
+  async changes(
+    request: { readonly runId?: string; readonly limit?: number } = {},
+  ): Promise<readonly KeptRun[]> {
+    this.#assertOpen();
+    const workspace = await this.#owner.workspace(this.sessionId);
+    return this.#owner.changes(
+      { ...request, ...(request.runId === undefined ? { workspace } : {}) },
+      { sessionKey: sessionKeyToFilename(this.sessionId) },
+    );
   }
 
   close(): Promise<void> {

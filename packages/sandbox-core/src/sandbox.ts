@@ -1,3 +1,4 @@
+import type { ChangesRequest, KeptRun, UndoResult } from './changes.js';
 import type { SandboxCommandInput } from './command.js';
 import type { SandboxOutput } from './output.js';
 import type { OutputCallback } from './runner.js';
@@ -10,6 +11,7 @@ import type {
   SpawnOptions,
   WritableSandboxProcess,
 } from './session-api.js';
+import type { UndoOptions } from './undo.js';
 
 /** Per-call runtime options that are not part of the (serialisable, audited) command. */
 export interface ExecuteOptions {
@@ -53,6 +55,21 @@ export interface Sandbox {
    * `withSession()` id, else a new random one. Optional, like {@link spawn}.
    */
   session?(sessionId?: SessionId): SandboxSession;
+  /**
+   * Takes back what run `runId` (`details.runId` of its output) changed in its writable roots: restores
+   * every path it modified or deleted, removes what it created. Refused (`undone: false`, nothing
+   * touched, `conflicts` naming the paths) when any of them changed after the run, unless `force`.
+   * Audited. Optional, like {@link spawn}.
+   *
+   * @throws {AlephError} `ALEPH_RUN_UNKNOWN` for an id that names no kept run; `ALEPH_UNDO_UNAVAILABLE`
+   *   when the driver records no changes or this run's pre-run copies were not kept.
+   */
+  undo?(runId: string, options?: UndoOptions): Promise<UndoResult>;
+  /**
+   * The kept change sets: one run's (`{ runId }`), or a workspace's newest first (`{ workspace, limit }`).
+   * Optional, like {@link spawn}.
+   */
+  changes?(request?: ChangesRequest): Promise<readonly KeptRun[]>;
   /** Releases everything the sandbox holds (proxies, sockets, temp dirs). Idempotent. */
   dispose?(): Promise<void>;
 }

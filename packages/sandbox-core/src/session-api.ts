@@ -1,12 +1,14 @@
 // The public shape of the session API: a session handle (SandboxSession), what spawn() takes
 // (SpawnCommandInput, SpawnOptions) and the process handle it gives (SandboxProcess). Implemented by
 // sandbox-session.ts and sandbox-process.ts on the WorkspaceSandbox pipeline.
+import type { KeptRun, UndoResult } from './changes.js';
 import type { SandboxCommandInput } from './command.js';
 import type { SandboxFiles } from './files/types.js';
 import type { KillSignal } from './kill-request.js';
 import type { SandboxOutput } from './output.js';
 import type { ExecuteOptions } from './sandbox.js';
 import type { SessionId } from './session.js';
+import type { UndoOptions } from './undo.js';
 
 /**
  * A command for `spawn()`: a {@link SandboxCommandInput} whose `stdin` may also be `'pipe'`, for a
@@ -122,6 +124,13 @@ export interface SandboxSession {
   execute(command: SandboxCommandInput, options?: ExecuteOptions): Promise<SandboxOutput>;
   /** The session's files (see {@link SandboxFiles}). */
   readonly files: SandboxFiles;
+  /**
+   * Takes back run `runId` of this session (see `Sandbox.undo`); a run of another session is
+   * `ALEPH_RUN_UNKNOWN`. Optional, so that older implementations still compile.
+   */
+  undo?(runId: string, options?: UndoOptions): Promise<UndoResult>;
+  /** This session's kept change sets, newest first (`limit` at most), or one run's (`runId`). Optional. */
+  changes?(request?: { readonly runId?: string; readonly limit?: number }): Promise<readonly KeptRun[]>;
   /** True once {@link close} was called (or the sandbox disposed). */
   readonly closed: boolean;
   /** Kills this handle's running processes and refuses further calls (`ALEPH_SESSION_CLOSED`). Idempotent. */

@@ -6,6 +6,7 @@
  * @packageDocumentation
  */
 export { FakeApprovalRequester, type FakeApprovalScript } from './testing/fake-approval.js';
+export { FakeChangeStore, type FakeChangesOptions } from './testing/fake-changes.js';
 export {
   createFakeDriver,
   type FakeDriver,
@@ -14,4 +15,4 @@ export {
 } from './testing/fake-driver.js';
 export { createFakeFiles } from './testing/fake-files.js';
 export { type MemoryFileCall, MemoryFiles } from './testing/memory-files.js';
-export { MockSandbox } from './testing/mock-sandbox.js';
+export { MockSandbox, type MockUndo } from './testing/mock-sandbox.js';

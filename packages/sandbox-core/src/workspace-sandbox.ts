@@ -7,6 +7,7 @@ import path from 'node:path';
 import { ApprovalGate, type ApprovalOutcome } from './approval.js';
 import { publishLedgerRecord } from './audit.js';
 import { normalizeCapabilities, type SandboxCapabilities, strictCapabilities } from './capabilities.js';
+import type { ChangesRequest, KeptRun, UndoResult } from './changes.js';
 import type { SandboxCommandInput } from './command.js';
 import { currentSession } from './context.js';
 import type { DriverCapabilityId, OsSandboxDriver } from './driver.js';
@@ -41,6 +42,7 @@ import type {
 } from './session-api.js';
 import { type SpawnDeps, spawnProcess } from './spawn-process.js';
 import { refuseSystemWorkspace } from './system-directories.js';
+import { listChanges, type UndoOptions, undoRun } from './undo.js';
 
 export type { SessionWorkspace } from './pipeline-steps.js';
 
@@ -142,6 +144,14 @@ export class WorkspaceSandbox implements Sandbox {
       live: this.#state.live,
       workspace: async (id) => (await this.forSession(id)).cwd,
       execute: (input, runtime) => this.#execute(input, runtime),
+      undo: (runId, opts, scope) => {
+        this.#assertUsable();
+        return undoRun(this.#driver, runId, opts, scope);
+      },
+      changes: (request, scope) => {
+        this.#assertUsable();
+        return listChanges(this.#driver, request, scope);
+      },
       spawn: (input, options, session) => spawnProcess(this.#ctx, this.#spawnDeps, input, options, session),
     };
   }
@@ -265,6 +275,27 @@ export class WorkspaceSandbox implements Sandbox {
   files(sessionId: SessionId): SandboxFiles {
     const id = assertSessionId(sessionId, 'sessionId');
     return createSessionFiles({ ...this.#owner.files, assertOpen: () => this.#assertUsable() }, id);
+  }
+
+  /**
+   * Takes back what run `runId` changed (see `Sandbox.undo`), with one audit record (`type: 'undo'`).
+   *
+   * @example
+   * ```ts
+   * const out = await sandbox.execute({ sessionId: 's1', program: 'rm', args: ['-r', 'src'] })
+   * const result = await sandbox.undo(String(out.details?.runId))
+   * ```
+   * @throws {AlephError} `ALEPH_RUN_UNKNOWN`, `ALEPH_UNDO_UNAVAILABLE`, `ALEPH_DISPOSED`.
+   */
+  async undo(runId: string, options: UndoOptions = {}): Promise<UndoResult> {
+    this.#assertUsable();
+    return undoRun(this.#driver, runId, options);
+  }
+
+  /** The kept change sets: one run's (`{ runId }`) or a workspace's, newest first (see `Sandbox.changes`). */
+  async changes(request: ChangesRequest = {}): Promise<readonly KeptRun[]> {
+    this.#assertUsable();
+    return listChanges(this.#driver, request);
   }
 
   /**

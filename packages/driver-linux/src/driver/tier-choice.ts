@@ -10,6 +10,7 @@ import path from 'node:path';
 import {
   DriverError,
   type DriverRunRequest,
+  newRunId,
   type ProfileContext,
   type SandboxCapabilities,
   type SandboxOutput,
@@ -204,6 +205,7 @@ export class TierChoice {
       const caps = strictCapabilities();
       const profile = await this.plans.build(tier, caps, ws, ws, undefined, hostProc);
       const out = await this.run({
+        runId: newRunId(),
         sessionId: 'aleph-preflight',
         workspace: ws,
         program: 'true',

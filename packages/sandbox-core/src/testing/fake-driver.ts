@@ -16,6 +16,7 @@ import type { HiddenPath } from '../hidden-paths.js';
 import { abortKind } from '../kill-request.js';
 import { createSandboxOutput, type SandboxOutput, type SandboxOutputFields } from '../output.js';
 import { isStreamedStdin } from '../stdin-feed.js';
+import { FakeChangeStore, type FakeChangesOptions } from './fake-changes.js';
 import { createFakeFiles } from './fake-files.js';
 
 /** What the fake driver returns for a run. */
@@ -46,6 +47,12 @@ export interface FakeDriverOptions {
   readonly runMs?: number;
   /** The file mechanism; `false` for none. Default: {@link createFakeFiles} (host paths). */
   readonly files?: DriverFiles | false;
+  /**
+   * Record each run's changes (a snapshot of the workspace tree before and after it, kept in memory):
+   * `details.changes`, and `undo`/`changes` on the driver. A run changes the workspace through its
+   * `output` function (which runs on the host). Default false: no `undo`/`changes` (undo unavailable).
+   */
+  readonly changes?: boolean | FakeChangesOptions;
 }
 
 /** A driver that spawns nothing: it counts runs and returns canned output. */
@@ -156,6 +163,10 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
   const files = options.files === false ? undefined : (options.files ?? createFakeFiles());
   let runCount = 0;
   let disposed = false;
+  const store =
+    options.changes === undefined || options.changes === false
+      ? undefined
+      : new FakeChangeStore(options.changes === true ? {} : options.changes);
   const simple = options.echoStdin !== true && (options.runMs ?? 0) <= 0;
   const driver: FakeDriver = {
     name,
@@ -194,13 +205,13 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
     async run(request: DriverRunRequest): Promise<SandboxOutput> {
       runCount++;
       if (keep) requests.push(request);
-      const streams = request.onStdout !== undefined || request.onStderr !== undefined;
-      if (simple && !streams && !isStreamedStdin(request.stdin) && !request.signal?.aborted) {
-        const spec = options.output;
-        return createSandboxOutput(typeof spec === 'function' ? await spec(request) : (spec ?? {}));
-      }
-      return fakeRun(request, options);
+      if (store === undefined) return runOnce(request);
+      const [out, changes] = await store.record(request, () => runOnce(request));
+      return createSandboxOutput({ ...out, details: { ...out.details, changes } });
     },
+    ...(store === undefined
+      ? {}
+      : { undo: (request) => store.undo(request), changes: (request) => store.changes(request) }),
     ...(files === undefined ? {} : { files: () => files }),
     async prepareWorkspace(dir: string): Promise<void> {
       prepared.push(dir);
@@ -209,5 +220,13 @@ export function createFakeDriver(options: FakeDriverOptions = {}): FakeDriver {
       disposed = true;
     },
   };
+  async function runOnce(request: DriverRunRequest): Promise<SandboxOutput> {
+    const streams = request.onStdout !== undefined || request.onStderr !== undefined;
+    if (simple && !streams && !isStreamedStdin(request.stdin) && !request.signal?.aborted) {
+      const spec = options.output;
+      return createSandboxOutput(typeof spec === 'function' ? await spec(request) : (spec ?? {}));
+    }
+    return fakeRun(request, options);
+  }
   return driver;
 }

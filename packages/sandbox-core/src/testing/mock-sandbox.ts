@@ -1,5 +1,12 @@
 // MockSandbox: records every command (execute and spawn) and answers with canned output; its sessions
 // keep their files in memory. For testing code that uses a Sandbox (tools, adapters), with no driver.
+import {
+  type ChangesRequest,
+  type KeptRun,
+  newRunId,
+  type UndoRequest,
+  type UndoResult,
+} from '../changes.js';
 import { parseSandboxCommand, type SandboxCommand, type SandboxCommandInput } from '../command.js';
 import { currentSession } from '../context.js';
 import type { DriverRunRequest } from '../driver.js';
@@ -16,11 +23,13 @@ import type {
   SpawnOptions,
   WritableSandboxProcess,
 } from '../session-api.js';
+import { type UndoOptions, undoRun, unknownRunError } from '../undo.js';
 import { createFakeDriver, type FakeOutput } from './fake-driver.js';
 import { MemoryFiles } from './memory-files.js';
 
-function requestOf(command: SandboxCommand): DriverRunRequest {
+function requestOf(command: SandboxCommand, runId: string): DriverRunRequest {
   return {
+    runId,
     sessionId: command.sessionId,
     workspace: '',
     program: command.program,
@@ -34,6 +43,9 @@ function requestOf(command: SandboxCommand): DriverRunRequest {
     maxOutputBytes: 1024 * 1024,
   };
 }
+
+/** How a {@link MockSandbox} answers an undo of one of its runs. */
+export type MockUndo = (request: UndoRequest) => UndoResult | Promise<UndoResult>;
 
 /**
  * Records every command and returns canned output, for testing exec-class tools (the spec's
@@ -51,11 +63,24 @@ export class MockSandbox implements Sandbox {
   readonly commands: SandboxCommand[] = [];
   /** The in-memory files of each session, by `sessionKeyToFilename(id)`. */
   readonly sessionFiles = new Map<string, MemoryFiles>();
+  /** The run id of each recorded command (`details.runId` of its output), in order. */
+  readonly runIds: string[] = [];
+  /** Every undo asked of the mock, in order. */
+  readonly undoRequests: UndoRequest[] = [];
   readonly #output: FakeOutput;
   readonly #driver: ReturnType<typeof createFakeDriver>;
+  readonly #undo: MockUndo | undefined;
 
-  constructor(output: FakeOutput = {}, options: { readonly echoStdin?: boolean } = {}) {
+  /**
+   * `options.undo` answers `undo(runId)` for a run id the mock gave out (another id is
+   * `ALEPH_RUN_UNKNOWN`); without it undo is `ALEPH_UNDO_UNAVAILABLE`, as on a driver that records nothing.
+   */
+  constructor(
+    output: FakeOutput = {},
+    options: { readonly echoStdin?: boolean; readonly undo?: MockUndo } = {},
+  ) {
     this.#output = output;
+    this.#undo = options.undo;
     this.#driver = createFakeDriver({
       output,
       keepRequests: false,
@@ -67,9 +92,38 @@ export class MockSandbox implements Sandbox {
   async execute(input: SandboxCommandInput, _options?: ExecuteOptions): Promise<SandboxOutput> {
     const command = parseSandboxCommand(input, currentSession());
     this.commands.push(command);
+    const runId = newRunId();
+    this.runIds.push(runId);
     const spec = this.#output;
-    if (typeof spec === 'function') return createSandboxOutput(await spec(requestOf(command)));
-    return createSandboxOutput(spec);
+    const fields = typeof spec === 'function' ? await spec(requestOf(command, runId)) : spec;
+    return createSandboxOutput({ ...fields, details: { ...fields.details, runId } });
+  }
+
+  /** Records the request and answers with `options.undo` (see the constructor). */
+  async undo(runId: string, options: UndoOptions = {}): Promise<UndoResult> {
+    const answer = this.#undo;
+    const known = this.runIds;
+    const requests = this.undoRequests;
+    const driver = {
+      ...this.#driver,
+      name: 'mock',
+      ...(answer === undefined
+        ? {}
+        : {
+            async undo(request: UndoRequest): Promise<UndoResult> {
+              requests.push(request);
+              if (!known.includes(request.runId)) throw unknownRunError(request.runId);
+              return answer(request);
+            },
+          }),
+    };
+    return undoRun(driver, runId, options);
+  }
+
+  /** No change sets are kept by the mock: `[]` for a workspace, `ALEPH_RUN_UNKNOWN` for a run. */
+  async changes(request: ChangesRequest = {}): Promise<readonly KeptRun[]> {
+    if (request.runId !== undefined) throw unknownRunError(request.runId);
+    return [];
   }
 
   spawn(command: PipedSpawnCommandInput, options?: SpawnOptions): Promise<WritableSandboxProcess>;
@@ -79,12 +133,14 @@ export class MockSandbox implements Sandbox {
     const { stdin: _stdin, ...rest } = input;
     const command = parseSandboxCommand(piped ? rest : input, currentSession());
     this.commands.push(command);
+    const runId = newRunId();
+    this.runIds.push(runId);
     const handle = new ProcessHandle(command.sessionId, piped);
     const signal =
       options.signal === undefined ? handle.killSignal : AbortSignal.any([options.signal, handle.killSignal]);
     const result = this.#driver
       .run({
-        ...requestOf(command),
+        ...requestOf(command, runId),
         ...(handle.channel === undefined ? {} : { stdin: handle.channel }),
         signal,
         onStdout: handle.out.push,
@@ -96,7 +152,7 @@ export class MockSandbox implements Sandbox {
             cause: options.signal.reason,
           });
         }
-        return out;
+        return createSandboxOutput({ ...out, details: { ...out.details, runId } });
       });
     handle.start(result, () => {});
     return handle;
@@ -158,6 +214,18 @@ class MockSession implements SandboxSession {
   async execute(command: SandboxCommandInput, options?: ExecuteOptions): Promise<SandboxOutput> {
     this.#open();
     return this.mock.execute({ ...command, sessionId: this.sessionId }, options);
+  }
+
+  async undo(runId: string, options?: UndoOptions): Promise<UndoResult> {
+    this.#open();
+    return this.mock.undo(runId, options);
+  }
+
+  async changes(
+    request: { readonly runId?: string; readonly limit?: number } = {},
+  ): Promise<readonly KeptRun[]> {
+    this.#open();
+    return this.mock.changes(request);
   }
 
   async close(): Promise<void> {
