@@ -93,7 +93,7 @@ export const RUN_ID_PATTERN = /^r[0-9a-z]{12}-[0-9a-f]{8}$/;
  *
  * @example
  * ```ts
- * newRunId() // 'r00mip4x1k2b-9c0e77a1'
+ * newRunId() // 'r0000mip8nx2k-9c0e77a1'
  * ```
  */
 export function newRunId(now: number = Date.now()): string {

@@ -36,7 +36,7 @@ function checkRunId(runId: unknown): string {
   if (!isRunId(runId)) {
     throw unknownRunError(
       runId,
-      'is not a run id (r, 12 base36 digits, "-", 8 hex digits, e.g. r00mip4x1k2b-9c0e77a1)',
+      'is not a run id (r, 12 base36 digits, "-", 8 hex digits, e.g. r0000mip8nx2k-9c0e77a1)',
     );
   }
   return runId;

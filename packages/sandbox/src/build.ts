@@ -4,9 +4,11 @@ import {
   ApprovalGate,
   type ApprovalRequester,
   type AuditSink,
+  type ChangesRequest,
   createJsonlAuditSink,
   DriverError,
   type ExecuteOptions,
+  type KeptRun,
   NoopSandbox,
   type OsSandboxDriver,
   type PipedSpawnCommandInput,
@@ -22,6 +24,8 @@ import {
   type SessionId,
   type SpawnCommandInput,
   type SpawnOptions,
+  type UndoOptions,
+  type UndoResult,
   WorkspaceSandbox,
   type WritableSandboxProcess,
 } from '@aleph/sandbox-core';
@@ -68,6 +72,13 @@ export interface AlephSandbox extends Sandbox {
   session(sessionId?: SessionId): SandboxSession;
   /** The files of a session, confined to its workspace and grants (see `SandboxFiles`). */
   files(sessionId: SessionId): SandboxFiles;
+  /**
+   * Takes back what run `runId` (`details.runId`) changed; refused with the conflicting paths when they
+   * changed since, unless `force` (see `WorkspaceSandbox.undo`). Audited.
+   */
+  undo(runId: string, options?: UndoOptions): Promise<UndoResult>;
+  /** The kept change sets: one run's (`{ runId }`) or a workspace's, newest first. */
+  changes(request?: ChangesRequest): Promise<readonly KeptRun[]>;
   /** Releases the proxies, sockets and audit sink; using the sandbox afterwards is an error. */
   dispose(): Promise<void>;
   readonly config: AlephConfig;
@@ -105,6 +116,12 @@ async function platformDriver(
       ...(config.linux.maxFileMb === undefined ? {} : { maxFileMb: config.linux.maxFileMb }),
       ...(config.linux.tmpfsSizeMb === undefined ? {} : { tmpfsSizeMb: config.linux.tmpfsSizeMb }),
       minimumTier: config.linux.minimumTier,
+      changes: {
+        enabled: config.changes.enabled,
+        maxBytes: config.changes.maxBytes,
+        maxFileBytes: config.changes.maxFileBytes,
+        keepOnDispose: config.changes.keepOnDispose,
+      },
       ...(config.linux.cpuQuotaPercent === undefined
         ? {}
         : { cpuQuotaPercent: config.linux.cpuQuotaPercent }),
@@ -182,6 +199,8 @@ export async function buildSandbox(
       spawn: ((command: SpawnCommandInput) => noop.spawn(command)) as AlephSandbox['spawn'],
       session: (sessionId) => noop.session(sessionId),
       files: (sessionId) => noop.session(sessionId).files,
+      undo: (runId) => noop.undo(runId),
+      changes: () => noop.changes(),
       async dispose() {
         disposed = true;
       },
@@ -239,6 +258,8 @@ export async function buildSandbox(
       pipeline.spawn(command, spawnOptions)) as AlephSandbox['spawn'],
     session: (sessionId) => pipeline.session(sessionId),
     files: (sessionId) => pipeline.files(sessionId),
+    undo: (runId, undoOptions) => pipeline.undo(runId, undoOptions),
+    changes: (request) => pipeline.changes(request),
     dispose() {
       disposing ??= (async () => {
         await pipeline.dispose();

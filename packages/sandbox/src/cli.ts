@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 /**
  * The `aleph-sandbox` command: dispatches to one module per subcommand (`cli/run.ts`, `profile.ts`,
- * `mcp.ts`, `doctor.ts`, `policy.ts`, `proxy.ts`, `build-helper.ts`), prints help and the version, and turns what a subcommand throws
+ * `mcp.ts`, `doctor.ts`, `undo.ts`, `changes.ts`, `policy.ts`, `proxy.ts`, `build-helper.ts`), prints help and the version, and turns what a subcommand throws
  * into one line on stderr and an exit code (2 for usage and config errors, 125 otherwise).
  */
 import { createRequire } from 'node:module';
 import { constants as osConstants } from 'node:os';
 import type { AlephError } from '@aleph/sandbox-core';
 import { buildHelper } from './cli/build-helper.js';
+import { changes } from './cli/changes.js';
 import { doctor } from './cli/doctor.js';
 import { HELP, UsageError } from './cli/help.js';
 import { mcp } from './cli/mcp.js';
@@ -16,6 +17,7 @@ import { profile } from './cli/profile.js';
 import { proxy } from './cli/proxy.js';
 import { run } from './cli/run.js';
 import { stdoutGone } from './cli/stdout-gone.js';
+import { undo } from './cli/undo.js';
 import { unknownOption } from './cli/unknown-option.js';
 
 async function main(argv: string[]): Promise<number> {
@@ -35,6 +37,10 @@ async function main(argv: string[]): Promise<number> {
       return proxy(rest);
     case 'build-helper':
       return buildHelper(rest);
+    case 'undo':
+      return undo(rest);
+    case 'changes':
+      return changes(rest);
     case undefined:
     case 'help':
     case '--help':
@@ -49,7 +55,7 @@ async function main(argv: string[]): Promise<number> {
     }
     default:
       throw new UsageError(
-        `unknown command ${JSON.stringify(command)}; use run, profile, mcp, doctor, policy, proxy or build-helper (see --help)`,
+        `unknown command ${JSON.stringify(command)}; use run, profile, mcp, doctor, undo, changes, policy, proxy or build-helper (see --help)`,
       );
   }
 }

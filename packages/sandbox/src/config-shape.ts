@@ -73,9 +73,24 @@ export interface AlephConfig {
     readonly maxProcesses: number;
   };
   readonly audit: { readonly jsonlPath?: string };
+  /** `[sandbox.changes]`: each run's change set and undo. */
+  readonly changes: ChangesConfig;
   /** The file this came from, if any. */
   readonly source?: string;
 }
+
+/** `[sandbox.changes]` as the sandbox uses it (sizes in bytes). */
+export interface ChangesConfig {
+  readonly enabled: boolean;
+  /** Per-session budget of pre-run copies, in bytes. */
+  readonly maxBytes: number;
+  /** Largest file copied before a run, in bytes. */
+  readonly maxFileBytes: number;
+  /** Keep a session's change sets when its sandbox is disposed. */
+  readonly keepOnDispose: boolean;
+}
+
+const MIB = 1024 * 1024;
 
 /** The default config path: `~/.aleph/config.toml`. */
 export const DEFAULT_CONFIG_PATH = path.join(os.homedir(), '.aleph', 'config.toml');
@@ -144,6 +159,12 @@ export function toConfig(file: FileConfig, home: string, source?: string): Aleph
       maxProcesses: file.windows.max_processes,
     },
     audit: file.audit.jsonl_path === undefined ? {} : { jsonlPath: abs(file.audit.jsonl_path) },
+    changes: {
+      enabled: file.changes.enabled,
+      maxBytes: file.changes.max_mb * MIB,
+      maxFileBytes: file.changes.max_file_mb * MIB,
+      keepOnDispose: file.changes.keep_on_dispose,
+    },
     ...(source === undefined ? {} : { source }),
   };
 }

@@ -2,6 +2,7 @@ import os from 'node:os';
 import { parseParentProxy, parsePattern } from '@aleph/proxy';
 import { DEFAULT_PROTECTED_PATHS, InvalidInputError } from '@aleph/sandbox-core';
 import { z } from 'zod';
+import { ChangesTableSchema } from './config-changes.js';
 import { type AlephConfig, toConfig } from './config-shape.js';
 
 const positiveInt = (what: string, example: number) =>
@@ -299,6 +300,7 @@ export const ConfigFileSchema = z
           })
           .strict()
           .prefault({}),
+        changes: ChangesTableSchema,
       })
       .strict()
       .prefault({}),

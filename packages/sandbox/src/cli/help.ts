@@ -1,4 +1,5 @@
 /** What `aleph-sandbox --help` and `<command> --help` print, and the usage error every subcommand throws. */
+import { CHANGES_HELP, UNDO_HELP } from './changes-help.js';
 
 export const HELP: Record<string, string> = {
   main: `aleph-sandbox: run commands inside the Aleph sandbox
@@ -7,6 +8,8 @@ Usage:
   aleph-sandbox run [run flags] -- PROGRAM [ARGS...]     run a command in a session workspace
   aleph-sandbox profile [run flags] -- PROGRAM [ARGS...] print the sandbox plan, run nothing
   aleph-sandbox mcp [run flags]                          an MCP server on stdio (needs @aleph/mcp)
+  aleph-sandbox undo RUN_ID | --last N --workspace DIR   take back what a run changed
+  aleph-sandbox changes [RUN_ID] [--workspace DIR]       what runs changed (kept change sets)
   aleph-sandbox doctor [--json] [--config FILE]          what this host can enforce, and fixes
   aleph-sandbox policy check ...                         the command filter (see aleph-policy --help)
   aleph-sandbox proxy ...                                the egress proxy (see aleph-proxy --help)
@@ -38,7 +41,9 @@ Flags:
   --config FILE        config file (default ~/.aleph/config.toml)
 
 What the sandbox refused while the command ran (a host, a port, a name, a private address) is printed on
-stderr after its output, each with what would allow it (in --json: details.denials).
+stderr after its output, each with what would allow it (in --json: details.denials). A run that changed
+files says so on stderr too, with its run id and how to take it back ("changes: 3 created, 1 modified
+(run r…; undo: aleph-sandbox undo r…)"; in --json: details.runId and details.changes).
 
 Exit codes: the command's own; 124 timeout; 128+N signal; 2 usage or config error;
 125 the sandbox could not run it; 126 denied (command policy, capability, rate limit).`,
@@ -80,6 +85,8 @@ Reports the driver for this host, each enforcement mechanism as it behaved when 
 Landlock, user namespaces, cgroups, each tier running a sandboxed \`true\`), the tier in use, what it does not
 enforce, and for anything missing the exact command that fixes it, and the names of [sandbox.network] allow that resolve
 to a private address. "ready" only after a command ran sandboxed.`,
+  undo: UNDO_HELP,
+  changes: CHANGES_HELP,
   'build-helper': `aleph-sandbox build-helper
 
 Builds the Linux sandbox helper from the C source @aleph/driver-linux ships, for a machine no prebuilt

@@ -6,6 +6,7 @@
 import { constants as osConstants } from 'node:os';
 import type { AlephError, ApprovalRequester, SandboxOutput } from '@aleph/sandbox-core';
 import { afterRunNotice } from './after-run-notice.js';
+import { changesLine } from './changes-text.js';
 import { loadSandboxModules, makeWorkspaceDir, parseRun, type RunPlan, resolveCwd } from './run-flags.js';
 import { requireStateDir } from './state-dir.js';
 import { readStdin, stdinIsTerminal } from './stdin.js';
@@ -149,6 +150,8 @@ async function execute(
   );
   if (json) process.stdout.write(`${JSON.stringify(out)}\n`);
   else printDenials(out);
+  const changed = json ? undefined : changesLine(out.details);
+  if (changed !== undefined) process.stderr.write(changed);
   if (!json && (out.stdoutTruncated || out.stderrTruncated)) {
     process.stderr.write('aleph-sandbox: output beyond the budget was not kept (it was streamed)\n');
   }

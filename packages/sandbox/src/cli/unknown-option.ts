@@ -1,5 +1,7 @@
 /** The typo hint for an unknown option: Node's "Unknown option" message, with the option meant if one is close. */
+import { CHANGES_OPTIONS } from './changes.js';
 import { RUN_OPTIONS } from './run-flags.js';
+import { UNDO_OPTIONS } from './undo.js';
 
 /** The options each subcommand knows. */
 const KNOWN_OPTIONS: Record<string, readonly string[]> = {
@@ -7,6 +9,8 @@ const KNOWN_OPTIONS: Record<string, readonly string[]> = {
   run: Object.keys(RUN_OPTIONS),
   profile: Object.keys(RUN_OPTIONS),
   mcp: Object.keys(RUN_OPTIONS),
+  undo: Object.keys(UNDO_OPTIONS),
+  changes: Object.keys(CHANGES_OPTIONS),
 };
 
 /** Edit distance, for suggesting the option a typo meant. */
