@@ -1,7 +1,8 @@
 /**
  * The Aleph MCP server: one sandbox, one session per connection (more when the client names them), the
- * seven tools, the two resources, and approval through the client. `close()` releases everything it made:
- * the processes still running are killed, the sandbox disposed, a scratch workspace removed.
+ * nine tools (execute, six file tools, undo, changes), the two resources, and approval through the
+ * client. `close()` releases everything it made: the processes still running are killed, the sandbox
+ * disposed, a scratch workspace removed.
  */
 import { createRequire } from 'node:module';
 import { type AlephSandbox, buildSandbox, DEFAULT_CONFIG_PATH } from '@aleph/sandbox';
@@ -15,6 +16,7 @@ import { registerResources } from './resources.js';
 import { SessionRegistry } from './sessions.js';
 import { registerExecute } from './tools/execute.js';
 import { registerFileTools } from './tools/files.js';
+import { registerUndoTools } from './tools/undo.js';
 
 /** A built server: connect it to a transport (stdio for `aleph-sandbox mcp`), close it when done. */
 export interface AlephMcpServer {
@@ -85,6 +87,7 @@ export async function createAlephMcpServer(options: AlephMcpServerOptions): Prom
   server.server.oninitialized = () => void server.server.ping().catch(() => {});
   registerExecute(ctx);
   registerFileTools(ctx);
+  registerUndoTools(ctx);
   const audit = registerResources(ctx);
   let closing: Promise<void> | undefined;
   return {

@@ -3,12 +3,22 @@ import { describe, expect, it } from 'vitest';
 import { connect, encode, textOf } from './connect.js';
 
 describe('tools/list', () => {
-  it('lists the seven tools with the argument names of the contract', async () => {
+  it('lists the nine tools with the argument names of the contract', async () => {
     const { client } = await connect();
     const { tools } = await client.listTools();
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
     expect(Object.keys(byName).sort()).toEqual(
-      ['delete_file', 'edit_file', 'execute', 'list_directory', 'read_file', 'stat', 'write_file'].sort(),
+      [
+        'changes',
+        'delete_file',
+        'edit_file',
+        'execute',
+        'list_directory',
+        'read_file',
+        'stat',
+        'undo',
+        'write_file',
+      ].sort(),
     );
     const props = (name: string) => Object.keys(byName[name]?.inputSchema.properties ?? {});
     expect(props('execute')).toEqual(

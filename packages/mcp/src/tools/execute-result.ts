@@ -17,6 +17,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { RefusalKind } from '../approval.js';
 import { grantHints, grantInstructions } from '../grant-hints.js';
+import { changeLines, runFields } from './execute-changes.js';
 import type { ExecuteResult } from './execute-schema.js';
 
 /** What rendering a result needs of the server. */
@@ -100,6 +101,7 @@ export function outputResult(out: SandboxOutput, ctx: ResultContext): CallToolRe
     denials,
     session,
     ...(typeof details.tier === 'string' ? { tier: details.tier } : {}),
+    ...runFields(details),
   };
   const ended =
     status === 'timedOut'
@@ -115,6 +117,7 @@ export function outputResult(out: SandboxOutput, ctx: ResultContext): CallToolRe
     ...block('stderr', result.stderr, result.stderrTruncated),
     ...denialLines(denials),
     ...networkAllowLines(denials, ctx),
+    ...changeLines(result),
   ];
   return textResult(result, text, false);
 }

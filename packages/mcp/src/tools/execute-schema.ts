@@ -114,6 +114,32 @@ export const DenialOutput = z.object({
   allowWith: z.string(),
 });
 
+/** `details.changes` of a run: what it created, modified, deleted and renamed in its writable roots. */
+export const ChangesOutput = z.object({
+  recorded: z.boolean(),
+  reason: z.string().optional(),
+  undoable: z.boolean(),
+  undoRefusal: z.string().optional(),
+  counts: z.object({
+    created: z.number(),
+    modified: z.number(),
+    deleted: z.number(),
+    renamed: z.number(),
+    quarantined: z.number(),
+  }),
+  entries: z.array(
+    z.object({
+      op: z.enum(['created', 'modified', 'deleted', 'renamed']),
+      path: z.string(),
+      from: z.string().optional(),
+      type: z.enum(['file', 'directory', 'symlink', 'other']),
+      what: z.array(z.enum(['content', 'mode', 'owner', 'target'])).optional(),
+      quarantined: z.literal(true).optional(),
+    }),
+  ),
+  truncated: z.boolean(),
+});
+
 /** The structured result of `execute`, the same shape whether the command ran or was refused. */
 export const ExecuteOutput = z.object({
   /** `completed`: ran to an exit code or a signal; `timedOut`; `killed` (the session closed); `denied`: never ran. */
@@ -139,6 +165,10 @@ export const ExecuteOutput = z.object({
     .optional(),
   /** The enforcement tier the command ran in (what it does not enforce: the aleph://doctor resource). */
   tier: z.string().optional(),
+  /** The run's id (it ran): what the `undo` and `changes` tools take. */
+  runId: z.string().optional(),
+  /** What the run changed, when the sandbox records it. */
+  changes: ChangesOutput.optional(),
 });
 
 export type ExecuteResult = z.infer<typeof ExecuteOutput>;

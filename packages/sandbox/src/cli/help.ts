@@ -51,7 +51,7 @@ Exit codes: the command's own; 124 timeout; 128+N signal; 2 usage or config erro
 
 Serves MCP on stdin/stdout for an MCP client (Claude Desktop, Claude Code, Cursor, VS Code, ...): the
 tools execute, read_file, write_file, edit_file, list_directory, stat and delete_file run in one sandbox
-session per connection; the resources aleph://audit and aleph://doctor show its audit records and what
+session per connection (undo and changes take back or show what a command changed); the resources aleph://audit and aleph://doctor show its audit records and what
 this host enforces. Requests beyond the baseline are asked of the user through the client (MCP
 elicitation); a client that cannot ask gets a result naming the flag or config line that would allow it.
 Needs the @aleph/mcp package (npm install @aleph/mcp); \`npx -y @aleph/mcp [run flags]\` is the same server.
