@@ -10,7 +10,17 @@ import type {
   Experimental_SandboxSpawnOptionsWithStdin as AiSpawnOptionsWithStdin,
   Experimental_WritableSandboxProcess as AiWritableProcess,
 } from '@ai-sdk/provider-utils';
-import { type AdapterSessionOptions, AlephError, openAdapterSession, type SessionId } from '@aleph/sandbox';
+import {
+  type AdapterSessionOptions,
+  AlephError,
+  changesInSession,
+  type KeptRun,
+  openAdapterSession,
+  type SessionId,
+  type UndoOptions,
+  type UndoResult,
+  undoInSession,
+} from '@aleph/sandbox';
 import { fileMembers } from './files.js';
 import { register } from './internal/registry.js';
 import { runCommand, spawnCommand } from './process.js';
@@ -27,6 +37,14 @@ export interface AlephSandboxSession extends AiSandboxSession {
   readonly sessionId: SessionId;
   /** The workspace directory (real path): where commands start and relative paths resolve. */
   readonly workspace: string;
+  /**
+   * Takes back what one of this session's commands changed (its run id: the shell tool's `runId`, or the
+   * `aleph-sandbox: changes: … (run r…)` line of its stderr). Refused (`undone: false`, nothing touched,
+   * `conflicts` naming the paths) when they changed since, unless `force`.
+   */
+  undo(runId: string, options?: UndoOptions): Promise<UndoResult>;
+  /** This session's kept change sets, newest first, or one run's (`{ runId }`). */
+  changes(request?: { readonly runId?: string; readonly limit?: number }): Promise<readonly KeptRun[]>;
   /** Kills what the session still runs and releases the sandbox (proxies, sockets). Idempotent. */
   close(): Promise<void>;
 }
@@ -81,6 +99,8 @@ export async function createAlephSandboxSession(
     ) as typeof files),
     spawn,
     run: open(async (o: AiRunOptions) => (await runCommand(held, o)).result),
+    undo: open((runId: string, o?: UndoOptions) => undoInSession(held.session, runId, o)),
+    changes: open((request?: { runId?: string; limit?: number }) => changesInSession(held.session, request)),
     close: () => {
       closed = true;
       return held.close();

@@ -7,7 +7,15 @@
 // streamed as preliminary results while the command runs; the final result has the exit code.
 import type { ModelMessage } from '@ai-sdk/provider-utils';
 import type { AdapterSession, SandboxProcess } from '@aleph/sandbox';
-import { denialsOf, isAlephError, outputNotes, shellExitCode } from '@aleph/sandbox';
+import {
+  changeCountsOf,
+  denialsOf,
+  isAlephError,
+  outputNotes,
+  runIdOf,
+  type SandboxOutput,
+  shellExitCode,
+} from '@aleph/sandbox';
 import { type Tool, tool } from 'ai';
 import { z } from 'zod';
 import { adapterOf } from './internal/registry.js';
@@ -63,6 +71,13 @@ export interface AlephShellOutput {
   truncated?: true;
   /** The sandbox's own refusals while it ran (`details.denials`): what was refused, what would allow it. */
   denials?: { kind: string; target: string; reason: string; allowWith: string }[];
+  /**
+   * For a run that changed files: its id (`details.runId`), what `session.undo(runId)` and
+   * `aleph-sandbox undo` take.
+   */
+  runId?: string;
+  /** For a run that changed files: how many paths it created, modified, deleted, renamed, set aside. */
+  changes?: { created: number; modified: number; deleted: number; renamed: number; quarantined: number };
 }
 
 /** Options of {@link createAlephShellTool}. */
@@ -182,7 +197,17 @@ async function finish(
     ...(out.timedOut ? { timedOut: true as const } : {}),
     ...(kept.truncated || out.stdoutTruncated || out.stderrTruncated ? { truncated: true as const } : {}),
     ...(denials.length === 0 ? {} : { denials: denials.map((d) => ({ ...d })) }),
+    ...runFieldsOf(out),
   };
+}
+
+/** `runId` and `changes` of a finished run that changed something, for the tool's result. */
+function runFieldsOf(out: SandboxOutput): Pick<AlephShellOutput, 'runId' | 'changes'> {
+  const runId = runIdOf(out);
+  const changes = changeCountsOf(out);
+  if (runId === undefined || changes === undefined) return {};
+  const n = changes.created + changes.modified + changes.deleted + changes.renamed + changes.quarantined;
+  return n === 0 ? {} : { runId, changes };
 }
 
 /**

@@ -9,6 +9,7 @@ import {
   type SandboxDenial,
   type SandboxOutput,
 } from '@aleph/sandbox-core';
+import { changeNote } from './adapter-changes.js';
 import type { AlephConfig } from './config-shape.js';
 
 /** What {@link describeAdapterSandbox} describes. */
@@ -65,8 +66,8 @@ export function denialsOf(out: SandboxOutput): SandboxDenial[] {
 }
 
 /**
- * Lines to show after a command's output: the timeout, output beyond the budget, a kill, and each of the
- * sandbox's refusals with what would allow it.
+ * Lines to show after a command's output: the timeout, output beyond the budget, a kill, each of the
+ * sandbox's refusals with what would allow it, and what the run changed with its run id (`changeNote`).
  */
 export function outputNotes(out: SandboxOutput, timeoutSeconds?: number): string[] {
   const notes: string[] = [];
@@ -83,6 +84,8 @@ export function outputNotes(out: SandboxOutput, timeoutSeconds?: number): string
   for (const d of denialsOf(out)) {
     notes.push(`aleph-sandbox: denied ${d.kind} ${d.target} (${d.reason}); allowed with ${d.allowWith}`);
   }
+  const changed = changeNote(out);
+  if (changed !== undefined) notes.push(`aleph-sandbox: ${changed}`);
   return notes;
 }
 

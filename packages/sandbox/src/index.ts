@@ -14,6 +14,7 @@ export {
   type FileStat,
   type FileType,
   isAlephError,
+  type KeptRun,
   type KillOptions,
   type KillReason,
   type KillSignal,
@@ -21,6 +22,8 @@ export {
   type ReadFileOptions,
   type ReadFileStreamOptions,
   type ReadTextFileOptions,
+  type RunChange,
+  type RunChanges,
   type Sandbox,
   type SandboxCommandInput,
   type SandboxDenial,
@@ -32,11 +35,20 @@ export {
   type SpawnCommandInput,
   type SpawnOptions,
   type StatOptions,
+  type UndoOptions,
+  type UndoResult,
   type WritableSandboxProcess,
   type WriteFileContent,
   type WriteFileOptions,
   withSession,
 } from '@aleph/sandbox-core';
+export {
+  changeCountsOf,
+  changeNote,
+  changesInSession,
+  runIdOf,
+  undoInSession,
+} from './adapter-changes.js';
 export {
   ADAPTER_OPTION_KEYS,
   type AdapterSessionOptions,
