@@ -9,8 +9,13 @@ import {
   type AdapterSession,
   type AdapterSessionOptions,
   type CapabilityRequest,
+  changesInSession,
+  type KeptRun,
   openAdapterSession,
   type SessionId,
+  type UndoOptions,
+  type UndoResult,
+  undoInSession,
 } from '@aleph/sandbox';
 import { canonicalJson, InvalidInputError, type SandboxCapabilities } from '@aleph/sandbox-core';
 import {
@@ -139,6 +144,20 @@ export class AlephSandbox extends BaseSandbox {
       throw error;
     }
     return new AlephSandbox(held, commandCapabilities);
+  }
+
+  /**
+   * Takes back what one of this sandbox's commands changed: `runId` is the run id the `execute` result
+   * names (`aleph-sandbox: changes: … (run r…)`). Refused (`undone: false`, nothing touched, `conflicts`
+   * naming the paths) when they changed since, unless `force`.
+   */
+  undo(runId: string, options?: UndoOptions): Promise<UndoResult> {
+    return undoInSession(this.#held.session, runId, options);
+  }
+
+  /** This sandbox's kept change sets, newest first, or one run's (`{ runId }`). */
+  changes(request?: { readonly runId?: string; readonly limit?: number }): Promise<readonly KeptRun[]> {
+    return changesInSession(this.#held.session, request);
   }
 
   /** What a command of the `execute` tool asks for: the baseline and `commandCapabilities`. */

@@ -3,7 +3,7 @@
 // sandbox's own words for a denial, a timeout or a kill, with what would allow it.
 import { randomBytes } from 'node:crypto';
 import { constants as osConstants } from 'node:os';
-import type { SandboxDenial, SandboxOutput } from '@aleph/sandbox';
+import { changeNote, type SandboxDenial, type SandboxOutput } from '@aleph/sandbox';
 import type { SandboxExecResult } from '@openai/agents/sandbox';
 
 const BYTES_PER_TOKEN = 4;
@@ -77,7 +77,10 @@ export function exitCodeOf(out: SandboxOutput): number {
   return n === undefined ? 1 : 128 + n;
 }
 
-/** The sandbox's notes on how a run ended, for the model: timeout, kill, and each refusal it made. */
+/**
+ * The sandbox's notes on how a run ended, for the model: timeout, kill, each refusal it made, and what it
+ * changed with its run id.
+ */
 export function sandboxNotes(out: SandboxOutput, timeoutSeconds: number): string[] {
   const notes: string[] = [];
   const killedBy = out.details?.killedBy;
@@ -96,6 +99,8 @@ export function sandboxNotes(out: SandboxOutput, timeoutSeconds: number): string
       notes.push(`[aleph] denied ${d.kind} ${d.target}: ${d.reason}; allowed with ${d.allowWith}`);
     }
   }
+  const changed = changeNote(out);
+  if (changed !== undefined) notes.push(`[aleph] ${changed}`);
   return notes;
 }
 

@@ -1,7 +1,14 @@
 // AlephSandboxSession: the SandboxSession the Agents SDK's capabilities use, on an Aleph session handle.
 // Commands go through session.spawn() (policy, capabilities and approval, audit, the OS sandbox); files
 // through session.files (resolved beneath the workspace on descriptors, never following a link out).
-import type { SandboxFiles } from '@aleph/sandbox';
+import {
+  changesInSession,
+  type KeptRun,
+  type SandboxFiles,
+  type UndoOptions,
+  type UndoResult,
+  undoInSession,
+} from '@aleph/sandbox';
 import type { SandboxCapabilities, SandboxCapabilitiesInput } from '@aleph/sandbox-core';
 import type { Editor, ToolOutputImage } from '@openai/agents';
 import {
@@ -238,6 +245,22 @@ export class AlephSandboxSession implements SandboxSession<AlephSessionState> {
   #relative(p: string): string {
     const mapped = this.#toFiles(p);
     return mapped === '.' ? '' : mapped;
+  }
+
+  /**
+   * Takes back what one of this session's commands changed: `runId` is the run id its output names
+   * (`[aleph] changes: … (run r…)`). Refused (`undone: false`, nothing touched, `conflicts` naming the
+   * paths) when they changed since, unless `force`.
+   */
+  async undo(runId: string, options?: UndoOptions): Promise<UndoResult> {
+    this.#assertOpen();
+    return undoInSession(this.#opened.session, runId, options);
+  }
+
+  /** This session's kept change sets, newest first, or one run's (`{ runId }`). */
+  async changes(request?: { readonly runId?: string; readonly limit?: number }): Promise<readonly KeptRun[]> {
+    this.#assertOpen();
+    return changesInSession(this.#opened.session, request);
   }
 
   /**
