@@ -63,6 +63,16 @@ function unavailable(driver: OsSandboxDriver, why: string): AlephError {
 }
 
 function driverFailed(driver: OsSandboxDriver, what: string, error: unknown): AlephError {
+  // A driver's refusal of the run id (any code, its field `runId`) is an unknown run.
+  if (isAlephError(error) && error.code !== 'ALEPH_RUN_UNKNOWN' && error.details.field === 'runId')
+    return new InvalidInputError(
+      'ALEPH_RUN_UNKNOWN',
+      'runId',
+      (error as InvalidInputError).value,
+      'names no kept run on this host',
+      LIST_FIX,
+      { cause: error },
+    );
   if (isAlephError(error)) return error;
   return new DriverError(
     'ALEPH_DRIVER_FAILED',
@@ -116,7 +126,7 @@ export async function undoRun(
   const record: { -readonly [K in keyof UndoRecord]: UndoRecord[K] } = {
     type: 'undo',
     time: new Date().toISOString(),
-    runId: String(runId),
+    runId: String(runId).slice(0, 200),
     sessionKey: null,
     workspace: null,
     forced: options?.force === true,
