@@ -3,7 +3,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { onTestFinished } from 'vitest';
-import { CAPABILITY_LEDGER_CHANNEL, type CapabilityLedgerRecord } from '../src/index.js';
+import {
+  type AlephError,
+  CAPABILITY_LEDGER_CHANNEL,
+  type CapabilityLedgerRecord,
+  isAlephError,
+  type UndoRecord,
+} from '../src/index.js';
 
 /** A fresh temp directory removed after the test. */
 export function tempDir(prefix = 'aleph-core-'): string {
@@ -21,4 +27,26 @@ export function recordLedger(): CapabilityLedgerRecord[] {
     diagnosticsChannel.unsubscribe(CAPABILITY_LEDGER_CHANNEL, handler);
   });
   return records;
+}
+
+/** The rejection of `p`, which must be an Aleph error. */
+export async function rejection(p: Promise<unknown>): Promise<AlephError> {
+  try {
+    await p;
+  } catch (e) {
+    if (isAlephError(e)) return e;
+    throw e;
+  }
+  throw new Error('expected a rejection');
+}
+
+/** Collects every record published on the ledger channel (runs, file calls, undos) while the test runs. */
+export function auditRecords(): (CapabilityLedgerRecord | UndoRecord)[] {
+  const list: (CapabilityLedgerRecord | UndoRecord)[] = [];
+  const handler = (message: unknown) => list.push(message as CapabilityLedgerRecord | UndoRecord);
+  diagnosticsChannel.subscribe(CAPABILITY_LEDGER_CHANNEL, handler);
+  onTestFinished(() => {
+    diagnosticsChannel.unsubscribe(CAPABILITY_LEDGER_CHANNEL, handler);
+  });
+  return list;
 }
