@@ -18,7 +18,8 @@ Flags:
   --dry-run            say what undo would restore and remove, and its conflicts; touch nothing
   --last N             the N newest runs of --workspace DIR (1 to 10000)
   --workspace DIR      the workspace of --last
-  --json               print the result (for --last: a list of results) as JSON
+  --json               print the result as JSON (for --last: the list of results, newest first; a run
+                       that could not be undone at all as { runId, error: { code, message } })
   --config FILE        config file (default ~/.aleph/config.toml)
 
 Exit codes: 0 undone (--dry-run: would be undone); 1 not undone (paths changed after the run, already

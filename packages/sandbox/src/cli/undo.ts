@@ -90,6 +90,39 @@ function report(result: UndoResult, dryRun: boolean, force: boolean, json: boole
   return ok;
 }
 
+/**
+ * Undoes `runs` in order, stopping at the first not undone; with `json` prints every result (an error as
+ * `{ runId, error }`) as one list. The exit code: 0 all undone, 1 one refused or unavailable, 2 or 125 as
+ * {@link undoFailure} says.
+ */
+async function undoEach(
+  sandbox: Built,
+  runs: readonly KeptRun[],
+  { force, dryRun, json }: { force: boolean; dryRun: boolean; json: boolean },
+): Promise<number> {
+  const results: (UndoResult | { runId: string; error: { code: string; message: string } })[] = [];
+  for (const run of runs) {
+    let result: UndoResult;
+    try {
+      result = await sandbox.undo(run.runId, { force, dryRun });
+    } catch (error) {
+      // The runs undone so far stay listed; this one says why it was not.
+      const e = error as AlephError;
+      if (typeof e?.code !== 'string') throw error;
+      results.push({ runId: run.runId, error: { code: e.code, message: e.message } });
+      if (json) process.stdout.write(`${JSON.stringify(results)}\n`);
+      return undoFailure(error, false);
+    }
+    results.push(result);
+    if (!report(result, dryRun, force, json)) {
+      if (json) process.stdout.write(`${JSON.stringify(results)}\n`);
+      return 1;
+    }
+  }
+  if (json) process.stdout.write(`${JSON.stringify(results)}\n`);
+  return 0;
+}
+
 export async function undo(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -131,18 +164,7 @@ export async function undo(argv: string[]): Promise<number> {
     const runs = kept.filter((r) => !r.undone && changedSomething(r)).slice(0, last);
     if (runs.length === 0 && !json)
       process.stderr.write(`aleph-sandbox: no run of ${workspace} is left to undo\n`);
-    const results: UndoResult[] = [];
-    let ok = true;
-    for (const run of runs) {
-      const result = await sandbox.undo(run.runId, { force, dryRun });
-      results.push(result);
-      if (!report(result, dryRun, force, json)) {
-        ok = false;
-        break;
-      }
-    }
-    if (json) process.stdout.write(`${JSON.stringify(results)}\n`);
-    return ok ? 0 : 1;
+    return await undoEach(sandbox, runs, { force, dryRun, json });
   } catch (error) {
     return undoFailure(error, json);
   } finally {
