@@ -35,7 +35,7 @@ describe('execute: runId and changes', () => {
 
 describe('undo and changes tools', () => {
   it('undo restores the files, changes lists the runs; a later edit is a refusal naming the path', async () => {
-    const { call, app } = await recording();
+    const { call, app, client } = await recording();
     const ws = await app.sandbox.session(app.sessionId).workspace();
     const first = await call('execute', { argv: ['write', 'f.txt', 'one'] });
     const second = await call('execute', { argv: ['write', 'f.txt', 'two'] });
@@ -69,6 +69,18 @@ describe('undo and changes tools', () => {
     const forced = await call('undo', { runId: id1, force: true });
     expect(forced.structuredContent).toMatchObject({ undone: true, removed: [path.join(ws, 'f.txt')] });
     expect(existsSync(path.join(ws, 'f.txt'))).toBe(false);
+    const audit = await client.readResource({ uri: 'aleph://audit' });
+    const records = JSON.parse(String((audit.contents[0] as { text: string }).text)).records as {
+      type: string;
+      runId: string;
+      result?: string;
+    }[];
+    expect(records.filter((r) => r.type === 'undo').map((r) => [r.runId, r.result])).toEqual([
+      [id1, 'refused'],
+      [id2, 'undone'],
+      [id1, 'refused'],
+      [id1, 'undone'],
+    ]);
   });
 
   it('an unknown run, a run of another session and a sandbox without undo are errors the model can read', async () => {

@@ -85,6 +85,8 @@ export interface UndoRecord {
   /** ISO-8601 time the undo started. */
   readonly time: string;
   readonly runId: string;
+  /** The session whose handle asked (`session.undo`); null for the sandbox's own `undo`. */
+  readonly sessionId: SessionId | null;
   /** The session key of the run taken back (`sessionKeyToFilename`), when the run was found. */
   readonly sessionKey: string | null;
   readonly workspace: string | null;

@@ -140,7 +140,10 @@ export class SessionHandle implements SandboxSession {
   /** Takes back run `runId` of this session (see `Sandbox.undo`). */
   async undo(runId: string, options: UndoOptions = {}): Promise<UndoResult> {
     this.#assertOpen();
-    return this.#owner.undo(runId, options, { sessionKey: sessionKeyToFilename(this.sessionId) });
+    return this.#owner.undo(runId, options, {
+      sessionKey: sessionKeyToFilename(this.sessionId),
+      sessionId: this.sessionId,
+    });
   }
 
   /** This session's kept change sets, newest first, or one run's. */

@@ -7,6 +7,7 @@ import { type ChangesRequest, isRunId, type KeptRun, type UndoResult } from './c
 import type { OsSandboxDriver } from './driver.js';
 import { AlephError, DriverError, InvalidInputError, isAlephError } from './errors.js';
 import { monotonicMs } from './internal/clock.js';
+import type { SessionId } from './session.js';
 
 /** Options of `undo(runId, options)`. */
 export interface UndoOptions {
@@ -19,6 +20,8 @@ export interface UndoOptions {
 /** Which runs an undo or a listing may see: a session handle sees its own session's runs only. */
 export interface RunScope {
   readonly sessionKey: string;
+  /** The session's id, for the audit record. */
+  readonly sessionId?: SessionId;
 }
 
 const LIST_FIX =
@@ -127,6 +130,7 @@ export async function undoRun(
     type: 'undo',
     time: new Date().toISOString(),
     runId: String(runId).slice(0, 200),
+    sessionId: scope?.sessionId ?? null,
     sessionKey: null,
     workspace: null,
     forced: options?.force === true,

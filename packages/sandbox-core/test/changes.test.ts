@@ -11,6 +11,7 @@ import {
   newRunId,
   type RunChanges,
   type SandboxSession,
+  sessionKeyToFilename,
   type UndoRecord,
   WorkspaceSandbox,
 } from '../src/index.js';
@@ -286,7 +287,9 @@ describe('Sandbox.undo', () => {
     expect((await rejection(a.changes({ runId: outB.details?.runId as string }))).code).toBe(
       'ALEPH_RUN_UNKNOWN',
     );
+    const log = records();
     expect((await a.undo(outA.details?.runId as string)).undone).toBe(true);
+    expect(log.at(-1)).toMatchObject({ type: 'undo', sessionId: 'a', sessionKey: sessionKeyToFilename('a') });
     await a.close();
     expect((await rejection(a.undo(outA.details?.runId as string))).code).toBe('ALEPH_SESSION_CLOSED');
   });
