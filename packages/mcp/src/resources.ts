@@ -1,6 +1,7 @@
 /**
  * The resources a client can show: `aleph://audit`, the audit records of this connection's sessions (one
- * `capability_ledger` record per command, one `file_operation` record per file call, as the sandbox
+ * `capability_ledger` record per command, one `file_operation` record per file call, one `undo` record
+ * per undo, as the sandbox
  * publishes them on `aleph:capability_ledger`; the latest {@link MAX_AUDIT_RECORDS}), and
  * `aleph://doctor`, what this host enforces (the `aleph-sandbox doctor --json` report: tier, mechanisms,
  * what is not enforced and how to fix it).
