@@ -1,7 +1,8 @@
-import type { KeptRun, RunChanges, UndoResult } from '@aleph/sandbox-core';
+import { AlephError, type KeptRun, type RunChanges, type UndoResult } from '@aleph/sandbox-core';
 import { createFakeDriver } from '@aleph/sandbox-core/testing';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { changesLine, keptRunLine, keptRunText, undoText } from '../src/cli/changes-text.js';
+import { undoFailure } from '../src/cli/undo.js';
 import { buildSandbox, parseConfig } from '../src/index.js';
 
 const changes = (over: Partial<RunChanges> = {}): RunChanges => ({
@@ -139,5 +140,36 @@ describe('AlephSandbox.undo and changes', () => {
     const off = await buildSandbox(parseConfig({ sandbox: { enabled: false } }));
     await expect(off.undo(ID)).rejects.toMatchObject({ code: 'ALEPH_SANDBOX_DISABLED' });
     await expect(off.changes()).rejects.toMatchObject({ code: 'ALEPH_SANDBOX_DISABLED' });
+  });
+});
+
+describe('undoFailure', () => {
+  it('maps an unknown run to 2, undo unavailable to 1, a failure to 125, with one line (and --json the error)', () => {
+    const written: string[] = [];
+    const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
+      written.push(String(chunk));
+      return true;
+    });
+    const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      written.push(String(chunk));
+      return true;
+    });
+    try {
+      expect(undoFailure(new AlephError('ALEPH_RUN_UNKNOWN', 'runId names no kept run\nmore'), false)).toBe(
+        2,
+      );
+      expect(undoFailure(new AlephError('ALEPH_UNDO_UNAVAILABLE', 'undo is unavailable: x'), true)).toBe(1);
+      expect(undoFailure(new AlephError('ALEPH_DRIVER_FAILED', 'boom'), false)).toBe(125);
+      expect(() => undoFailure(new Error('not ours'), false)).toThrow('not ours');
+    } finally {
+      spy.mockRestore();
+      out.mockRestore();
+    }
+    expect(written).toEqual([
+      'aleph-sandbox: runId names no kept run\n',
+      `${JSON.stringify({ error: { code: 'ALEPH_UNDO_UNAVAILABLE', message: 'undo is unavailable: x' } })}\n`,
+      'aleph-sandbox: undo is unavailable: x\n',
+      'aleph-sandbox: boom\n',
+    ]);
   });
 });
