@@ -49,7 +49,7 @@ describe('undo and changes tools', () => {
 
     const refused = await call('undo', { runId: id1 });
     expect(refused.isError).toBe(true);
-    expect(textOf(refused)).toContain(`${path.join(ws, 'f.txt')}: changed again by later run ${id2}`);
+    expect(textOf(refused)).toContain(`${path.join(ws, 'f.txt')}: changed by the later run ${id2}`);
     expect(readFileSync(path.join(ws, 'f.txt'), 'utf8')).toBe('two');
 
     const undone = await call('undo', { runId: id2 });

@@ -109,13 +109,13 @@ describe('the CLI text of changes and undo', () => {
       removed: [],
       conflicts: [
         { path: '/w/b', reason: 'changed after the run' },
-        { path: '/w/c', reason: `changed again by later run ${ID}` },
+        { path: '/w/c', reason: `changed by the later run ${ID}` },
       ],
     };
     const text = undoText(refused, false, false);
     expect(text).toContain(`not undone ${ID}: 2 path(s)`);
     expect(text).toContain('  /w/b: changed after the run\n');
-    expect(text).toContain(`  /w/c: changed again by later run ${ID}\n`);
+    expect(text).toContain(`  /w/c: changed by the later run ${ID}\n`);
     const done = {
       ...refused,
       undone: true,

@@ -192,7 +192,7 @@ export class FakeChangeStore {
         (k) => k.run.runId > request.runId && !k.run.undone && k.after.has(p),
       );
       if (later !== undefined)
-        conflicts.push({ path: p, reason: `changed again by later run ${later.run.runId}` });
+        conflicts.push({ path: p, reason: `changed by the later run ${later.run.runId}` });
       else if (!same(after, await nodeAt(p))) conflicts.push({ path: p, reason: 'changed after the run' });
     }
     const restored = [...kept.before].filter(([, n]) => n !== undefined).map(([p]) => p);
