@@ -7,22 +7,45 @@ import { linuxStack, REQUIRED, requiredButMissing, runHarness } from '../support
 import { identities as allIdentities, asIdentityTitle, declaredGaps, type Identity } from './hosts.js';
 
 /**
- * Process limits hold for uid 0 (issue 23 §7). A bounded fork bomb — 500 sleepers, each killed when the
- * command ends — runs inside the real sandbox with max_pids 300, as every identity of `hosts.ts`: tier 1 as
- * root (a uid per run, RLIMIT_NPROC), tier 2 as uid 65534 and tier 2 as root without CAP_SYS_ADMIN, where the
- * command keeps kernel uid 0 and RLIMIT_NPROC does not bind it (the PID namespace's pid_max does). At most
- * max_pids processes start. The control runs the same bomb with max_pids 1000: all 500 start, so the limit
- * is what stopped the first. Tier 3 as root has no PID namespace and no delegated cgroup here: it declares
- * `process-limit`, which is checked instead.
+ * Process limits hold for uid 0 (issue 23 §7) and bound processes at a time, never how many a command starts
+ * over its life (issue 37). A bounded fork bomb — 500 sleepers, each killed when the command ends — runs
+ * inside the real sandbox with max_pids 100, as every identity of `hosts.ts`: tier 1 as root (a uid per run,
+ * RLIMIT_NPROC), tier 2 as uid 65534 (RLIMIT_NPROC, counted in the run's own user namespace) and tier 2 as
+ * root without CAP_SYS_ADMIN, where the command keeps kernel uid 0 and RLIMIT_NPROC does not bind it: the
+ * PID namespace's pid_max (300 + max_pids + 1) does, which allows up to max_pids + 299 before the PIDs first
+ * wrap (declared as `limit.pids (uid 0)`) and max_pids at a time after. Each bomb runs once straight away and
+ * once after 450 processes came and went (the PIDs have wrapped): then at most max_pids start everywhere.
+ * The control runs the same bomb with max_pids 1000: all 500 start, so the limit is what stopped the first.
+ * Tier 3 as root has no PID namespace and no delegated cgroup here: it declares `process-limit`, which is
+ * checked instead. Every identity runs the reduced case of issue 37 (400 one after another, then 4 at once,
+ * under max_pids 8).
  */
 
 const stack = linuxStack();
-const MAX_PIDS = 300;
+const MAX_PIDS = 100;
+// Processes started and ended before the bomb, so the PID namespace has wrapped (its pid_max is at most 401).
+const WRAP = 450;
 const BOMB = 500;
+
+// The reduced case of issue 37: more processes one after another than a PID namespace reserves (300),
+// then a few at once. Under a pid_max of 301 the first 300 used every PID the namespace could hand out again.
+const SEQUENTIAL = 400;
+const AT_ONCE = 4;
+const SMALL_MAX_PIDS = 8;
+const SEQUENTIAL_THEN_AT_ONCE = `i=0; while [ $i -lt ${SEQUENTIAL} ]; do /bin/true || exit 9; i=$((i+1)); done
+pids=''
+for k in $(seq ${AT_ONCE}); do sleep 0.3 & pids="$pids $!"; done
+n=0; for p in $pids; do wait $p && n=$((n+1)); done
+echo "$i $n"`;
 
 // Forks BOMB sleepers until one fork fails; prints how many started and the errno, then kills them.
 const FORK_BOMB = `
-import os, signal, time
+import os, signal, sys, time
+for i in range(int(sys.argv[1])):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
 kids = []
 err = 0
 for i in range(${BOMB}):
@@ -51,8 +74,8 @@ interface StepResult {
 }
 
 /** The bomb in the sandbox of `identity` with `maxPids`: the harness's output and how many started. */
-async function bomb(identity: Identity, base: string, maxPids: number) {
-  const workspaceRoot = path.join(base, `ws-${maxPids}`);
+async function bomb(identity: Identity, base: string, maxPids: number, before = 0) {
+  const workspaceRoot = path.join(base, `ws-${maxPids}-${before}`);
   mkdirSync(workspaceRoot, { mode: 0o755 });
   if (identity.uid !== process.getuid?.()) chownSync(workspaceRoot, identity.uid, identity.uid);
   const home = path.join(base, 'home');
@@ -61,7 +84,7 @@ async function bomb(identity: Identity, base: string, maxPids: number) {
       id: 'bomb',
       command: {
         program: 'python3',
-        args: ['-c', FORK_BOMB],
+        args: ['-c', FORK_BOMB, String(before)],
         capabilities: { spawnSubprocess: true },
         timeout: 60_000,
       },
@@ -97,16 +120,34 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         if (base !== '') rmSync(base, { recursive: true, force: true });
       });
 
+      // Tier 2 keeping kernel uid 0: pid_max's bound before the PIDs first wrap, as `limit.pids (uid 0)` says.
+      const keepsRoot = identity.uid === 0 && identity.tier === 'user-namespace';
+      const beforeWrap = keepsRoot ? MAX_PIDS + 299 : MAX_PIDS;
+
       it.skipIf(identity.skip !== undefined || declares)(
-        `${asIdentityTitle(identity)}: at most max_pids (${MAX_PIDS}) of ${BOMB} start${declares ? ' [skipped: the tier declares process-limit]' : ''}`,
+        `${asIdentityTitle(identity)}: at most ${beforeWrap} of ${BOMB} start straight away${declares ? ' [skipped: the tier declares process-limit]' : ''}`,
         async () => {
           const { output, r, started, errno } = await bomb(identity, base, MAX_PIDS);
           expect(output.tierId).toBe(identity.tier);
           expect(gapNames(output.notEnforced)).not.toContain('process-limit');
+          expect(gapNames(output.notEnforced).includes('limit.pids (uid 0)')).toBe(keepsRoot);
           expect(r?.exitCode, JSON.stringify(r)).toBe(0);
-          expect(started, r?.stdout).toBeLessThanOrEqual(MAX_PIDS);
-          expect(started, r?.stdout).toBeGreaterThan(MAX_PIDS / 2);
+          expect(started, r?.stdout).toBeLessThanOrEqual(beforeWrap);
+          expect(started, r?.stdout).toBeGreaterThan(beforeWrap - 10);
           expect(errno).toBe(11); // EAGAIN: RLIMIT_NPROC, or no pid left under pid_max
+        },
+        120_000,
+      );
+
+      it.skipIf(identity.skip !== undefined || declares)(
+        `${asIdentityTitle(identity)}: after ${WRAP} came and went, at most max_pids (${MAX_PIDS}) of ${BOMB} start${declares ? ' [skipped: the tier declares process-limit]' : ''}`,
+        async () => {
+          const { r, started, errno } = await bomb(identity, base, MAX_PIDS, WRAP);
+          expect(r?.exitCode, JSON.stringify(r)).toBe(0);
+          // pid_max leaves max_pids + 1 PIDs from 300 up; bwrap's init and python keep low ones.
+          expect(started, r?.stdout).toBeLessThanOrEqual(MAX_PIDS + 1);
+          expect(started, r?.stdout).toBeGreaterThan(MAX_PIDS - 10);
+          expect(errno).toBe(11);
         },
         120_000,
       );
@@ -117,6 +158,39 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           const { r, started, errno } = await bomb(identity, base, 1000);
           expect(r?.exitCode, JSON.stringify(r)).toBe(0);
           expect([started, errno]).toEqual([BOMB, 0]);
+        },
+        120_000,
+      );
+
+      it.skipIf(identity.skip !== undefined)(
+        `${asIdentityTitle(identity)}: the limit counts processes at a time, not over a life: ${SEQUENTIAL} one after another, then ${AT_ONCE} at once, under max_pids ${SMALL_MAX_PIDS} (issue 37)`,
+        async () => {
+          const workspaceRoot = path.join(base, 'ws-sequential');
+          mkdirSync(workspaceRoot, { mode: 0o755 });
+          if (identity.uid !== process.getuid?.()) chownSync(workspaceRoot, identity.uid, identity.uid);
+          const { output, results } = await runHarness<StepResult>(
+            {
+              workspaceRoot,
+              driver: { maxPids: SMALL_MAX_PIDS },
+              steps: [
+                {
+                  id: 'seq',
+                  command: {
+                    program: 'sh',
+                    args: ['-c', SEQUENTIAL_THEN_AT_ONCE],
+                    capabilities: { spawnSubprocess: true },
+                    timeout: 60_000,
+                  },
+                },
+              ],
+            },
+            { ...process.env, HOME: path.join(base, 'home') },
+            { uid: identity.uid, mountpoint: path.join(base, 'repo'), wrap: identity.wrap },
+          );
+          expect(output.tierId).toBe(identity.tier);
+          const r = results.get('seq');
+          expect(r?.exitCode, JSON.stringify(r)).toBe(0);
+          expect(r?.stdout?.trim()).toBe(`${SEQUENTIAL} ${AT_ONCE}`);
         },
         120_000,
       );

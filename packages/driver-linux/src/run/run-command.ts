@@ -272,6 +272,7 @@ export class CommandRunner {
             : profile.limits.rlimits.FSIZE / (1024 * 1024),
         cpuQuota: profile.limits.cpuQuotaPercent !== null,
         usernsLimits: Object.keys(profile.limits.userns ?? {}).length > 0,
+        ownUserNamespace: profile.tier === 'user-namespace' && !host.isRoot,
       }),
     ];
   }
