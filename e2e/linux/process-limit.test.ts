@@ -32,6 +32,12 @@ const BOMB = 500;
 const SEQUENTIAL = 400;
 const AT_ONCE = 4;
 const SMALL_MAX_PIDS = 8;
+// The issue's other case: more sleepers at once than max_pids (200), after enough processes came and went
+// for every tier's PIDs to have wrapped (tier 2 as root: pid_max 501), so every tier refuses them.
+const SLEEPERS = 250;
+const SLEEPERS_SCRIPT = `i=0; while [ $i -lt 520 ]; do /bin/true; i=$((i+1)); done
+for i in $(seq ${SLEEPERS}); do sleep 1 & done
+wait`;
 const SEQUENTIAL_THEN_AT_ONCE = `i=0; while [ $i -lt ${SEQUENTIAL} ]; do /bin/true || exit 9; i=$((i+1)); done
 pids=''
 for k in $(seq ${AT_ONCE}); do sleep 0.3 & pids="$pids $!"; done
@@ -70,8 +76,12 @@ interface StepResult {
   exitCode?: number | null;
   stdout?: string;
   stderr?: string;
+  denials?: { kind: string; target: string; reason: string; allowWith: string }[];
   error?: { code: string; message: string };
 }
+
+/** The kinds of a step's denials. */
+const denialKinds = (r: StepResult | undefined) => (r?.denials ?? []).map((d) => d.kind);
 
 /** The bomb in the sandbox of `identity` with `maxPids`: the harness's output and how many started. */
 async function bomb(identity: Identity, base: string, maxPids: number, before = 0) {
@@ -135,6 +145,8 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           expect(started, r?.stdout).toBeLessThanOrEqual(beforeWrap);
           expect(started, r?.stdout).toBeGreaterThan(beforeWrap - 10);
           expect(errno).toBe(11); // EAGAIN: RLIMIT_NPROC, or no pid left under pid_max
+          // The launcher saw the command at its limit (from the host's procfs, not from what it printed).
+          expect(denialKinds(r)).toEqual(['limit.processes']);
         },
         120_000,
       );
@@ -148,6 +160,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           expect(started, r?.stdout).toBeLessThanOrEqual(MAX_PIDS + 1);
           expect(started, r?.stdout).toBeGreaterThan(MAX_PIDS - 10);
           expect(errno).toBe(11);
+          expect(denialKinds(r)).toEqual(['limit.processes']);
         },
         120_000,
       );
@@ -158,6 +171,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           const { r, started, errno } = await bomb(identity, base, 1000);
           expect(r?.exitCode, JSON.stringify(r)).toBe(0);
           expect([started, errno]).toEqual([BOMB, 0]);
+          expect(denialKinds(r)).toEqual([]);
         },
         120_000,
       );
@@ -193,6 +207,42 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           expect(r?.stdout?.trim()).toBe(`${SEQUENTIAL} ${AT_ONCE}`);
         },
         120_000,
+      );
+
+      it.skipIf(identity.skip !== undefined || declares)(
+        `${asIdentityTitle(identity)}: ${SLEEPERS} concurrent \`sleep 1\` under the default max_pids (200) is reported as a limit.processes denial${declares ? ' [skipped: the tier declares process-limit]' : ''}`,
+        async () => {
+          const workspaceRoot = path.join(base, 'ws-sleepers');
+          mkdirSync(workspaceRoot, { mode: 0o755 });
+          if (identity.uid !== process.getuid?.()) chownSync(workspaceRoot, identity.uid, identity.uid);
+          const steps = [1, 2, 3].map((k) => ({
+            id: `sleepers-${k}`,
+            command: {
+              program: 'sh',
+              args: ['-c', SLEEPERS_SCRIPT],
+              capabilities: { spawnSubprocess: true },
+              timeout: 60_000,
+            },
+          }));
+          const { results } = await runHarness<StepResult>(
+            { workspaceRoot, steps },
+            { ...process.env, HOME: path.join(base, 'home') },
+            { uid: identity.uid, mountpoint: path.join(base, 'repo'), wrap: identity.wrap },
+          );
+          for (const step of steps) {
+            const r = results.get(step.id);
+            expect(r?.stderr, JSON.stringify(r)).toMatch(/Cannot fork/);
+            expect(r?.exitCode).not.toBe(0);
+            const denial = r?.denials?.find((d) => d.kind === 'limit.processes');
+            expect(denial, JSON.stringify(r?.denials)).toEqual({
+              kind: 'limit.processes',
+              target: '200 processes and threads',
+              reason: expect.stringMatching(/limit of 200 .*EAGAIN/),
+              allowWith: expect.stringMatching(/\[sandbox\.linux\] max_pids \(now 200;/),
+            });
+          }
+        },
+        180_000,
       );
 
       it.skipIf(identity.skip !== undefined || !declares)(
