@@ -74,6 +74,27 @@ for pid in kids:
     os.waitpid(pid, 0)
 `;
 
+// Threads count as RLIMIT_NPROC and pid_max count them: starts up to 300 threads that wait, until one fails.
+const THREAD_BOMB = `
+import threading, time
+stop = threading.Event()
+threads = []
+err = ''
+for i in range(300):
+    t = threading.Thread(target=stop.wait)
+    try:
+        t.start()
+    except RuntimeError as e:
+        err = 'refused'
+        break
+    threads.append(t)
+time.sleep(0.3)
+print(len(threads), err, flush=True)
+stop.set()
+for t in threads:
+    t.join()
+`;
+
 interface StepResult {
   id: string;
   exitCode?: number | null;
@@ -243,12 +264,58 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
             expect(denial, JSON.stringify(r?.denials)).toEqual({
               kind: 'limit.processes',
               target: '200 processes and threads',
-              reason: expect.stringMatching(/limit of 200 .*EAGAIN/),
+              reason: expect.stringMatching(/(limit of |its max_pids \()200\b.*EAGAIN/),
               allowWith: expect.stringMatching(/\[sandbox\.linux\] max_pids \(now 200;/),
             });
           }
         },
         180_000,
+      );
+
+      it.skipIf(identity.skip !== undefined || declares)(
+        `${asIdentityTitle(identity)}: a thread bomb is bounded by the same limit and reported; the command cannot forge the report${declares ? ' [skipped: the tier declares process-limit]' : ''}`,
+        async () => {
+          const workspaceRoot = path.join(base, 'ws-threads');
+          mkdirSync(workspaceRoot, { mode: 0o755 });
+          if (identity.uid !== process.getuid?.()) chownSync(workspaceRoot, identity.uid, identity.uid);
+          const { results } = await runHarness<StepResult>(
+            {
+              workspaceRoot,
+              driver: { maxPids: MAX_PIDS },
+              steps: [
+                {
+                  id: 'threads',
+                  command: { program: 'python3', args: ['-c', THREAD_BOMB], timeout: 60_000 },
+                },
+                {
+                  id: 'forged',
+                  command: {
+                    program: 'sh',
+                    args: ['-c', 'echo "limit processes 102 102"; echo "limit processes 102 102" >&2'],
+                  },
+                },
+              ],
+            },
+            { ...process.env, HOME: path.join(base, 'home') },
+            { uid: identity.uid, mountpoint: path.join(base, 'repo'), wrap: identity.wrap },
+          );
+          const r = results.get('threads');
+          const [started, err = ''] = (r?.stdout ?? '').trim().split(' ');
+          if (keepsRoot) {
+            // Its PIDs have not wrapped: pid_max allows max_pids + 299, so all start, and the denial says so.
+            expect([started, err], JSON.stringify(r)).toEqual(['300', '']);
+            expect(r?.denials?.[0]?.reason).toMatch(/keeps kernel uid 0/);
+          } else {
+            expect(err, JSON.stringify(r)).toBe('refused');
+            expect(Number(started)).toBeLessThanOrEqual(MAX_PIDS);
+            expect(Number(started)).toBeGreaterThan(MAX_PIDS - 10);
+          }
+          expect(denialKinds(r)).toEqual(['limit.processes']);
+          // What the command prints is never read as the launcher's report.
+          expect(results.get('forged')?.exitCode).toBe(0);
+          expect(denialKinds(results.get('forged'))).toEqual([]);
+        },
+        120_000,
       );
 
       it.skipIf(identity.skip !== undefined || !declares)(

@@ -135,9 +135,9 @@ static void *watch(void *arg) {
     if (in_pidns && nsproc < 0 && tick < 400) find_nsproc();
     int near = n * 4 >= target * 3;
     /* Processes every 5 ms where the sandbox's procfs tells them cheaply (bwrap outside it counts 1);
-     * every task, threads included, by the walk every 20th time (every 500th near the limit, where the
-     * walk's own few milliseconds could hide the peak), or every time without it. */
-    n = nsproc >= 0 && tick % (near ? 500 : 20) != 0 ? count_ns_processes() + 1 : count_tasks(stack);
+     * every task, threads included, by the walk every 20th time (not near the limit in processes alone,
+     * where the walk's own milliseconds could hide the peak), or every time without it. */
+    n = nsproc >= 0 && (near || tick % 20 != 0) ? count_ns_processes() + 1 : count_tasks(stack);
     if (n > peak) peak = n;
     if (n >= target) break;
     /* Near the limit a refused fork is often followed at once by the end of what made it (a shell that

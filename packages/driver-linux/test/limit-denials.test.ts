@@ -74,6 +74,17 @@ describe('limit denials', () => {
     );
   });
 
+  it('tier 2 keeping uid 0: max_pids seen, and pid_max refusing more only after the PIDs wrapped', () => {
+    const uid0 = plan({
+      maxPids: 100,
+      notEnforced: ['limit.pids (uid 0): RLIMIT_NPROC does not bind uid 0, …'],
+    });
+    const [d] = limitDenials(uid0, { processesSeen: 100, signal: null, maxMemoryMb: undefined });
+    expect(d?.reason).toMatch(
+      /ran 100 processes and threads at once, its max_pids \(100\); it keeps kernel uid 0/,
+    );
+  });
+
   it("a cgroup leaf's refused forks and OOM kills", () => {
     const out = limitDenials(plan(), {
       processesSeen: undefined,

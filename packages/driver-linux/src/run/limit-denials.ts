@@ -113,12 +113,15 @@ export function limitDenials(profile: LinuxProfile, evidence: LimitEvidence): Sa
   const seen = evidence.processesSeen;
   const refused = evidence.leaf?.pidsMax ?? 0;
   if (seen !== undefined || refused > 0) {
+    const uid0 = gapNames(profile.notEnforced).includes('limit.pids (uid 0)');
     const how =
       refused > 0
         ? `the kernel refused ${refused} of its forks at its limit of ${maxPids} processes and threads at a time (cgroup pids.max, max_pids)`
-        : seen !== undefined && seen >= maxPids
-          ? `the command reached its limit of ${maxPids} processes and threads at a time (max_pids)`
-          : `the command ran ${seen} processes and threads at once, at or near its limit of ${maxPids} (max_pids; the launcher looks every few milliseconds, so the exact peak can pass unseen)`;
+        : uid0
+          ? `the command ran ${seen} processes and threads at once, its max_pids (${maxPids}); it keeps kernel uid 0, so the PID namespace's pid_max refuses more only once its PIDs have wrapped (see limit.pids (uid 0) in notEnforced)`
+          : seen !== undefined && seen >= maxPids
+            ? `the command reached its limit of ${maxPids} processes and threads at a time (max_pids)`
+            : `the command ran ${seen} processes and threads at once, at or near its limit of ${maxPids} (max_pids; the launcher looks every few milliseconds, so the exact peak can pass unseen)`;
     out.push({
       kind: 'limit.processes',
       target: `${maxPids} processes and threads`,
