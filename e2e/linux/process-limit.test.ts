@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { gapNames } from '@aleph/driver-linux';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { linuxStack, REQUIRED, requiredButMissing, runHarness } from '../support.js';
+import { cliArgvAs, linuxStack, REQUIRED, requiredButMissing, runAsync, runHarness } from '../support.js';
 import { identities as allIdentities, asIdentityTitle, declaredGaps, type Identity } from './hosts.js';
 
 /**
@@ -138,6 +138,30 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
   `a fork bomb is bounded whatever the command's uid${stack.ok ? '' : ` [skipped: ${stack.reason}]`}`,
   () => {
     if (requiredButMissing(stack)) return;
+
+    it('the CLI prints a limit.processes denial with the setting that raises it', async () => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'aleph-e2e-pids-cli-'));
+      try {
+        mkdirSync(path.join(dir, 'ws'));
+        const args = ['run', '--workspace', path.join(dir, 'ws'), '--approve', 'all', '--allow-spawn'];
+        const [cmd, ...rest] = cliArgvAs(process.getuid?.() ?? 0, dir, [
+          ...args,
+          '--',
+          'sh',
+          '-c',
+          SLEEPERS_SCRIPT,
+        ]) as [string, ...string[]];
+        const r = await runAsync(cmd, rest, {
+          env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir },
+        });
+        expect(r.stderr).toMatch(/Cannot fork/);
+        expect(r.stderr).toMatch(
+          /^aleph-sandbox: denied limit\.processes 200 processes and threads: .*\naleph-sandbox: {3}to allow it: raise the process limit: config \[sandbox\.linux\] max_pids \(now 200;/m,
+        );
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }, 120_000);
 
     describe.each(allIdentities())('$key', (identity) => {
       const declares = gapNames(declaredGaps(identity)).includes('process-limit');
