@@ -110,7 +110,7 @@ describe.skipIf((!stack.ok || unavailable !== undefined) && !stack.missing.some(
       expect(m['pid-max']?.available, m['pid-max']?.detail).toBe(perNamespace);
       expect(m['pid-max']?.detail).toMatch(
         perNamespace
-          ? /whatever its uid/
+          ? /bounds a command keeping uid 0 \(300 \+ max_pids \+ 1: .*then max_pids at a time\)/
           : /no pid_max per PID namespace: Linux .* per PID namespace from 6\.14/,
       );
       expect(m['userns-limits']?.detail).toMatch(/counts of its own|cannot be set/);

@@ -126,9 +126,13 @@ const helperFacts = (() => {
   }
 })();
 
-/** The gaps the tier of `identity` declares on this machine, as the driver computes them. */
-export function declaredGaps(identity: Identity): string[] {
+/**
+ * The gaps the tier of `identity` declares on this machine, as the driver computes them, for a driver with
+ * `maxPids` (default 200: tier 2 keeping uid 0 names its pid_max bound in `limit.pids (uid 0)`).
+ */
+export function declaredGaps(identity: Identity, maxPids = 200): string[] {
   return tierGaps(identity.tier, {
+    maxPids,
     isRoot: identity.uid === 0,
     cgroup: detectCgroup().available,
     landlockAbi: helperFacts.landlock_abi,

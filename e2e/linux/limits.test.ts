@@ -230,6 +230,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
               exitCode: number | null;
               signal: string | null;
               notEnforced: string[];
+              denials: { kind: string; target: string; reason: string; allowWith: string }[];
               error?: { code: string; message: string };
             }
           | undefined;
@@ -290,9 +291,19 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         expect(out).toMatch(/^not raised$/m);
       });
 
-      it('a program that does not ignore SIGXFSZ is killed by it past max_file_mb', () => {
+      it('a program that does not ignore SIGXFSZ is killed by it past max_file_mb, reported as a limit.file-size denial', () => {
         const r = get('sigxfsz');
         expect(r.signal).toBe('SIGXFSZ');
+        expect(r.denials).toEqual([
+          {
+            kind: 'limit.file-size',
+            target: `${MAX_FILE_MB} MiB per file`,
+            reason: expect.stringMatching(/SIGXFSZ: it wrote past the file size limit/),
+            allowWith: expect.stringMatching(/max_file_mb/),
+          },
+        ]);
+        // A run that stays below every limit reports none.
+        expect(get('sizes').denials).toEqual([]);
       });
 
       it('details.notEnforced and probe() name the per-uid limits when executions share a uid (not on a root host, where each has its own)', () => {

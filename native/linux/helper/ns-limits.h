@@ -1,8 +1,10 @@
 /*
  * Limits of the sandbox's own namespaces (tier 2), which hold whatever uid the command has:
  *   --sysctl-kernel FD --pid-max N      pid_max of the sandbox's PID namespace (Linux 6.14+): at most N-1
- *                                       tasks, threads included, so a command keeping kernel uid 0 (root
- *                                       host, no CAP_SYS_ADMIN), which RLIMIT_NPROC does not bind, is bound;
+ *                                       tasks, threads included, and once PID 300 was handed out new ones
+ *                                       only from 300 to N-1 (the driver gives 300 + max_pids + 1), so a
+ *                                       command keeping kernel uid 0 (root host, no CAP_SYS_ADMIN), which
+ *                                       RLIMIT_NPROC does not bind, is bound at a time, not over its life;
  *   --sysctl-user FD --userns-limit NAME=N   /proc/sys/user/NAME (max_inotify_instances, …) of the sandbox's
  *                                       user namespace, below the user's, so one command cannot use up the
  *                                       counts the user's own editor and watchers share with it.

@@ -27,6 +27,9 @@
  * Before the options are read, and from before PROGRAM starts until after its checks: the record of runs in
  * progress under --state (inflight.c), by which a run killed whole before its check is checked for by the
  * next run.
+ * --watch-pids N SLACK: while PROGRAM runs, a thread counts its tasks (watch.c) and the report says
+ * `limit processes SEEN N` when it saw SEEN >= N - SLACK at once: the process limit was reached or nearly,
+ * read from the host's procfs, not from PROGRAM.
  * After PROGRAM: --reap kills what it left behind (tier 3, after-run/reap.c); the check of every
  * --check-root (after-run/check.c) sets aside what a command left for host tools to run (git control
  * files, absent protected paths that appeared), clears set-id bits and reports symlinks leading out, into
@@ -39,6 +42,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../after-run/check.h"
 #include "../after-run/reap.h"
@@ -52,6 +56,7 @@
 #include "publish.h"
 #include "roots.h"
 #include "state.h"
+#include "watch.h"
 
 int launch_joined_net;
 
@@ -78,8 +83,15 @@ int launch_main(int argc, char **argv) {
   struct timespec start;
   pid_t c = start_program(prog, &old_mask, &start, o.outer_ns);
   close_nodes();
+  watch_start(o.reap ? getpid() : c, o.watch_pids);
   /* Published ports have a wait loop of their own, which drains the change journal too. */
   int status = publish_active() ? publish_serve(c, check_poll_fd(), check_poll_ready) : check_wait(c);
+  long seen = watch_stop();
+  if (o.watch_pids > 0 && seen >= o.watch_pids - o.watch_slack) {
+    char text[64];
+    snprintf(text, sizeof text, "processes %ld %ld", seen, o.watch_pids);
+    report_line(report, "limit", text, NULL);
+  }
   idmap_reap();
   if (o.reap) reap_descendants();
   check_after(&start, report);

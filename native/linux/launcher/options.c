@@ -17,6 +17,8 @@
  *   --publish PORT               listen on the host's 127.0.0.1:PORT for the sandbox (publish.c)
  *   --outer-ns                   PROGRAM starts in user and network namespaces of its own, made here
  *                                (gVisor, where bwrap cannot make them itself: program.c)
+ *   --watch-pids N SLACK         report `limit processes SEEN N` when PROGRAM's tasks came within SLACK
+ *                                of N at once (watch.c)
  */
 #define _GNU_SOURCE
 #include "options.h"
@@ -97,6 +99,11 @@ int read_launch_options(int argc, char **argv, struct launch_options *o) {
       publish_option(argv[++i]);
     } else if (strcmp(a, "--outer-ns") == 0) {
       o->outer_ns = 1;
+    } else if (strcmp(a, "--watch-pids") == 0 && left >= 2) {
+      o->watch_pids = parse_long(argv[++i], "--watch-pids");
+      o->watch_slack = parse_long(argv[++i], "--watch-pids slack");
+      if (o->watch_pids <= 0 || o->watch_slack < 0 || o->watch_slack >= o->watch_pids)
+        die("launch: bad --watch-pids %s %s", argv[i - 1], argv[i]);
     } else if (strcmp(a, "--clone") == 0 && left >= 2) {
       clone_node(argv[i + 1], argv[i + 2], o->uid);
       i += 2;

@@ -13,6 +13,8 @@ struct launch_options {
   const char *cgroup; /* --enter-cgroup DIR */
   const char *report; /* --report FILE */
   int outer_ns;       /* --outer-ns: PROGRAM in user and network namespaces made by the launcher */
+  long watch_pids;    /* --watch-pids N SLACK: report when PROGRAM's tasks come within SLACK of N (0: not asked) */
+  long watch_slack;
 };
 
 /* Reads and carries out the options of ARGV (from ARGV[2] on); the index of PROGRAM, after `--`. Dies on

@@ -184,6 +184,18 @@ describe('linuxNotEnforced names what stays unbounded', () => {
       hasNot: [/inotify instances and watches, pending signals/],
     },
     {
+      name: "unprivileged host, tier 2: RLIMIT_NPROC counts the run's own user namespace, no shared budget",
+      facts: { ...base, isRoot: false, uid: 1000, ownUserNamespace: true },
+      has: [/^limit\.memory: /],
+      hasNot: [/^limit\.pids/],
+    },
+    {
+      name: "unprivileged host, tier 3: the uid is the host user's, shared",
+      facts: { ...base, isRoot: false, uid: 1000, ownUserNamespace: false },
+      has: [/^limit\.pids: RLIMIT_NPROC counts every process of the uid/],
+      hasNot: [],
+    },
+    {
       name: 'unprivileged host without Landlock',
       facts: { ...base, isRoot: false, uid: 1000, landlock: false },
       has: [/uid 1000 like the host user itself/, /^tmpfs: without Landlock/],

@@ -178,7 +178,7 @@ describe('the fix for each gap, as data', () => {
     ['limit.memory: …', /^a delegated cgroup v2, which bounds the whole execution: boot with/],
     [
       'limit.pids (uid 0): …',
-      /^a delegated cgroup v2, .*; or a max_pids of 299 or more, which pid_max holds exactly$/,
+      /^a delegated cgroup v2, .*; or run the host side as a non-root user, whose commands RLIMIT_NPROC binds to max_pids exactly$/,
     ],
     ['limit.memory (memfd, SysV shm): …', /and set max_file_mb/],
     ['limit.file-size: …', /^set max_file_mb/],

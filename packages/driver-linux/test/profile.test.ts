@@ -221,23 +221,23 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
 
   it("tier 2: the helper sets its namespaces' limits through the launcher's /proc/sys descriptors, and keeps only what that needs", () => {
     const ws = temp();
-    const nsLimits = { pidMax: 402, userns: { max_inotify_instances: 64, max_user_namespaces: 0 } };
+    const nsLimits = { pidMax: 501, userns: { max_inotify_instances: 64, max_user_namespaces: 0 } };
     for (const root of [false, true]) {
       const p = buildLinuxProfile(caps(), ws, ws, inputs({ root, privileged: false, nsLimits }));
       const launch = p.launch.join(' ');
       const k = /--open (p\d+) \/proc\/sys\/kernel/.exec(launch)?.[1];
       const u = /--open (p\d+) \/proc\/sys\/user/.exec(launch)?.[1];
       const helper = p.helperArgs.join(' ');
-      expect(helper).toContain(`--sysctl-kernel @${k} --pid-max 402`);
+      expect(helper).toContain(`--sysctl-kernel @${k} --pid-max 501`);
       expect(helper).toContain(
         `--sysctl-user @${u} --userns-limit max_inotify_instances=64 --userns-limit max_user_namespaces=0`,
       );
       expect(p.bwrapArgs.join(' ')).toContain(
         '--disable-userns --cap-drop ALL --cap-add CAP_SYS_RESOURCE --cap-add CAP_SETPCAP',
       );
-      expect(p.limits).toMatchObject({ pidMax: 402, userns: nsLimits.userns });
+      expect(p.limits).toMatchObject({ pidMax: 501, userns: nsLimits.userns });
       expect(p.summary.join('\n')).toMatch(
-        /pid_max is 402: at most 400 processes and threads of the command, whatever its uid/,
+        /pid_max is 501: 200 processes and threads of the command at a time, however many it starts over its life; up to 499 before its PIDs first wrap at 300/,
       );
     }
     // Without userns counts: nothing kept; tier 1 (no user namespace, a uid per run): none of it.

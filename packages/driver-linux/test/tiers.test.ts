@@ -47,18 +47,23 @@ describe('Linux tiers', () => {
     expect(gapNames(tierGaps('namespaces', outer))).toEqual([absent]);
   });
 
-  it("tier 2 on a root host with a per-namespace pid_max: the process limit holds, down to the kernel's floor of 299", () => {
+  it('tier 2 on a root host with a per-namespace pid_max: bounded at a time, with the bound before the PIDs wrap said', () => {
     const pidMax = { ...ctx, pidNamespaceLimit: true };
-    expect(gapNames(tierGaps('user-namespace', pidMax))).toEqual([absent, 'root-file-identity']);
-    expect(gapNames(tierGaps('user-namespace', { ...pidMax, maxPids: 299 }))).toEqual([
+    expect(gapNames(tierGaps('user-namespace', pidMax))).toEqual([
       absent,
       'root-file-identity',
+      'limit.pids (uid 0)',
     ]);
     expect(tierGaps('user-namespace', { ...pidMax, maxPids: 200 })).toEqual([
       expect.stringMatching(/^absent-protected-paths-during-run: /),
       expect.stringMatching(/^root-file-identity: /),
-      "limit.pids (uid 0): RLIMIT_NPROC does not bind uid 0, so the PID namespace's pid_max bounds the command instead, and the kernel keeps pid_max at 301 or more: up to 299 processes, not max_pids (200)",
+      "limit.pids (uid 0): RLIMIT_NPROC does not bind uid 0, so the PID namespace's pid_max (501) bounds the command instead: up to 499 processes and threads at once before its PIDs first wrap at 300, then max_pids (200) and those of the first 300 still running",
     ]);
+    expect(tierGaps('user-namespace', { ...pidMax, maxPids: 1000 }).at(-1)).toMatch(
+      /pid_max \(1301\).*up to 1299 .*then max_pids \(1000\)/,
+    );
+    // A non-root host's command is bound by RLIMIT_NPROC exactly: nothing to say.
+    expect(gapNames(tierGaps('user-namespace', { ...pidMax, isRoot: false }))).toEqual([absent]);
     // Tier 3 has no PID namespace: pid_max changes nothing there.
     expect(gapNames(tierGaps('direct', pidMax))).toContain('process-limit');
   });

@@ -6,8 +6,10 @@ export type KillReason = 'timeout' | 'abort' | 'kill';
 
 /**
  * One refusal the sandbox itself made while a command ran (`details.denials` of its output): a network
- * host, port, DNS name or private address the egress policy refused, and so on. The model can act on it:
- * `allowWith` names the capability that would have allowed it.
+ * host, port, DNS name or private address the egress policy refused, and so on, or one of the sandbox's own
+ * limits the command hit (`limit.processes`, `limit.file-size`, `limit.memory` on Linux, `target` the
+ * limit's value). The model can act on it: `allowWith` names the capability or setting that would have
+ * allowed it.
  *
  * @example
  * ```ts
@@ -15,7 +17,7 @@ export type KillReason = 'timeout' | 'abort' | 'kill';
  * ```
  */
 export interface SandboxDenial {
-  /** What was refused, as a dotted id: `network.host`, `network.port`, `network.dns`, `network.private-address`, … */
+  /** What was refused, as a dotted id: `network.host`, `network.port`, `network.dns`, `network.private-address`, `limit.processes`, … */
   readonly kind: string;
   /** The thing refused: `host:port`, an address, a name. */
   readonly target: string;

@@ -211,8 +211,8 @@ export function identityMechanism(host: HostFacts): ProbeMechanism {
 
 /**
  * Tier 2's namespace limits (`profile/ns-limits.ts`), as the helper's `--probe` found them: pid_max of a
- * PID namespace of its own, which bounds a command's processes whatever its uid (RLIMIT_NPROC does not bind
- * uid 0), and the user namespace's own inotify and fanotify counts.
+ * PID namespace of its own, which bounds a command keeping uid 0 (RLIMIT_NPROC does not bind it) to
+ * max_pids at a time once its PIDs have wrapped, and the user namespace's own inotify and fanotify counts.
  */
 export function namespaceLimitMechanisms(helper: HelperCheck): {
   readonly pidMax: ProbeMechanism;
@@ -227,7 +227,7 @@ export function namespaceLimitMechanisms(helper: HelperCheck): {
         ? {
             available: true,
             detail:
-              "a PID namespace takes a pid_max of its own: tier 2 bounds a command's processes whatever its uid",
+              'a PID namespace takes a pid_max of its own: tier 2 bounds a command keeping uid 0 (300 + max_pids + 1: up to max_pids + 299 before its PIDs first wrap, then max_pids at a time); other uids are bound by RLIMIT_NPROC exactly',
           }
         : {
             available: false,

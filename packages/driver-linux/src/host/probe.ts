@@ -119,6 +119,7 @@ export async function probeLinux(options: {
       landlock: landlockAbi > 0,
       // A host user's commands run in a user namespace of their own (tier 2), which takes its own counts.
       usernsLimits: !options.host.isRoot && nsLimits.userns.available,
+      ownUserNamespace: !options.host.isRoot,
     }),
   };
 }

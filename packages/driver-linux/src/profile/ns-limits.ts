@@ -2,9 +2,12 @@
  * The limits of a tier 2 sandbox's own namespaces, which hold whatever uid the command has (the helper sets
  * them, `native/linux/helper/ns-limits.c`):
  * - pid_max of its PID namespace (Linux 6.14+). The kernel does not apply RLIMIT_NPROC to uid 0, and in tier 2
- *   on a root host the command keeps kernel uid 0; at most pid_max − 1 tasks (threads included) then live in
- *   the namespace, bwrap's init among them. The kernel keeps pid_max at 301 or more, so the bound is
- *   max_pids, or 299 processes where max_pids is lower (declared).
+ *   on a root host the command keeps kernel uid 0: pid_max bounds it instead. Once a PID namespace has handed
+ *   out PID 300 (RESERVED_PIDS), the kernel allocates new PIDs only from 300 up to pid_max − 1, so pid_max is
+ *   300 + max_pids + 1: max_pids processes at a time always fit, however many the command started before
+ *   (a build starts tens of thousands), and at most pid_max − 2 live at once (before the PIDs first wrap).
+ *   Where the command's kernel uid is not 0, RLIMIT_NPROC (counted per uid in the sandbox's own user
+ *   namespace) is the exact bound, and this pid_max never binds before it.
  * - the per-user counts of its user namespace (`/proc/sys/user`): inotify and fanotify at half the user's,
  *   namespaces at none, so one command cannot use up what the user's editor and watchers share with it.
  * The launcher opens the host's /proc/sys/kernel and /proc/sys/user and hands the helper the descriptors
@@ -23,24 +26,33 @@ export interface NamespaceLimits {
   readonly userns: Readonly<Record<string, number>>;
 }
 
-/** The lowest pid_max the kernel accepts (RESERVED_PIDS + 1). */
-export const PID_MAX_FLOOR = 301;
+/**
+ * PIDs below this are handed out only until a PID namespace first wraps (the kernel's RESERVED_PIDS); it is
+ * also the lowest pid_max the kernel accepts, minus one.
+ */
+export const RESERVED_PIDS = 300;
 
 /**
- * pid_max for `maxPids` processes of the command: pid 0 is never used and bwrap's init holds pid 1.
+ * pid_max for `maxPids` processes of the command at a time: after the first wrap new PIDs come only from
+ * {@link RESERVED_PIDS} to pid_max − 1, which leaves `maxPids` + 1 of them (bwrap's init keeps PID 1).
  *
  * @example
  * ```ts
- * pidMaxFor(400) // 402
- * pidMaxFor(200) // 301: the kernel's floor, 299 processes
+ * pidMaxFor(200) // 501
  * ```
  */
 export function pidMaxFor(maxPids: number): number {
-  return Math.max(PID_MAX_FLOOR, maxPids + 2);
+  return RESERVED_PIDS + maxPids + 1;
 }
 
-/** How many processes of the command pid_max `pidMax` lets live. */
-export const processesUnder = (pidMax: number) => pidMax - 2;
+/**
+ * What pid_max `pidMax` lets the command's processes and threads do: `always` at a time, however many it
+ * started before (the PIDs from {@link RESERVED_PIDS} to pid_max − 1, less bwrap's init's none), and at most
+ * `atMost` at once (every PID but 0 and init's, before the PIDs first wrap).
+ */
+export function pidMaxBounds(pidMax: number): { readonly always: number; readonly atMost: number } {
+  return { always: pidMax - RESERVED_PIDS - 1, atMost: pidMax - 2 };
+}
 
 /** The per-user counts set at half the user's. */
 const HALVED = ['max_inotify_instances', 'max_inotify_watches', 'max_fanotify_groups', 'max_fanotify_marks'];
@@ -108,10 +120,12 @@ export function namespaceLimitArgs(
 /** The limits in words, for the profile's summary. */
 export function namespaceLimitsInWords(limits: NamespaceLimits | undefined): string[] {
   const out: string[] = [];
-  if (limits?.pidMax !== undefined)
+  if (limits?.pidMax !== undefined) {
+    const { always, atMost } = pidMaxBounds(limits.pidMax);
     out.push(
-      `limits: the PID namespace's pid_max is ${limits.pidMax}: at most ${processesUnder(limits.pidMax)} processes and threads of the command, whatever its uid`,
+      `limits: the PID namespace's pid_max is ${limits.pidMax}: ${always} processes and threads of the command at a time, however many it starts over its life; up to ${atMost} before its PIDs first wrap at ${RESERVED_PIDS} (RLIMIT_NPROC is the exact bound where the command's kernel uid is not 0)`,
     );
+  }
   const userns = Object.entries(limits?.userns ?? {});
   if (userns.length > 0)
     out.push(`limits: the user namespace's own counts: ${userns.map(([k, v]) => `${k}=${v}`).join(', ')}`);

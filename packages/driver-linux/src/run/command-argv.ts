@@ -46,10 +46,14 @@ function withSocket(
 }
 
 /**
- * RLIMIT_NPROC counts every process of the uid, so a shared uid's budget is on top of what it already
- * runs; a uid of the command's own starts from nothing.
+ * RLIMIT_NPROC counts the tasks of the command's kernel uid in its user namespace. Tier 2 on a non-root host
+ * has a user namespace of its own per run, where only bwrap's init (PID 1) runs beside the command (the
+ * host user's other processes are not counted there): max_pids + 1. Elsewhere the uid's count is the whole
+ * host's: a shared uid's budget is on top of what it already runs; a uid of the run's own starts from
+ * nothing (tier 1's init is root's).
  */
 function processLimit(profile: LinuxProfile, host: HostFacts): number {
+  if (profile.tier === 'user-namespace' && !host.isRoot) return profile.limits.maxPids + 1;
   const sharedUid = !host.isRoot
     ? host.uid
     : profile.identity.mode === 'drop-to-uid' && typeof profile.identity.uid === 'number'

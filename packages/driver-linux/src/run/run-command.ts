@@ -6,6 +6,7 @@
  * command's environment and argv, the session HOME, the launcher's report and the run's result.
  */
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import type { ProxyLease } from '@aleph/proxy/pool';
 import {
@@ -28,6 +29,7 @@ import { commandArgv } from './command-argv.js';
 import { commandEnv, encodeEnv, refuseLoaderEnv } from './command-env.js';
 import type { ForkServer } from './fork-server.js';
 import { GitIdentitySync } from './git-identity.js';
+import { limitDenials, processesSeen, readLeafEvents, watchPidsArgs } from './limit-denials.js';
 import { PrivateTmps } from './private-tmp.js';
 import type { ProxyPools } from './proxy-pools.js';
 import { launchOutput } from './run-result.js';
@@ -112,13 +114,20 @@ export class CommandRunner {
       reportFile = path.join(this.settings.stateDir, `${this.reportPrefix}-${++this.#runs}`);
       const launch = [...profile.launch, '--report', reportFile];
       leaf = await this.#enterLeaf(profile, request, launch);
+      launch.push(...watchPidsArgs(profile, leaf !== undefined));
       const result = await runBoundedProcess(this.#launcherRun(request, profile, launch, argv, env));
       const refused = (await lease?.entrance?.settle()) ?? [];
+      const limited = limitDenials(profile, {
+        processesSeen: processesSeen(reportFile, profile, leaf !== undefined),
+        leaf: leaf === undefined ? undefined : await readLeafEvents(leaf),
+        signal: result.signal ?? bwrapSignal(result.exitCode),
+        maxMemoryMb: request.capabilities.maxMemoryMb,
+      });
       return launchOutput(result, profile, {
         limits: runnable.limits,
         reportFile,
         notEnforced: this.#notEnforced(profile),
-        denials: refused.map((d) => networkDenial(d, hosts ?? [])),
+        denials: [...refused.map((d) => networkDenial(d, hosts ?? [])), ...limited],
       });
     } catch (error) {
       if (error instanceof DriverError || error instanceof InvalidInputError) throw error;
@@ -272,9 +281,16 @@ export class CommandRunner {
             : profile.limits.rlimits.FSIZE / (1024 * 1024),
         cpuQuota: profile.limits.cpuQuotaPercent !== null,
         usernsLimits: Object.keys(profile.limits.userns ?? {}).length > 0,
+        ownUserNamespace: profile.tier === 'user-namespace' && !host.isRoot,
       }),
     ];
   }
+}
+
+/** The signal of a program bwrap (or a shell) reports as exit status 128+N, as `launchOutput` reads it. */
+function bwrapSignal(exitCode: number | null): string | null {
+  if (exitCode === null || exitCode <= 128 || exitCode > 128 + 64) return null;
+  return Object.entries(osConstants.signals).find(([, n]) => n === exitCode - 128)?.[0] ?? null;
 }
 
 /** The cgroup leaf's limits: the plan's process limit and CPU quota, the command's memory. */

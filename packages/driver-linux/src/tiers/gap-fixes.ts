@@ -61,7 +61,7 @@ export function linuxGapFixes(gaps: readonly string[], ctx: GapFixContext): Reco
     else if (name === 'process-limit')
       fix = `${cgroupFix(ctx)}${ctx.tier === 'direct' ? '; or set a uid for the commands (`[sandbox.linux] sandbox_uid`): RLIMIT_NPROC binds every uid but 0' : `; or Linux 6.14 or later, where the helper bounds the sandbox's PID namespace with a pid_max of its own${only(strongerTier(ctx, 'namespaces'))}`}`;
     else if (name === 'limit.pids (uid 0)')
-      fix = `${cgroupFix(ctx)}${only(strongerTier(ctx, 'namespaces'))}; or a max_pids of 299 or more, which pid_max holds exactly`;
+      fix = `${cgroupFix(ctx)}${only(strongerTier(ctx, 'namespaces'))}; or run the host side as a non-root user, whose commands RLIMIT_NPROC binds to max_pids exactly`;
     else if (name === 'limit.memory' || name === 'limit.pids' || name === 'limit.cpu') fix = cgroupFix(ctx);
     else if (name === 'limit.memory (memfd, SysV shm)')
       fix = `${cgroupFix(ctx)}; and set max_file_mb (\`[sandbox.linux] max_file_mb\`), which bounds each file and memfd`;

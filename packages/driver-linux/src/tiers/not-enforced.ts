@@ -18,6 +18,11 @@ export interface NotEnforcedFacts {
   readonly landlock?: boolean;
   /** The command's user namespace has inotify and fanotify counts of its own (tier 2, `ns-limits.ts`). */
   readonly usernsLimits?: boolean;
+  /**
+   * The command runs in a user namespace of its own under a non-zero kernel uid (tier 2 on a non-root host):
+   * RLIMIT_NPROC counts that namespace's processes only, so each execution has its own budget.
+   */
+  readonly ownUserNamespace?: boolean;
 }
 
 /**
@@ -41,7 +46,7 @@ export function linuxNotEnforced(facts: NotEnforcedFacts): string[] {
     out.push(
       'limit.memory: without a delegated cgroup v2, maxMemoryMb is RLIMIT_AS of each process, not a total for the execution (up to max_pids times it)',
       `limit.memory (memfd, SysV shm): memfd_create and SysV shared memory are not counted by RLIMIT_AS; ${eachFile}, and their number is bounded only by open files × processes`,
-      ...(facts.uid === 'per-run'
+      ...(facts.uid === 'per-run' || facts.ownUserNamespace === true
         ? []
         : [
             'limit.pids: RLIMIT_NPROC counts every process of the uid, so executions running at the same time share one budget',

@@ -6,7 +6,7 @@
  * `not-enforced.ts` names what the limits leave unbounded and `gap-fixes.ts` what closes each gap.
  */
 
-import { PID_MAX_FLOOR, pidMaxFor, processesUnder } from '../profile/ns-limits.js';
+import { pidMaxBounds, pidMaxFor, RESERVED_PIDS } from '../profile/ns-limits.js';
 
 /** Which way a command runs. */
 export type LinuxTierId = 'namespaces' | 'user-namespace' | 'direct';
@@ -65,7 +65,7 @@ export interface TierGapContext {
    * `--probe`): tier 2 then bounds its processes whatever their uid.
    */
   readonly pidNamespaceLimit: boolean;
-  /** The driver's `maxPids`: below what pid_max can hold (299), tier 2 as root says so. Default: not said. */
+  /** The driver's `maxPids`, named in tier 2's `limit.pids (uid 0)` (default 200). */
   readonly maxPids?: number;
   /** Tier 2 with this host's /proc, bound read-only (a fresh procfs is refused here). */
   readonly hostProc?: boolean;
@@ -123,18 +123,16 @@ export function tierGaps(tier: LinuxTierId, ctx: TierGapContext): string[] {
 
 /**
  * The process limit of a command keeping uid 0 without a delegated cgroup: RLIMIT_NPROC does not bind it.
- * Tier 2 bounds its PID namespace with pid_max where the kernel allows (then the limit holds, but not below
- * the kernel's floor of 299 processes: named last, as a limit, `limit.pids (uid 0)`); tier 3 has no PID
- * namespace.
+ * Tier 2 bounds its PID namespace with pid_max where the kernel allows: max_pids at a time once the PIDs
+ * have wrapped, but more before (named as a limit, `limit.pids (uid 0)`); tier 3 has no PID namespace.
  */
 function rootProcessGaps(tier: LinuxTierId, ctx: TierGapContext): string[] {
   if (tier === 'user-namespace' && ctx.pidNamespaceLimit) {
-    const bound = processesUnder(pidMaxFor(ctx.maxPids ?? PID_MAX_FLOOR));
-    return ctx.maxPids !== undefined && ctx.maxPids < bound
-      ? [
-          `limit.pids (uid 0): RLIMIT_NPROC does not bind uid 0, so the PID namespace's pid_max bounds the command instead, and the kernel keeps pid_max at ${PID_MAX_FLOOR} or more: up to ${bound} processes, not max_pids (${ctx.maxPids})`,
-        ]
-      : [];
+    const maxPids = ctx.maxPids ?? 200;
+    const pidMax = pidMaxFor(maxPids);
+    return [
+      `limit.pids (uid 0): RLIMIT_NPROC does not bind uid 0, so the PID namespace's pid_max (${pidMax}) bounds the command instead: up to ${pidMaxBounds(pidMax).atMost} processes and threads at once before its PIDs first wrap at ${RESERVED_PIDS}, then max_pids (${maxPids}) and those of the first ${RESERVED_PIDS} still running`,
+    ];
   }
   return [
     `process-limit: RLIMIT_NPROC does not bind uid 0, and no delegated cgroup v2 is here${tier === 'user-namespace' ? ', nor a per-namespace pid_max (Linux 6.14+)' : ' (and tier 3 has no PID namespace)'}: the number of processes is not limited`,
