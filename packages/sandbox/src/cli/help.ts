@@ -28,14 +28,19 @@ Flags:
   --allow-write PATH   grant write access (repeatable)
   --net none|all|HOST,HOST...   network: none (default), everything, or only these hosts (through the proxy)
   --publish PORT       make the command's 127.0.0.1:PORT reachable on the host's 127.0.0.1:PORT while it
-                       runs (repeatable; a dev server to show; needs approval unless [sandbox.network] publish lists it)
+                       runs (repeatable; a dev server to show)
   --allow-spawn        allow the command to start subprocesses (needed by most shell scripts)
-  --memory MB          memory limit
+  --memory MB          memory limit (above a max_memory_mb the config sets, it is asked for)
   --timeout S          wall-clock timeout in seconds
-  --approve prompt|all|none   how requests beyond the baseline are approved
+  --approve prompt|all|none   how requests beyond the baseline and these flags are approved
                        (default: prompt on a terminal, none otherwise)
   --json               print the result as JSON instead of streaming
   --config FILE        config file (default ~/.aleph/config.toml)
+
+A capability flag (--allow-read, --allow-write, --net, --publish, --allow-spawn) is granted for this run
+without asking: typing it is the approval. A grant inside a hidden path (the vault, a session's HOME,
+~/.aleph/run, the audit log's directory) stays refused whatever the flag, and protected paths (git hooks
+and config, agent settings) stay read-only.
 
 What the sandbox refused while the command ran (a host, a port, a name, a private address) is printed on
 stderr after its output, each with what would allow it (in --json: details.denials).
