@@ -24,6 +24,7 @@ export const ALEPH_ERROR_CODES = [
   'ALEPH_FILE_TOO_LARGE',
   'ALEPH_FILE_PERMISSION_DENIED',
   'ALEPH_INVALID_PATH',
+  'ALEPH_USAGE',
 ] as const;
 
 /** A machine-readable error code, stable across releases. */
@@ -110,7 +111,7 @@ export class InvalidInputError extends AlephError {
   ) {
     super(code, `${field} ${problem} (got ${describeValue(value)}); ${fix}`, {
       ...options,
-      details: { field, value: describeValue(value), ...options.details },
+      details: { field, value: describeValue(value), fix, ...options.details },
     });
     this.field = field;
     this.value = value;

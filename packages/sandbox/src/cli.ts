@@ -10,13 +10,13 @@ import type { AlephError } from '@aleph/sandbox-core';
 import { buildHelper } from './cli/build-helper.js';
 import { doctor } from './cli/doctor.js';
 import { HELP, UsageError } from './cli/help.js';
+import { errorLine, jsonError, jsonRequested } from './cli/json-error.js';
 import { mcp } from './cli/mcp.js';
 import { policy } from './cli/policy.js';
 import { profile } from './cli/profile.js';
 import { proxy } from './cli/proxy.js';
 import { run } from './cli/run.js';
 import { stdoutGone } from './cli/stdout-gone.js';
-import { unknownOption } from './cli/unknown-option.js';
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -83,11 +83,10 @@ main(process.argv.slice(2)).then(
       e.code?.startsWith('ERR_PARSE_ARGS') ||
       e.code === 'ALEPH_CONFIG_INVALID' ||
       e.code === 'ALEPH_INVALID_COMMAND';
-    const message =
-      (e.code as string | undefined) === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
-        ? unknownOption(e.message)
-        : e.message;
-    process.stderr.write(`aleph-sandbox: ${message.split('\n')[0]}\n`);
+    const argv = process.argv.slice(2);
+    if (jsonRequested(argv))
+      process.stdout.write(`${JSON.stringify({ error: jsonError(error, argv[0] as string) })}\n`);
+    process.stderr.write(`aleph-sandbox: ${errorLine(error, argv[0] ?? '')}\n`);
     process.exitCode = usage ? 2 : 125;
   },
 );

@@ -34,7 +34,8 @@ Flags:
   --timeout S          wall-clock timeout in seconds
   --approve prompt|all|none   how requests beyond the baseline and these flags are approved
                        (default: prompt on a terminal, none otherwise)
-  --json               print the result as JSON instead of streaming
+  --json               print the result as JSON instead of streaming; a failure too, as
+                       {"error": {"code", "message", "field", "value", "fix"}} (the exit code is the same)
   --config FILE        config file (default ~/.aleph/config.toml)
 
 A capability flag (--allow-read, --allow-write, --net, --publish, --allow-spawn) is granted for this run
@@ -93,8 +94,29 @@ helper fits (no @aleph/driver-linux-<arch> package for it, or optional dependenc
 libc6-dev). Exit codes: 0 built and answering --probe; 1 could not be built (the fix is printed).`,
 };
 
-/** Bad flags or arguments: reported on one line, exit code 2. */
-export class UsageError extends Error {}
+/** What a {@link UsageError} names, for `--json` (`{"error": {"code": "ALEPH_USAGE", …}}`). */
+export interface UsageProblem {
+  /** The flag or argument at fault: `--timeout`, `PROGRAM`, `COMMAND`. */
+  readonly field?: string;
+  /** The value given, as typed. */
+  readonly value?: string;
+  /** What to do instead. */
+  readonly fix?: string;
+}
+
+/** Bad flags or arguments: reported on one line (with `--json`, as JSON on stdout too), exit code 2. */
+export class UsageError extends Error {
+  readonly code = 'ALEPH_USAGE';
+  readonly field: string | undefined;
+  readonly value: string | undefined;
+  readonly fix: string | undefined;
+  constructor(message: string, problem: UsageProblem = {}) {
+    super(message);
+    this.field = problem.field;
+    this.value = problem.value;
+    this.fix = problem.fix;
+  }
+}
 
 /** What a subcommand throws for `--help`: its text is printed on stdout, exit code 0. */
 export function helpRequested(command: string): Error {

@@ -13,6 +13,7 @@ import type {
 import type { AlephConfig } from '../config-shape.js';
 import { afterRunNotice } from './after-run-notice.js';
 import { approvingFlags } from './flag-grants.js';
+import { jsonError } from './json-error.js';
 import { loadSandboxModules, makeWorkspaceDir, parseRun, type RunPlan, resolveCwd } from './run-flags.js';
 import { requireStateDir } from './state-dir.js';
 import { readStdin, stdinIsTerminal } from './stdin.js';
@@ -115,7 +116,7 @@ export async function run(argv: string[]): Promise<number> {
   } catch (error) {
     const e = error as AlephError;
     if (e.code === 'ALEPH_ABORTED') return 128 + (osConstants.signals[stoppedBy ?? 'SIGINT'] ?? 2);
-    if (json) process.stdout.write(`${JSON.stringify({ error: { code: e.code, message: e.message } })}\n`);
+    if (json) process.stdout.write(`${JSON.stringify({ error: jsonError(e, 'run') })}\n`);
     process.stderr.write(`aleph-sandbox: ${e.message}\n`);
     if (DENIALS.has(e.code)) return 126;
     if (e.code === 'ALEPH_INVALID_COMMAND' || e.code === 'ALEPH_CONFIG_INVALID') return 2;
