@@ -53,8 +53,10 @@ Exit codes: the command's own; 124 timeout; 128+N signal; 2 usage or config erro
 Serves MCP on stdin/stdout for an MCP client (Claude Desktop, Claude Code, Cursor, VS Code, ...): the
 tools execute, read_file, write_file, edit_file, list_directory, stat and delete_file run in one sandbox
 session per connection; the resources aleph://audit and aleph://doctor show its audit records and what
-this host enforces. Requests beyond the baseline are asked of the user through the client (MCP
-elicitation); a client that cannot ask gets a result naming the flag or config line that would allow it.
+this host enforces. Commands may start subprocesses (a shell command runs on the first call); requests
+that widen the ceiling (files outside the workspace, the network, published ports) are asked of the
+user through the client (MCP elicitation); a client that cannot ask gets a result naming the flag or
+config line that would allow it.
 Needs the @aleph/mcp package (npm install @aleph/mcp); \`npx -y @aleph/mcp [run flags]\` is the same server.
 
 Flags (those of run, with these meanings):
@@ -66,7 +68,8 @@ Flags (those of run, with these meanings):
   --allow-read PATH    every command may read PATH (repeatable), without asking
   --allow-write PATH   every command may write PATH (repeatable), without asking
   --net none|all|HOST,HOST...   every command may reach these hosts, without asking
-  --allow-spawn        every command may start subprocesses (shell commands need it), without asking
+  --allow-spawn        accepted; subprocesses are allowed already (a shell tool needs them, and they stay
+                       inside the sandbox)
   --memory MB          memory limit of every command
   --timeout S          default timeout of a command (a call may pass timeoutSeconds)
   --approve prompt|all|none   requests beyond that: ask the user through the client (prompt, the
