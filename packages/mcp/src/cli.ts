@@ -8,6 +8,7 @@
  */
 import { loadConfig } from '@aleph/sandbox';
 import {
+  autoGc,
   makeWorkspaceDir,
   parseRunFlags,
   requireStateDir,
@@ -23,6 +24,7 @@ async function start(argv: string[]): Promise<AlephMcpServer> {
   const approve = flags.values.approve as 'prompt' | 'all' | 'none' | undefined;
   const config = await loadConfig(flags.values.config);
   if (config.enabled) requireStateDir();
+  autoGc(config);
   if (flags.workspaceDir !== undefined) await makeWorkspaceDir(flags.workspaceDir);
   return createAlephMcpServer({
     config,

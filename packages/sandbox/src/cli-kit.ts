@@ -5,6 +5,7 @@
  */
 export { type DoctorReport, diagnose } from './cli/doctor.js';
 export { baselineWithGrants, realPath, unionCapabilities } from './cli/flag-grants.js';
+export { autoGc } from './cli/gc.js';
 export { HELP, UsageError } from './cli/help.js';
 export {
   makeWorkspaceDir,

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The `aleph-sandbox` command: dispatches to one module per subcommand (`cli/run.ts`, `profile.ts`,
- * `mcp.ts`, `doctor.ts`, `policy.ts`, `proxy.ts`, `build-helper.ts`), prints help and the version, and turns what a subcommand throws
+ * `mcp.ts`, `doctor.ts`, `gc.ts`, `policy.ts`, `proxy.ts`, `build-helper.ts`), prints help and the version, and turns what a subcommand throws
  * into one line on stderr and an exit code (2 for usage and config errors, 125 otherwise).
  */
 import { createRequire } from 'node:module';
@@ -9,6 +9,7 @@ import { constants as osConstants } from 'node:os';
 import type { AlephError } from '@aleph/sandbox-core';
 import { buildHelper } from './cli/build-helper.js';
 import { doctor } from './cli/doctor.js';
+import { gc } from './cli/gc.js';
 import { HELP, UsageError } from './cli/help.js';
 import { errorLine, jsonError, jsonRequested } from './cli/json-error.js';
 import { mcp } from './cli/mcp.js';
@@ -35,6 +36,8 @@ async function main(argv: string[]): Promise<number> {
       return proxy(rest);
     case 'build-helper':
       return buildHelper(rest);
+    case 'gc':
+      return gc(rest);
     case undefined:
     case 'help':
     case '--help':
@@ -49,7 +52,7 @@ async function main(argv: string[]): Promise<number> {
     }
     default:
       throw new UsageError(
-        `unknown command ${JSON.stringify(command)}; use run, profile, mcp, doctor, policy, proxy or build-helper (see --help)`,
+        `unknown command ${JSON.stringify(command)}; use run, profile, mcp, doctor, gc, policy, proxy or build-helper (see --help)`,
       );
   }
 }

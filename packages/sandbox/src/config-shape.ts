@@ -73,6 +73,13 @@ export interface AlephConfig {
     readonly maxProcesses: number;
   };
   readonly audit: { readonly jsonlPath?: string };
+  /** `[sandbox.state]`: how `aleph-sandbox gc` (and the hourly automatic one) prunes the state. */
+  readonly state: {
+    readonly maxAgeDays: number;
+    readonly maxQuarantineMb: number;
+    readonly maxRegistryFiles: number;
+    readonly autoGc: boolean;
+  };
   /** The file this came from, if any. */
   readonly source?: string;
 }
@@ -144,6 +151,12 @@ export function toConfig(file: FileConfig, home: string, source?: string): Aleph
       maxProcesses: file.windows.max_processes,
     },
     audit: file.audit.jsonl_path === undefined ? {} : { jsonlPath: abs(file.audit.jsonl_path) },
+    state: {
+      maxAgeDays: file.state.max_age_days,
+      maxQuarantineMb: file.state.max_quarantine_mb,
+      maxRegistryFiles: file.state.max_registry_files,
+      autoGc: file.state.auto_gc,
+    },
     ...(source === undefined ? {} : { source }),
   };
 }

@@ -8,6 +8,7 @@ Usage:
   aleph-sandbox profile [run flags] -- PROGRAM [ARGS...] print the sandbox plan, run nothing
   aleph-sandbox mcp [run flags]                          an MCP server on stdio (needs @aleph/mcp)
   aleph-sandbox doctor [--json] [--config FILE]          what this host can enforce, and fixes
+  aleph-sandbox gc [--dry-run] [--json]                  prune old sandbox state now (also hourly by itself)
   aleph-sandbox policy check ...                         the command filter (see aleph-policy --help)
   aleph-sandbox proxy ...                                the egress proxy (see aleph-proxy --help)
   aleph-sandbox build-helper                             build the Linux helper from source (no prebuilt one fits)
@@ -89,6 +90,15 @@ Reports the driver for this host, each enforcement mechanism as it behaved when 
 Landlock, user namespaces, cgroups, each tier running a sandboxed \`true\`), the tier in use, what it does not
 enforce, and for anything missing the exact command that fixes it, and the names of [sandbox.network] allow that resolve
 to a private address. "ready" only after a command ran sandboxed.`,
+  gc: `aleph-sandbox gc [--dry-run] [--json] [--config FILE]
+
+Prunes the sandbox's host state now and prints what it removed (--dry-run: what it would remove):
+git-directory registries and tier caches unused for [sandbox.state] max_age_days (14), beyond
+max_registry_files (1000); quarantined sessions and kept changes older than that, then the oldest while
+the quarantine is above max_quarantine_mb (512) and the change store above [sandbox.changes] max_mb;
+private temporary directories of sessions that are gone. Never a live run's record or files, and never a
+dead run's record while a root it names is still there (the next run there checks it). The CLI and the
+MCP server do the same by themselves at most once an hour (auto_gc = false turns that off).`,
   'build-helper': `aleph-sandbox build-helper
 
 Builds the Linux sandbox helper from the C source @aleph/driver-linux ships, for a machine no prebuilt

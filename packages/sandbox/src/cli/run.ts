@@ -13,6 +13,7 @@ import type {
 import type { AlephConfig } from '../config-shape.js';
 import { afterRunNotice } from './after-run-notice.js';
 import { approvingFlags } from './flag-grants.js';
+import { autoGc } from './gc.js';
 import { jsonError } from './json-error.js';
 import { loadSandboxModules, makeWorkspaceDir, parseRun, type RunPlan, resolveCwd } from './run-flags.js';
 import { requireStateDir } from './state-dir.js';
@@ -85,6 +86,7 @@ export async function run(argv: string[]): Promise<number> {
   const { loadConfig, buildSandbox } = await loadSandboxModules();
   const config = await loadConfig(plan.values.config);
   if (config.enabled) requireStateDir();
+  autoGc(config);
   const { grants, capabilities } = await flagRequest(config, plan.capabilities);
   const stdin =
     plan.values.approve === 'prompt' || (plan.values.approve === undefined && stdinIsTerminal())
