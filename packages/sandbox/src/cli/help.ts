@@ -7,7 +7,7 @@ Usage:
   aleph-sandbox run [run flags] -- PROGRAM [ARGS...]     run a command in a session workspace
   aleph-sandbox profile [run flags] -- PROGRAM [ARGS...] print the sandbox plan, run nothing
   aleph-sandbox mcp [run flags]                          an MCP server on stdio (needs @aleph/mcp)
-  aleph-sandbox doctor [--json] [--config FILE]          what this host can enforce, and fixes
+  aleph-sandbox doctor [--json] [--workspace DIR]        what a run will get here, and fixes
   aleph-sandbox gc [--dry-run] [--json]                  prune old sandbox state now (also hourly by itself)
   aleph-sandbox policy check ...                         the command filter (see aleph-policy --help)
   aleph-sandbox proxy ...                                the egress proxy (see aleph-proxy --help)
@@ -84,12 +84,15 @@ Prints the plan the sandbox would apply to this command (mounts, Landlock rules,
 limits, network), without running anything, and the allowed names that resolve to a loopback, private or
 reserved address (the proxy refuses those unless the address is allowed too). --json prints the whole
 profile, with privateNames.`,
-  doctor: `aleph-sandbox doctor [--json] [--config FILE]
+  doctor: `aleph-sandbox doctor [--json] [--config FILE] [--workspace DIR]
 
 Reports the driver for this host, each enforcement mechanism as it behaved when used (the helper, seccomp,
-Landlock, user namespaces, cgroups, each tier running a sandboxed \`true\`), the tier in use, what it does not
-enforce, and for anything missing the exact command that fixes it, and the names of [sandbox.network] allow that resolve
-to a private address. "ready" only after a command ran sandboxed.`,
+Landlock, user namespaces, cgroups, each tier running a sandboxed \`true\`), and runs \`true\` sandboxed in
+DIR (default: a scratch workspace in workspace_root, on the filesystem of the session workspaces): the
+tier and what it does not enforce are the ones that run reported, a weaker tier for that workspace
+included, so they are what a run there gets. For anything missing, the exact command that fixes it, and
+the names of [sandbox.network] allow that resolve to a private address. "ready" only after that command
+ran sandboxed.`,
   gc: `aleph-sandbox gc [--dry-run] [--json] [--config FILE]
 
 Prunes the sandbox's host state now and prints what it removed (--dry-run: what it would remove):

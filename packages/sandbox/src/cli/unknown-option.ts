@@ -3,7 +3,7 @@ import { RUN_OPTIONS } from './run-flags.js';
 
 /** The options each subcommand knows. */
 const KNOWN_OPTIONS: Record<string, readonly string[]> = {
-  doctor: ['json', 'config', 'help'],
+  doctor: ['json', 'config', 'workspace', 'help'],
   gc: ['dry-run', 'json', 'config', 'help'],
   run: Object.keys(RUN_OPTIONS),
   profile: Object.keys(RUN_OPTIONS),
