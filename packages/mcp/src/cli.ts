@@ -30,7 +30,7 @@ async function start(argv: string[]): Promise<AlephMcpServer> {
     config,
     // Subprocesses are allowed by default: a shell tool that cannot run a pipeline runs nothing, and a
     // subprocess stays inside the sandbox's ceiling. What widens the ceiling (files outside the
-    // workspace, the network, published ports) is still asked for.
+    // workspace, the network) is still asked for.
     grants: { ...flags.capabilities, spawnSubprocess: true },
     approve: approve ?? 'prompt',
     ...(flags.session === undefined ? {} : { sessionId: flags.session }),

@@ -55,7 +55,7 @@ Serves MCP on stdin/stdout for an MCP client (Claude Desktop, Claude Code, Curso
 tools execute, read_file, write_file, edit_file, list_directory, stat and delete_file run in one sandbox
 session per connection; the resources aleph://audit and aleph://doctor show its audit records and what
 this host enforces. Commands may start subprocesses (a shell command runs on the first call); requests
-that widen the ceiling (files outside the workspace, the network, published ports) are asked of the
+that widen the ceiling (files outside the workspace, the network) are asked of the
 user through the client (MCP elicitation); a client that cannot ask gets a result naming the flag or
 config line that would allow it.
 Needs the @aleph/mcp package (npm install @aleph/mcp); \`npx -y @aleph/mcp [run flags]\` is the same server.
