@@ -50,6 +50,9 @@ describe('aleph-sandbox --json failures are JSON', () => {
     [['run'], { field: 'PROGRAM' }],
     [['profile'], { field: 'PROGRAM' }],
     [['doctor', '--jsn'], { field: '--jsn' }],
+    [['doctor', '--workspace', '/usr'], { field: '--workspace', value: '/usr' }],
+    [['gc', '--max', '3'], { field: '--max' }],
+    [['nonsense'], { field: 'COMMAND', value: 'nonsense' }],
     [['run', '--workspace', '/etc', '--', 'true'], { field: '--workspace', value: '/etc' }],
   ])('%j: ALEPH_USAGE naming the field, exit 2', (args, named) => {
     const r = both(args);

@@ -53,6 +53,11 @@ async function main(argv: string[]): Promise<number> {
     default:
       throw new UsageError(
         `unknown command ${JSON.stringify(command)}; use run, profile, mcp, doctor, gc, policy, proxy or build-helper (see --help)`,
+        {
+          field: 'COMMAND',
+          value: command,
+          fix: 'use run, profile, mcp, doctor, gc, policy, proxy or build-helper',
+        },
       );
   }
 }

@@ -21,16 +21,14 @@ export interface JsonError {
   readonly fix?: string;
 }
 
-/** The subcommands of `aleph-sandbox` that take `--json`. */
-const JSON_COMMANDS = new Set(['run', 'profile', 'doctor', 'gc']);
-
 /**
- * Whether `argv` (the CLI's arguments, subcommand first) asks for JSON: a subcommand that takes `--json`
- * and `--json` among its flags, before any `--`.
+ * Whether `argv` (the CLI's arguments, subcommand first) asks for JSON: `--json` among the subcommand's
+ * flags, before any `--` (whatever the subcommand: `run`, `profile`, `doctor`, `gc` and any added later;
+ * `policy` and `proxy` answer in their own CLIs).
  */
 export function jsonRequested(argv: readonly string[]): boolean {
   const [command, ...rest] = argv;
-  if (command === undefined || !JSON_COMMANDS.has(command)) return false;
+  if (command === undefined) return false;
   const end = rest.indexOf('--');
   return (end === -1 ? rest : rest.slice(0, end)).includes('--json');
 }
