@@ -96,12 +96,12 @@ ran sandboxed.`,
   gc: `aleph-sandbox gc [--dry-run] [--json] [--config FILE]
 
 Prunes the sandbox's host state now and prints what it removed (--dry-run: what it would remove):
-git-directory registries and tier caches unused for [sandbox.state] max_age_days (14), beyond
-max_registry_files (1000); quarantined sessions and kept changes older than that, then the oldest while
-the quarantine is above max_quarantine_mb (512) and the change store above [sandbox.changes] max_mb;
-private temporary directories of sessions that are gone. Never a live run's record or files, and never a
-dead run's record while a root it names is still there (the next run there checks it). The CLI and the
-MCP server do the same by themselves at most once an hour (auto_gc = false turns that off).`,
+git-directory registries and tier caches unused for [sandbox.state] max_age_days (14), and registries
+beyond max_registry_files (1000); quarantined sessions, kept changes and private temporary directories
+older than that, then the oldest while the quarantine is above max_quarantine_mb (512) and the change
+store above [sandbox.changes] max_mb. Never a live run's record or files, and never a dead run's record
+while a root it names is still there (the next run there checks it). The CLI and the MCP server do the
+same by themselves at most once an hour (auto_gc = false turns that off).`,
   'build-helper': `aleph-sandbox build-helper
 
 Builds the Linux sandbox helper from the C source @aleph/driver-linux ships, for a machine no prebuilt

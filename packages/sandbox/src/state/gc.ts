@@ -9,8 +9,7 @@
  *   alive) nor younger than an hour; a dead one only when it cannot be read (its run never started the
  *   command, as the launcher also decides) or when every root it names is gone and it is older than
  *   `maxAgeDays`. A dead record whose root is still there is kept: the next run there checks it.
- * - `tmp/<session>` (a session's private temporary directory) and `session-tmp/<pid>-…` (a process's):
- *   untouched for `maxAgeDays`, or, for the second, its process gone and untouched for an hour.
+ * - `tmp/<session>` (a session's private temporary directory, tier 3): untouched for `maxAgeDays`.
  * - the quarantine's `<session>` directories: untouched for `maxAgeDays`, then the oldest while the
  *   quarantine is above `maxQuarantineMb`; never one that is locked (being written).
  * - the change store's `changes/<runId>` directories: ended (`run.json` `endedAt`) more than `maxAgeDays`
@@ -189,19 +188,9 @@ function pruneRecords(p: Pruner, dir: string): void {
   }
 }
 
-function processAlive(pid: string): boolean {
-  return lstat(`/proc/${pid}`) !== undefined;
-}
-
 function pruneTmp(p: Pruner, dir: string): void {
   for (const e of entries(path.join(dir, 'tmp')))
     if (p.age(e.st) > p.maxAgeMs && !p.locked(e.path)) p.remove('tmp', e, 'untouched for max_age_days');
-  for (const e of entries(path.join(dir, 'session-tmp'))) {
-    const pid = /^(\d+)-/.exec(path.basename(e.path))?.[1];
-    const dead = pid !== undefined && !processAlive(pid) && p.age(e.st) > HOUR_MS;
-    if (dead || p.age(e.st) > p.maxAgeMs)
-      p.remove('tmp', e, dead ? 'its process is gone' : 'untouched for max_age_days');
-  }
 }
 
 function pruneQuarantine(p: Pruner, root: string | undefined): void {
