@@ -381,6 +381,23 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         }
       });
 
+      it('each capability flag is granted for the run without --approve (stdin is no terminal: nothing is asked)', async () => {
+        const dir = tmp('aleph-cli-flags-');
+        chmodSync(dir, 0o755);
+        writeFileSync(path.join(dir, 'f'), 'readable\n');
+        chmodSync(path.join(dir, 'f'), 0o644);
+        const read = await runCli(['run', '--allow-read', dir, '--', 'cat', path.join(dir, 'f')], { home });
+        expect({ code: read.code, stdout: read.stdout }, read.stderr).toEqual({
+          code: 0,
+          stdout: 'readable\n',
+        });
+        const net = await runCli(['run', '--net', 'example.com', '--', 'true'], { home });
+        expect(net.code, net.stderr).toBe(0);
+        // Without the flag, the same read is not granted (the command itself asks for nothing more).
+        const without = await runCli(['run', '--', 'cat', path.join(dir, 'f')], { home });
+        expect(without.code).not.toBe(0);
+      });
+
       it('--json prints the SandboxOutput; --approve all grants; --workspace uses (and creates) the directory', async () => {
         const ws = path.join(tmp('aleph-cli-ws-'), 'new');
         const r = await runCli(
