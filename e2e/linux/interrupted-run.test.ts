@@ -3,11 +3,13 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync }
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { linuxStack, REQUIRED, requiredButMissing } from '../support.js';
+import { cliArgvAs, linuxStack, REQUIRED, requiredButMissing } from '../support.js';
 import {
   type Ctx,
   fill,
   host,
+  hostEnv,
+  hostOk,
   makeCtx,
   removeInBackground,
   run,
@@ -70,6 +72,27 @@ async function plantAndKill(ctx: Ctx): Promise<number[]> {
 }
 
 const recordsDir = (ctx: Ctx) => path.join(ctx.home, '.aleph', 'run');
+
+/** Sets `file`'s times 30 days back, as the identity (older than the default max_age_days of 14). */
+function backdate(ctx: Ctx, file: string): void {
+  hostOk(ctx, ['touch', '-h', '-d', '30 days ago', file]);
+}
+
+interface GcReport {
+  removed: { kind: string; path: string; reason: string }[];
+  keptRecords: { path: string; roots: string[] }[];
+}
+
+/** `aleph-sandbox gc --json [extra]` as the identity, in its HOME. */
+function gcAs(ctx: Ctx, extra: string[] = []): GcReport {
+  const [cmd, ...args] = [
+    ...ctx.identity.wrap,
+    ...cliArgvAs(ctx.identity.uid, ctx.mountpoint, ['gc', '--json', ...extra]),
+  ] as [string, ...string[]];
+  const r = spawnSync(cmd, args, { env: hostEnv(ctx), cwd: ctx.dir, encoding: 'utf8', timeout: 60_000 });
+  if (r.status !== 0) throw new Error(`gc failed (${r.status}): ${r.stderr}`);
+  return JSON.parse(r.stdout) as GcReport;
+}
 const records = (ctx: Ctx) => readdirSync(recordsDir(ctx)).filter((n) => n.startsWith('inflight-'));
 
 describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
@@ -128,6 +151,95 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           expect(existsSync(path.join(ctx.ws, '.envrc'))).toBe(true);
           const next = host(ctx, ['git', '-C', 'k3', 'status']);
           expect(existsSync(ctx.marker), `the planted code did not fire: ${next.out}`).toBe(true);
+        }, 180_000);
+
+        it("gc keeps a killed run's record while its root is there, however old; the next run still checks for it", async () => {
+          const ctx = ctxFor();
+          await plantAndKill(ctx);
+          const [record] = records(ctx);
+          backdate(ctx, path.join(recordsDir(ctx), record as string));
+          const report = gcAs(ctx);
+          expect(report.removed.map((e) => e.path)).not.toContain(
+            path.join(recordsDir(ctx), record as string),
+          );
+          expect(report.keptRecords).toEqual([
+            { path: path.join(recordsDir(ctx), record as string), roots: [ctx.ws] },
+          ]);
+          expect(records(ctx)).toEqual([record]);
+          const r = await run(ctx, 'next', 'true');
+          const earlier = (r.json?.details as { interruptedRun?: { quarantined?: string[] } })
+            ?.interruptedRun;
+          expect(earlier?.quarantined, shown(r)).toEqual(
+            expect.arrayContaining([path.join(ctx.ws, '.envrc')]),
+          );
+          expect(existsSync(path.join(ctx.ws, '.envrc'))).toBe(false);
+        }, 180_000);
+
+        it('gc removes what is old (registries, tier caches, quarantined sessions, kept changes, a dead record whose root is gone) and keeps what is fresh', async () => {
+          const ctx = ctxFor();
+          await plantAndKill(ctx);
+          const [record] = records(ctx);
+          const state = recordsDir(ctx);
+          const aleph = path.join(ctx.home, '.aleph');
+          const ended = new Date(Date.now() - 30 * 86_400_000).toISOString();
+          hostOk(ctx, [
+            'sh',
+            '-c',
+            [
+              `cd '${state}'`,
+              'echo x > gitdirs-1-1 && echo x > gitdirs-1-2 && echo {} > tier-cache-old.json',
+              'mkdir -p ../quarantine/old-session/k3 ../quarantine/new-session changes/old-run changes/new-run',
+              'echo planted > ../quarantine/old-session/k3/config && echo planted > ../quarantine/new-session/x',
+              `printf '{"endedAt":"${ended}"}' > changes/old-run/run.json`,
+              `printf '{"endedAt":"${new Date().toISOString()}"}' > changes/new-run/run.json`,
+            ].join(' && '),
+          ]);
+          for (const p of [
+            'gitdirs-1-1',
+            'tier-cache-old.json',
+            '../quarantine/old-session',
+            record as string,
+          ])
+            backdate(ctx, path.join(state, p));
+          // The record's root still there: kept; a dry run removes nothing.
+          const dry = gcAs(ctx, ['--dry-run']);
+          expect(dry.removed.map((e) => path.relative(aleph, e.path)).sort()).toEqual(
+            [
+              'quarantine/old-session',
+              'run/changes/old-run',
+              'run/gitdirs-1-1',
+              'run/tier-cache-old.json',
+            ].sort(),
+          );
+          expect(existsSync(path.join(state, 'gitdirs-1-1'))).toBe(true);
+          // Its root gone, the old record goes too.
+          rmSync(ctx.ws, { recursive: true, force: true });
+          const report = gcAs(ctx);
+          expect(report.removed.map((e) => path.relative(aleph, e.path)).sort()).toEqual(
+            [
+              'quarantine/old-session',
+              'run/changes/old-run',
+              'run/gitdirs-1-1',
+              'run/tier-cache-old.json',
+              `run/${record}`,
+            ].sort(),
+          );
+          expect(report.keptRecords).toEqual([]);
+          for (const gone of [
+            'gitdirs-1-1',
+            'tier-cache-old.json',
+            '../quarantine/old-session',
+            'changes/old-run',
+            record,
+          ])
+            expect(existsSync(path.join(state, gone as string)), gone).toBe(false);
+          for (const kept of [
+            'gitdirs-1-2',
+            '../quarantine/new-session/x',
+            'changes/new-run/run.json',
+            'inflight.lock',
+          ])
+            expect(existsSync(path.join(state, kept)), kept).toBe(true);
         }, 180_000);
       });
     }

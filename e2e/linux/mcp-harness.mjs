@@ -16,14 +16,17 @@ const plan = JSON.parse(readFileSync(0, 'utf8'));
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 const cli = path.join(repo, 'packages/sandbox/dist/cli-bundle/aleph-sandbox.cjs');
 
+const mcpBin = path.join(repo, 'packages/mcp/dist/cli.js');
+
 /**
  * Starts a server with `flags` and connects a client to it: with `elicit`, a client that declares form
- * elicitation and answers with it; without, one that declares none.
+ * elicitation and answers with it; without, one that declares none. `asWritten`: the `@aleph/mcp` bin
+ * with `flags` alone, as a client's config starts it (no --config: the HOME's default config).
  */
-async function open(flags = [], { elicit } = {}) {
+async function open(flags = [], { elicit, asWritten = false } = {}) {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [cli, 'mcp', '--config', plan.config, ...flags],
+    args: asWritten ? [mcpBin, ...flags] : [cli, 'mcp', '--config', plan.config, ...flags],
     env: { HOME: plan.home, PATH: process.env.PATH ?? '/usr/bin:/bin' },
     stderr: 'pipe',
   });

@@ -86,13 +86,31 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
       ]);
       expect(write.status, write.stderr).toBe(0);
       expect(readFileSync(path.join(home, 'ws', 'notes.md'), 'utf8')).toBe('hello');
-      // The Inspector's CLI declares no elicitation: a shell command is refused, saying how to allow it.
+      // The Inspector's CLI declares no elicitation: a shell command runs (subprocesses are allowed);
+      // asking for a host is refused, saying how to allow it.
       const shell = await inspect(home, server, [
-        ...['--method', 'tools/call', '--tool-name', 'execute', '-q'],
-        ...['--tool-arg', 'command=echo hi | cat'],
+        ...['--method', 'tools/call', '--tool-name', 'execute', '--format', 'json'],
+        ...['--tool-args-json', JSON.stringify({ command: 'echo hi | cat; ls / | wc -l' })],
       ]);
-      expect(shell.status).toBe(5);
-      expect(shell.stdout).toContain('start the server with: --allow-spawn');
+      expect(shell.status, shell.stderr).toBe(0);
+      expect(JSON.parse(shell.stdout)).toMatchObject({
+        result: {
+          structuredContent: {
+            status: 'completed',
+            exitCode: 0,
+            stdout: expect.stringMatching(/^hi\n[1-9]/),
+          },
+        },
+      });
+      const net = await inspect(home, server, [
+        ...['--method', 'tools/call', '--tool-name', 'execute', '-q'],
+        ...[
+          '--tool-args-json',
+          JSON.stringify({ command: 'true', capabilities: { network: ['example.com'] } }),
+        ],
+      ]);
+      expect(net.status).toBe(5);
+      expect(net.stdout).toContain('start the server with: --net example.com');
       const doctor = await inspect(home, server, [
         '--method',
         'resources/read',

@@ -1,6 +1,6 @@
 // Scenarios of the MCP harness: each starts the built server (or ten), talks to it through the SDK's
 // Client over stdio, and returns what it observed; the test asserts on it.
-import { existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { processesWith } from './host-processes.mjs';
@@ -84,6 +84,25 @@ export const mcpScenarios = {
     });
   },
 
+  // Each client snippet and quickstart line of packages/mcp/README.md (plan.snippets: its name and the
+  // arguments after `@aleph/mcp`, the workspace path as WORKSPACE), started as written by a client that
+  // declares no elicitation: a shell command and a pipeline run on the first call.
+  async 'readme-snippets'({ plan, open }) {
+    const out = {};
+    for (const { name, args } of plan.snippets) {
+      const workspace = ws(plan, `snippet-${Object.keys(out).length}`);
+      const flags = args.map((a) => (a === 'WORKSPACE' ? workspace : a));
+      out[name] = await closing(await open(flags, { asWritten: true }), async ({ call }) => ({
+        echo: brief(await call('execute', { command: 'echo hi' })),
+        pipeline: brief(await call('execute', { command: "sh -c 'ls / | wc -l'" })),
+        network: brief(
+          await call('execute', { command: 'true', capabilities: { network: ['example.com'] } }),
+        ),
+      }));
+    }
+    return out;
+  },
+
   async 'spawn-granted'({ plan, open }) {
     return closing(await open(['--workspace', ws(plan, 'spawn'), '--allow-spawn']), async ({ call }) =>
       brief(await call('execute', { command: 'echo a | tr a b; echo $((6*7))' })),
@@ -129,13 +148,25 @@ export const mcpScenarios = {
       asked.push(params);
       return answers.shift() ?? { action: 'decline' };
     };
+    // Subprocesses are allowed; reading a directory outside the workspace is asked for.
+    const outside = path.join(plan.base, 'outside');
+    mkdirSync(path.join(outside, 'below'), { recursive: true });
     return closing(await open(['--workspace', ws(plan, 'approve')], { elicit }), async ({ call }) => {
-      const shell = { command: 'echo hi | tr a-z A-Z', reason: 'to shout a greeting' };
+      const shell = {
+        command: 'echo hi | tr a-z A-Z',
+        reason: 'to shout a greeting',
+        capabilities: { read: [outside] },
+      };
       const once = brief(await call('execute', shell));
       const declined = brief(await call('execute', shell));
       const session = brief(await call('execute', shell));
-      const cached = brief(await call('execute', { command: 'echo cached | cat' }));
+      const narrower = {
+        command: 'echo cached | cat',
+        capabilities: { read: [path.join(outside, 'below')] },
+      };
+      const cached = brief(await call('execute', narrower));
       return {
+        outside,
         asked: asked.map((a) => ({
           message: a.message,
           properties: Object.keys(a.requestedSchema.properties),

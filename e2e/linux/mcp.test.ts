@@ -139,12 +139,14 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
         it('approval through elicitation: once, declined (with what would allow it), for the session (then not asked again)', () => {
           type Approve = Record<'once' | 'declined' | 'session' | 'cached', Brief> & {
             asked: { message: string; properties: string[] }[];
+            outside: string;
           };
           const r = result<Approve>('approve');
           expect(r.asked).toHaveLength(3);
           expect(r.asked[0]?.properties).toEqual(['duration']);
           expect(r.asked[0]?.message).toContain('approval needed to run: /bin/sh -c "echo hi | tr a-z A-Z"');
-          expect(r.asked[0]?.message).toContain('+ permission to spawn subprocesses');
+          expect(r.asked[0]?.message).toContain(`+ read access to ${r.outside}`);
+          expect(r.asked[0]?.message).not.toContain('spawn subprocesses');
           expect(r.asked[0]?.message).toContain("why (the agent's words): to shout a greeting");
           expect(r.once.structured).toMatchObject({ status: 'completed', stdout: 'HI\n' });
           expect(r.declined).toMatchObject({
@@ -152,10 +154,10 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
             structured: {
               status: 'denied',
               error: { approval: 'declined' },
-              denials: [{ kind: 'capability.spawn' }],
+              denials: [{ kind: 'capability.fs-read', target: r.outside }],
             },
           });
-          expect(r.declined.text).toContain('start the server with: --allow-spawn');
+          expect(r.declined.text).toContain(`start the server with: --allow-read ${r.outside}`);
           expect(r.session.structured).toMatchObject({ status: 'completed', stdout: 'HI\n' });
           expect(r.cached.structured).toMatchObject({ status: 'completed', stdout: 'cached\n' });
         });
@@ -171,7 +173,6 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
                 target: 'example.com',
                 allowWith: expect.stringContaining('--net example.com'),
               },
-              { kind: 'capability.spawn', allowWith: expect.stringContaining('spawn_subprocess = true') },
             ],
           });
           expect(r.text).toContain('This MCP client cannot ask you');

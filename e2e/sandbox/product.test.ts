@@ -358,9 +358,17 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         const denied = await runCli(['run', '--', 'rm', '-rf', '/'], { home });
         expect(denied.code).toBe(126);
         expect(denied.stderr).toMatch(/rm-rf-root/);
-        const spawnDenied = await runCli(['run', '--allow-spawn', '--', 'true'], { home });
-        expect(spawnDenied.code).toBe(126);
-        expect(spawnDenied.stderr).toMatch(/approval denied/);
+        // A capability flag is granted for the run (typing it is the approval), a hidden path never is.
+        const spawned = await runCli(['run', '--allow-spawn', '--', 'sh', '-c', 'echo a | cat'], { home });
+        expect({ code: spawned.code, stdout: spawned.stdout }, spawned.stderr).toEqual({
+          code: 0,
+          stdout: 'a\n',
+        });
+        const hidden = await runCli(['run', '--allow-read', path.join(home, '.aleph', 'run'), '--', 'true'], {
+          home,
+        });
+        expect(hidden.code, hidden.stderr).toBe(126);
+        expect(hidden.stderr).toMatch(/\.aleph\/run/);
         for (const args of [
           ['run'],
           ['run', '--net', '', '--', 'true'],
@@ -371,6 +379,23 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           expect(r.code, args.join(' ')).toBe(2);
           expect(r.stderr.trim().split('\n')).toHaveLength(1);
         }
+      });
+
+      it('each capability flag is granted for the run without --approve (stdin is no terminal: nothing is asked)', async () => {
+        const dir = tmp('aleph-cli-flags-');
+        chmodSync(dir, 0o755);
+        writeFileSync(path.join(dir, 'f'), 'readable\n');
+        chmodSync(path.join(dir, 'f'), 0o644);
+        const read = await runCli(['run', '--allow-read', dir, '--', 'cat', path.join(dir, 'f')], { home });
+        expect({ code: read.code, stdout: read.stdout }, read.stderr).toEqual({
+          code: 0,
+          stdout: 'readable\n',
+        });
+        const net = await runCli(['run', '--net', 'example.com', '--', 'true'], { home });
+        expect(net.code, net.stderr).toBe(0);
+        // Without the flag, the same read is not granted (the command itself asks for nothing more).
+        const without = await runCli(['run', '--', 'cat', path.join(dir, 'f')], { home });
+        expect(without.code).not.toBe(0);
       });
 
       it('--json prints the SandboxOutput; --approve all grants; --workspace uses (and creates) the directory', async () => {
@@ -497,13 +522,16 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         expect((await runCli(['proxy', '--allow', 'http://bad'], { home })).code).toBe(2);
       });
 
-      it('asks on a terminal; an answer "for this session" lets the command run', async () => {
+      it('asks on a terminal for what goes beyond the flags; an answer "for this session" lets the command run', async () => {
+        // --allow-spawn is granted by the flag; more memory than the config's ceiling is asked for.
+        const config = path.join(tmp('aleph-cli-ceiling-'), 'config.toml');
+        writeFileSync(config, '[sandbox.baseline]\nmax_memory_mb = 256\n');
         const driver = `
 import json, os, pty, select, sys
 pid, fd = pty.fork()
 if pid == 0:
     os.environ['HOME'] = ${JSON.stringify(home)}
-    os.execv(${JSON.stringify(process.execPath)}, [${JSON.stringify(process.execPath)}, ${JSON.stringify(cli)}, 'run', '--allow-spawn', '--', 'sh', '-c', 'echo approved-and-ran'])
+    os.execv(${JSON.stringify(process.execPath)}, [${JSON.stringify(process.execPath)}, ${JSON.stringify(cli)}, 'run', '--config', ${JSON.stringify(config)}, '--memory', '512', '--allow-spawn', '--', 'sh', '-c', 'echo approved | cat'])
 out = b''
 answered = False
 while True:
@@ -533,8 +561,9 @@ print(json.dumps({'out': out.decode('utf8', 'replace'), 'code': os.waitstatus_to
         });
         const result = JSON.parse(r);
         expect(result.answered).toBe(true);
-        expect(result.out).toContain('+ permission to spawn subprocesses');
-        expect(result.out).toContain('approved-and-ran');
+        expect(result.out).toContain('+ 512 MiB of memory (ceiling 256 MiB)');
+        expect(result.out).not.toContain('spawn subprocesses');
+        expect(result.out).toContain('approved');
         expect(result.code).toBe(0);
       }, 60_000);
     });

@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 /**
  * `aleph-mcp [run flags]` (what `aleph-sandbox mcp` runs): parses the run flags as `aleph-sandbox run`
- * does, loads the same config, and serves MCP on stdin/stdout until the client closes stdin (or a
+ * does, loads the same config, and serves MCP with subprocesses allowed (as if `--allow-spawn` were given) on stdin/stdout until the client closes stdin (or a
  * SIGINT/SIGTERM), then kills what still runs and exits. stdout carries only the protocol; warnings and
  * errors go to stderr. Exit codes: 0 after a clean shutdown, 2 for bad flags or config, 125 when the
  * sandbox could not be built.
  */
 import { loadConfig } from '@aleph/sandbox';
 import {
+  autoGc,
   makeWorkspaceDir,
   parseRunFlags,
   requireStateDir,
@@ -23,10 +24,14 @@ async function start(argv: string[]): Promise<AlephMcpServer> {
   const approve = flags.values.approve as 'prompt' | 'all' | 'none' | undefined;
   const config = await loadConfig(flags.values.config);
   if (config.enabled) requireStateDir();
+  autoGc(config);
   if (flags.workspaceDir !== undefined) await makeWorkspaceDir(flags.workspaceDir);
   return createAlephMcpServer({
     config,
-    grants: flags.capabilities,
+    // Subprocesses are allowed by default: a shell tool that cannot run a pipeline runs nothing, and a
+    // subprocess stays inside the sandbox's ceiling. What widens the ceiling (files outside the
+    // workspace, the network) is still asked for.
+    grants: { ...flags.capabilities, spawnSubprocess: true },
     approve: approve ?? 'prompt',
     ...(flags.session === undefined ? {} : { sessionId: flags.session }),
     ...(flags.workspaceDir === undefined ? {} : { workspace: flags.workspaceDir }),

@@ -3,11 +3,9 @@
  * derives from the config and the run flags: the baseline (what runs without asking) and the defaults
  * every command asks for.
  */
-import { realpathSync } from 'node:fs';
-import path from 'node:path';
 import type { AlephConfig, BuildSandboxOptions } from '@aleph/sandbox';
+import { baselineWithGrants, realPath, unionCapabilities as sharedUnion } from '@aleph/sandbox/cli-kit';
 import {
-  type NetworkPolicy,
   normalizeCapabilities,
   parseCapabilities,
   type SandboxCapabilities,
@@ -48,46 +46,20 @@ export interface AlephMcpServerOptions {
   readonly build?: Pick<BuildSandboxOptions, 'driver' | 'platform' | 'resolver'>;
 }
 
-/** A path's realpath when it exists (the pipeline compares resolved paths), else the path itself. */
-function real(p: string): string {
-  try {
-    return realpathSync(p);
-  } catch {
-    return path.resolve(p);
-  }
-}
-
-function unionNetwork(a: NetworkPolicy, b: NetworkPolicy): NetworkPolicy {
-  if (a.kind === 'allowAll' || b.kind === 'allowAll') return { kind: 'allowAll' };
-  const hosts = [...(a.kind === 'allowHosts' ? a.hosts : []), ...(b.kind === 'allowHosts' ? b.hosts : [])];
-  return hosts.length === 0 ? { kind: 'none' } : { kind: 'allowHosts', hosts };
-}
-
 /**
- * `a` and `b` together (paths and hosts united, spawn if either, `b`'s limits over `a`'s), normalised.
+ * `a` and `b` together (paths, hosts and published ports united, spawn if either, `b`'s limits over
+ * `a`'s), normalised: the CLI's own union, so `run` and `mcp` grant their flags the same way.
  */
-export function unionCapabilities(a: SandboxCapabilities, b: SandboxCapabilities): SandboxCapabilities {
-  return normalizeCapabilities({
-    fsRead: [...a.fsRead, ...b.fsRead],
-    fsWrite: [...a.fsWrite, ...b.fsWrite],
-    network: unionNetwork(a.network, b.network),
-    spawnSubprocess: a.spawnSubprocess || b.spawnSubprocess,
-    ...((b.maxMemoryMb ?? a.maxMemoryMb) === undefined
-      ? {}
-      : { maxMemoryMb: (b.maxMemoryMb ?? a.maxMemoryMb) as number }),
-    ...((b.maxFileMb ?? a.maxFileMb) === undefined
-      ? {}
-      : { maxFileMb: (b.maxFileMb ?? a.maxFileMb) as number }),
-    ...((b.timeoutSecs ?? a.timeoutSecs) === undefined
-      ? {}
-      : { timeoutSecs: (b.timeoutSecs ?? a.timeoutSecs) as number }),
-  });
-}
+export const unionCapabilities = sharedUnion;
 
 /** The flag grants, validated, their paths resolved. */
 export function parseGrants(grants: SandboxCapabilitiesInput | undefined): SandboxCapabilities {
   const caps = parseCapabilities(grants ?? {}, 'grants');
-  return normalizeCapabilities({ ...caps, fsRead: caps.fsRead.map(real), fsWrite: caps.fsWrite.map(real) });
+  return normalizeCapabilities({
+    ...caps,
+    fsRead: caps.fsRead.map(realPath),
+    fsWrite: caps.fsWrite.map(realPath),
+  });
 }
 
 /**
@@ -96,12 +68,7 @@ export function parseGrants(grants: SandboxCapabilitiesInput | undefined): Sandb
  * config's memory ceiling when it is above it (a ceiling stays a ceiling: none stays none).
  */
 export function effectiveBaseline(config: AlephConfig, grants: SandboxCapabilities): SandboxCapabilities {
-  const { maxMemoryMb: memory, ...granted } = grants;
-  const baseline = unionCapabilities(config.baseline, granted);
-  const ceiling = config.baseline.maxMemoryMb;
-  return ceiling === undefined || memory === undefined || memory <= ceiling
-    ? baseline
-    : { ...baseline, maxMemoryMb: memory };
+  return baselineWithGrants(config.baseline, grants);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { networkDenial } from '@aleph/sandbox-core';
+import { networkDenial, spawnDenial } from '@aleph/sandbox-core';
 import { describe, expect, it } from 'vitest';
 import { connect, encode, textOf } from './connect.js';
 
@@ -168,5 +168,28 @@ describe('execute', () => {
     expect(app.sandbox.workspacePath('other')).not.toBe(app.sandbox.workspacePath(app.sessionId));
     const bad = await call('read_file', { path: 'a.txt', session: '../x' });
     expect(textOf(bad)).toMatch(/-32602[\s\S]*session/);
+  });
+});
+
+describe('a refused subprocess in a result', () => {
+  it('shows the process.spawn denial with what allows it, structured and in the text', async () => {
+    const { call } = await connect({
+      driver: {
+        output: {
+          exitCode: 2,
+          stderr: encode('sh: 0: Cannot fork\n'),
+          details: { denials: [spawnDenial('sh')] },
+        },
+      },
+    });
+    const r = await call('execute', { argv: ['sh', '-c', 'ls / | wc -l'] });
+    expect(r.structuredContent).toMatchObject({
+      status: 'completed',
+      exitCode: 2,
+      denials: [{ kind: 'process.spawn', target: 'sh', allowWith: expect.stringContaining('--allow-spawn') }],
+    });
+    expect(textOf(r)).toMatch(
+      /denied process\.spawn sh: sh tried to start a subprocess.*; allow with: capabilities: \{ spawnSubprocess: true \}/,
+    );
   });
 });

@@ -26,6 +26,7 @@ export const ALEPH_ERROR_CODES = [
   'ALEPH_INVALID_PATH',
   'ALEPH_RUN_UNKNOWN',
   'ALEPH_UNDO_UNAVAILABLE',
+  'ALEPH_USAGE',
 ] as const;
 
 /** A machine-readable error code, stable across releases. */
@@ -112,7 +113,7 @@ export class InvalidInputError extends AlephError {
   ) {
     super(code, `${field} ${problem} (got ${describeValue(value)}); ${fix}`, {
       ...options,
-      details: { field, value: describeValue(value), ...options.details },
+      details: { field, value: describeValue(value), fix, ...options.details },
     });
     this.field = field;
     this.value = value;

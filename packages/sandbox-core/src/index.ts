@@ -201,6 +201,7 @@ export type {
   SpawnOptions,
   WritableSandboxProcess,
 } from './session-api.js';
+export { PROCESS_SPAWN_DENIAL, SPAWN_ALLOW_WITH, spawnDenial } from './spawn-denial.js';
 export { feedStdin, isStreamedStdin, type StdinSource } from './stdin-feed.js';
 export { refuseSystemWorkspace, systemDirectoryOf, systemDirectoryRefusal } from './system-directories.js';
 export { listChanges, type RunScope, type UndoOptions, undoRun, unknownRunError } from './undo.js';

@@ -4,6 +4,8 @@
  * the typo hint for an unknown one), the help texts and usage error, the state directory's check, and the doctor report.
  */
 export { type DoctorReport, diagnose } from './cli/doctor.js';
+export { baselineWithGrants, realPath, unionCapabilities } from './cli/flag-grants.js';
+export { autoGc } from './cli/gc.js';
 export { HELP, UsageError } from './cli/help.js';
 export {
   makeWorkspaceDir,

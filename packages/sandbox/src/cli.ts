@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The `aleph-sandbox` command: dispatches to one module per subcommand (`cli/run.ts`, `profile.ts`,
- * `mcp.ts`, `doctor.ts`, `undo.ts`, `changes.ts`, `policy.ts`, `proxy.ts`, `build-helper.ts`), prints help and the version, and turns what a subcommand throws
+ * `mcp.ts`, `doctor.ts`, `gc.ts`, `undo.ts`, `changes.ts`, `policy.ts`, `proxy.ts`, `build-helper.ts`), prints help and the version, and turns what a subcommand throws
  * into one line on stderr and an exit code (2 for usage and config errors, 125 otherwise).
  */
 import { createRequire } from 'node:module';
@@ -10,7 +10,9 @@ import type { AlephError } from '@aleph/sandbox-core';
 import { buildHelper } from './cli/build-helper.js';
 import { changes } from './cli/changes.js';
 import { doctor } from './cli/doctor.js';
+import { gc } from './cli/gc.js';
 import { HELP, UsageError } from './cli/help.js';
+import { errorLine, jsonError, jsonRequested } from './cli/json-error.js';
 import { mcp } from './cli/mcp.js';
 import { policy } from './cli/policy.js';
 import { profile } from './cli/profile.js';
@@ -18,7 +20,6 @@ import { proxy } from './cli/proxy.js';
 import { run } from './cli/run.js';
 import { stdoutGone } from './cli/stdout-gone.js';
 import { undo } from './cli/undo.js';
-import { unknownOption } from './cli/unknown-option.js';
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -41,6 +42,8 @@ async function main(argv: string[]): Promise<number> {
       return undo(rest);
     case 'changes':
       return changes(rest);
+    case 'gc':
+      return gc(rest);
     case undefined:
     case 'help':
     case '--help':
@@ -55,7 +58,12 @@ async function main(argv: string[]): Promise<number> {
     }
     default:
       throw new UsageError(
-        `unknown command ${JSON.stringify(command)}; use run, profile, mcp, doctor, undo, changes, policy, proxy or build-helper (see --help)`,
+        `unknown command ${JSON.stringify(command)}; use run, profile, mcp, doctor, gc, undo, changes, policy, proxy or build-helper (see --help)`,
+        {
+          field: 'COMMAND',
+          value: command,
+          fix: 'use run, profile, mcp, doctor, gc, undo, changes, policy, proxy or build-helper',
+        },
       );
   }
 }
@@ -89,11 +97,10 @@ main(process.argv.slice(2)).then(
       e.code?.startsWith('ERR_PARSE_ARGS') ||
       e.code === 'ALEPH_CONFIG_INVALID' ||
       e.code === 'ALEPH_INVALID_COMMAND';
-    const message =
-      (e.code as string | undefined) === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
-        ? unknownOption(e.message)
-        : e.message;
-    process.stderr.write(`aleph-sandbox: ${message.split('\n')[0]}\n`);
+    const argv = process.argv.slice(2);
+    if (jsonRequested(argv))
+      process.stdout.write(`${JSON.stringify({ error: jsonError(error, argv[0] as string) })}\n`);
+    process.stderr.write(`aleph-sandbox: ${errorLine(error, argv[0] ?? '')}\n`);
     process.exitCode = usage ? 2 : 125;
   },
 );

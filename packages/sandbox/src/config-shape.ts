@@ -75,6 +75,13 @@ export interface AlephConfig {
   readonly audit: { readonly jsonlPath?: string };
   /** `[sandbox.changes]`: each run's change set and undo. */
   readonly changes: ChangesConfig;
+  /** `[sandbox.state]`: how `aleph-sandbox gc` (and the hourly automatic one) prunes the state. */
+  readonly state: {
+    readonly maxAgeDays: number;
+    readonly maxQuarantineMb: number;
+    readonly maxRegistryFiles: number;
+    readonly autoGc: boolean;
+  };
   /** The file this came from, if any. */
   readonly source?: string;
 }
@@ -164,6 +171,12 @@ export function toConfig(file: FileConfig, home: string, source?: string): Aleph
       maxBytes: file.changes.max_mb * MIB,
       maxFileBytes: file.changes.max_file_mb * MIB,
       keepOnDispose: file.changes.keep_on_dispose,
+    },
+    state: {
+      maxAgeDays: file.state.max_age_days,
+      maxQuarantineMb: file.state.max_quarantine_mb,
+      maxRegistryFiles: file.state.max_registry_files,
+      autoGc: file.state.auto_gc,
     },
     ...(source === undefined ? {} : { source }),
   };

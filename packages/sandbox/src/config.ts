@@ -301,6 +301,30 @@ export const ConfigFileSchema = z
           .strict()
           .prefault({}),
         changes: ChangesTableSchema,
+        // The housekeeping of ~/.aleph/run, the quarantine and the change store (aleph-sandbox gc).
+        state: z
+          .object({
+            max_age_days: positiveInt('days', 14)
+              .default(14)
+              .describe(
+                'State entries (git-directory registries, tier caches, quarantined sessions, kept changes, dead run records whose roots are gone) untouched for longer are removed.',
+              ),
+            max_quarantine_mb: positiveInt('MiB', 512)
+              .default(512)
+              .describe('The quarantine is kept under this size: its oldest sessions go first.'),
+            max_registry_files: positiveInt('files', 1000)
+              .default(1000)
+              .describe('At most this many gitdirs-* registries are kept (the least recently used go).'),
+            auto_gc: z
+              .boolean({ error: 'must be true or false' })
+              .default(true)
+              .describe(
+                'Prune at most once an hour when the CLI or the MCP server starts (false: only aleph-sandbox gc).',
+              ),
+          })
+          .strict()
+          .prefault({})
+          .describe('Pruning of the sandbox state (aleph-sandbox gc).'),
       })
       .strict()
       .prefault({}),

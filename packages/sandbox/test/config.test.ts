@@ -170,7 +170,7 @@ jsonl_path = "~/.aleph/audit.jsonl"
     const table = write('[sandbox]\nenabled = true\n[sandbox.linx]\nmax_pids = 3\n');
     const t = await rejection(loadConfig(table));
     expect(t.message).toMatch(new RegExp(`^${table}:3: sandbox.linx is not a known key`));
-    expect(t.message).toContain('linux, macos, windows, audit, changes)');
+    expect(t.message).toContain('linux, macos, windows, audit, changes, state)');
     const deep = await rejection(loadConfig(write('[sandbox.audit]\npath = "/x"\n')));
     expect(deep.message).toContain(
       'sandbox.audit.path is not a known key (got "/x"); remove it or check its spelling (the keys here: jsonl_path)',

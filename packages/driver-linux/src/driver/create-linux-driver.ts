@@ -79,6 +79,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       forkServer,
       cgroupManager: async () => (await facts()).manager,
       seccompBytes: plans.seccompBytes,
+      landlockAbi: async () => (await facts()).landlockAbi,
     },
     `report-${process.pid}-${randomBytes(4).toString('hex')}`,
   );

@@ -60,6 +60,8 @@ export interface RunParts {
   readonly cgroupManager: () => Promise<CgroupManager | undefined>;
   /** A plan's seccomp program as bytes. */
   readonly seccompBytes: (profile: LinuxProfile) => Buffer;
+  /** The host's Landlock ABI (0: none), as the probe found it: the run names the same gaps as doctor. */
+  readonly landlockAbi?: () => Promise<number>;
 }
 
 /** Runs commands by their plans, for one driver. */
@@ -126,7 +128,7 @@ export class CommandRunner {
       return launchOutput(result, profile, {
         limits: runnable.limits,
         reportFile,
-        notEnforced: this.#notEnforced(profile),
+        notEnforced: this.#notEnforced(profile, await this.#landlock(profile)),
         denials: [...refused.map((d) => networkDenial(d, hosts ?? [])), ...limited],
       });
     } catch (error) {
@@ -266,8 +268,14 @@ export class CommandRunner {
     };
   }
 
+  /** Whether Landlock is there, for a plan that runs under bubblewrap; unknown for tier 3 (no bwrap mounts). */
+  async #landlock(profile: LinuxProfile): Promise<boolean | undefined> {
+    if (profile.tier === 'direct' || this.parts.landlockAbi === undefined) return undefined;
+    return (await this.parts.landlockAbi()) > 0;
+  }
+
   /** What the tier leaves open, then what the limits leave unbounded. */
-  #notEnforced(profile: LinuxProfile): string[] {
+  #notEnforced(profile: LinuxProfile, landlock: boolean | undefined): string[] {
     const { host, sandboxUid } = this.settings;
     return [
       ...profile.notEnforced,
@@ -282,6 +290,7 @@ export class CommandRunner {
         cpuQuota: profile.limits.cpuQuotaPercent !== null,
         usernsLimits: Object.keys(profile.limits.userns ?? {}).length > 0,
         ownUserNamespace: profile.tier === 'user-namespace' && !host.isRoot,
+        ...(landlock === undefined ? {} : { landlock }),
       }),
     ];
   }

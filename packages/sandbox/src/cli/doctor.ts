@@ -1,15 +1,16 @@
 /**
- * `aleph-sandbox doctor [--json] [--config FILE]`: what this host can enforce, each mechanism as it behaved
- * when used, what the tier in use does not enforce, and the fix for anything missing. "ready" (exit 0) only
- * after a command really ran sandboxed.
+ * `aleph-sandbox doctor [--json] [--config FILE] [--workspace DIR]`: what this host can enforce, each
+ * mechanism as it behaved when used, the tier a run in that workspace gets and what it does not enforce (as
+ * that run reports them), and the fix for anything missing. "ready" (exit 0) only after a command really
+ * ran sandboxed there.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { helpRequested } from './help.js';
 import { type PrivateNameReport, privateNamesOf } from './private-names.js';
-import { loadSandboxModules } from './run-flags.js';
+import { loadSandboxModules, makeWorkspaceDir } from './run-flags.js';
 import { stateDirProblem } from './state-dir.js';
 
 type Modules = Awaited<ReturnType<typeof loadSandboxModules>>;
@@ -26,13 +27,20 @@ interface Mechanism {
 export async function doctor(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
-    options: { json: { type: 'boolean' }, config: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      json: { type: 'boolean' },
+      config: { type: 'string' },
+      workspace: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
     strict: true,
   });
   if (values.help) throw helpRequested('doctor');
   const { loadConfig, buildSandbox } = await loadSandboxModules();
   const config = await loadConfig(values.config);
-  const report = await diagnose(config, buildSandbox);
+  const workspace = values.workspace === undefined ? undefined : path.resolve(values.workspace);
+  if (workspace !== undefined) await makeWorkspaceDir(workspace);
+  const report = await diagnose(config, buildSandbox, workspace);
   if (values.json) {
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   } else {
@@ -41,82 +49,129 @@ export async function doctor(argv: string[]): Promise<number> {
   return report.available ? 0 : 1;
 }
 
+function unavailable(config: Config, problems: string[], mechanisms: Record<string, unknown> = {}): Report {
+  return {
+    platform: process.platform,
+    node: process.version,
+    config: config.source ?? '(defaults)',
+    available: false,
+    tier: 'unavailable',
+    mechanisms,
+    problems,
+  };
+}
+
 /**
- * Probes the host and, when the probe allows it, runs `true` through the whole pipeline in a throw-away
- * workspace root (removed afterwards); its failure is reported as the problem. Never throws: a sandbox
- * that cannot be built is a report with `available: false` and the reason.
+ * Where the trial run works: `workspace` when given, else a scratch directory made in `workspace_root`
+ * (the filesystem the session workspaces of `run` live on, which decides the tier a run gets), or in the
+ * temporary directory when `workspace_root` cannot be made. `made` is what to remove afterwards.
  */
-export async function diagnose(config: Config, buildSandbox: Modules['buildSandbox']): Promise<Report> {
+function trialWorkspace(config: Config, workspace: string | undefined): { dir: string; made?: string } {
+  if (workspace !== undefined) return { dir: workspace };
+  try {
+    mkdirSync(config.workspaceRoot, { recursive: true });
+    const dir = mkdtempSync(path.join(config.workspaceRoot, '.aleph-doctor-'));
+    return { dir, made: dir };
+  } catch {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'aleph-doctor-ws-'));
+    return { dir, made: dir };
+  }
+}
+
+/**
+ * Probes the host and, when the probe allows it, runs `true` through the whole pipeline in `workspace`
+ * (default: a scratch workspace in `workspace_root`, removed afterwards). The verdict, the tier and the
+ * gaps reported are the ones that run reported (`details.tier`, `details.notEnforced`, a fallback to a
+ * weaker tier for that workspace included), so doctor says what a run there will do; its failure is the
+ * problem. Never throws: a sandbox that cannot be built is a report with `available: false` and the reason.
+ */
+export async function diagnose(
+  config: Config,
+  buildSandbox: Modules['buildSandbox'],
+  workspace?: string,
+): Promise<Report> {
   // Every tier would fail on it with a fix about namespaces: it is its own check, and nothing is probed.
   const stateDir = stateDirProblem();
-  if (stateDir !== undefined) {
-    return {
-      platform: process.platform,
-      node: process.version,
-      config: config.source ?? '(defaults)',
-      available: false,
-      tier: 'unavailable',
-      mechanisms: { 'state-dir': { available: false, ...stateDir } },
-      problems: [`state-dir: ${stateDir.detail}; fix: ${stateDir.fix}`],
-    };
-  }
+  if (stateDir !== undefined)
+    return unavailable(config, [`state-dir: ${stateDir.detail}; fix: ${stateDir.fix}`], {
+      'state-dir': { available: false, ...stateDir },
+    });
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'aleph-doctor-'));
+  const ws = trialWorkspace(config, workspace);
   try {
     // Always afresh; what it finds is kept for the next runs (the host cache).
     const sandbox = await buildSandbox(
       { ...config, enabled: true, workspaceRoot: scratch },
-      { hostCache: 'refresh', forkServer: false },
+      { hostCache: 'refresh', forkServer: false, workspaceFor: () => ws.dir },
     );
     try {
-      const probe = await sandbox.probe();
-      let trial: { ok: boolean; detail: string; fix?: string } | undefined;
-      if (probe === undefined || probe.available) trial = await trialRun(sandbox);
-      const mechanisms = { ...(probe?.mechanisms ?? {}) } as Record<string, unknown>;
-      const problems = [...(probe?.problems ?? [])];
-      if (trial !== undefined) {
-        mechanisms['sandboxed-run'] = { available: trial.ok, detail: trial.detail };
-        if (!trial.ok) problems.push(`sandboxed-run: ${trial.detail}`);
-      }
-      const privateNames = await privateNamesOf(config.baseline.network, config.network.deny);
-      return {
-        platform: process.platform,
-        node: process.version,
-        config: config.source ?? '(defaults)',
-        ...probe,
-        available: (probe?.available ?? true) && trial?.ok === true,
-        mechanisms,
-        problems,
-        privateNames,
-      };
+      return await reportOf(config, sandbox, ws.dir);
     } finally {
       await sandbox.dispose();
     }
   } catch (error) {
-    return {
-      platform: process.platform,
-      node: process.version,
-      config: config.source ?? '(defaults)',
-      available: false,
-      tier: 'unavailable',
-      mechanisms: {},
-      problems: [(error as Error).message],
-    };
+    return unavailable(config, [(error as Error).message]);
   } finally {
     rmSync(scratch, { recursive: true, force: true });
+    if (ws.made !== undefined) rmSync(ws.made, { recursive: true, force: true });
   }
 }
 
-/** Runs `true` sandboxed: what happened, in words. */
-async function trialRun(
+/** The probe, then the trial run in `workspace`, whose tier and gaps are the report's. */
+async function reportOf(
+  config: Config,
   sandbox: Awaited<ReturnType<Modules['buildSandbox']>>,
-): Promise<{ ok: boolean; detail: string }> {
+  workspace: string,
+): Promise<Report> {
+  const probe = await sandbox.probe();
+  let trial: Trial | undefined;
+  if (probe === undefined || probe.available) trial = await trialRun(sandbox);
+  const mechanisms = { ...(probe?.mechanisms ?? {}) } as Record<string, unknown>;
+  const problems = [...(probe?.problems ?? [])];
+  const ran: Record<string, unknown> = {};
+  if (trial !== undefined) {
+    mechanisms['sandboxed-run'] = { available: trial.ok, detail: trial.detail };
+    if (!trial.ok) problems.push(`sandboxed-run: ${trial.detail}`);
+    const details = trial.details;
+    if (details !== undefined && typeof details.tier === 'string') ran.tierId = details.tier;
+    if (details !== undefined && Array.isArray(details.notEnforced)) ran.notEnforced = details.notEnforced;
+    if (details !== undefined && typeof details.tierFallback === 'string') {
+      mechanisms['workspace-tier'] = { available: true, detail: details.tierFallback };
+      ran.tier = `${String(probe?.tier)}; in this workspace: ${details.tierFallback}`;
+    }
+  }
+  const privateNames = await privateNamesOf(config.baseline.network, config.network.deny);
+  return {
+    platform: process.platform,
+    node: process.version,
+    config: config.source ?? '(defaults)',
+    ...probe,
+    ...ran,
+    workspace,
+    available: (probe?.available ?? true) && trial?.ok === true,
+    mechanisms,
+    problems,
+    privateNames,
+  };
+}
+
+interface Trial {
+  ok: boolean;
+  detail: string;
+  details?: Record<string, unknown> | undefined;
+}
+
+/** Runs `true` sandboxed: what happened, in words, and the run's details. */
+async function trialRun(sandbox: Awaited<ReturnType<Modules['buildSandbox']>>): Promise<Trial> {
   try {
     const out = await sandbox.execute({ sessionId: 'doctor', program: 'true' });
+    const details = (out.details ?? undefined) as Record<string, unknown> | undefined;
     return out.exitCode === 0
-      ? { ok: true, detail: `\`true\` ran sandboxed (exit 0, ${Math.round(out.durationMs)} ms)` }
+      ? { ok: true, detail: `\`true\` ran sandboxed (exit 0, ${Math.round(out.durationMs)} ms)`, details }
       : {
           ok: false,
           detail: `\`true\` exited ${out.exitCode ?? out.signal}: ${out.stderrText.trim().slice(0, 400)}`,
+          details,
         };
   } catch (error) {
     return { ok: false, detail: `\`true\` could not run sandboxed: ${(error as Error).message}` };

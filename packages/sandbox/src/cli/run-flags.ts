@@ -47,8 +47,10 @@ function positiveNumber(flag: string, value: string | undefined, integer: boolea
   if (value === undefined) return undefined;
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) {
+    const fix = `pass a positive ${integer ? 'whole ' : ''}number, e.g. --${flag} ${integer ? '512' : '30'}`;
     throw new UsageError(
       `--${flag} ${JSON.stringify(value)} must be a positive ${integer ? 'whole ' : ''}number`,
+      { field: `--${flag}`, value, fix },
     );
   }
   return n;
@@ -59,6 +61,7 @@ function publishPort(value: string): number {
   if (!/^[0-9]+$/.test(value) || n < 1 || n > 65535)
     throw new UsageError(
       `--publish ${JSON.stringify(value)} must be a port from 1 to 65535, e.g. --publish 3000`,
+      { field: '--publish', value, fix: 'pass a port from 1 to 65535, e.g. --publish 3000' },
     );
   return n;
 }
@@ -71,7 +74,11 @@ function parseNet(value: string | undefined): NetworkPolicy {
     .map((h) => h.trim())
     .filter(Boolean);
   if (hosts.length === 0)
-    throw new UsageError(`--net ${JSON.stringify(value)} must be none, all or a comma-separated host list`);
+    throw new UsageError(`--net ${JSON.stringify(value)} must be none, all or a comma-separated host list`, {
+      field: '--net',
+      value,
+      fix: 'pass none, all or hosts such as --net pypi.org,files.pythonhosted.org',
+    });
   return { kind: 'allowHosts', hosts };
 }
 
@@ -99,14 +106,21 @@ export interface RunPlan extends Omit<RunFlags, 'session'> {
  * reads as an option; `--workspace` last: none follows), said with the option, the value and the fix on one
  * line (Node's own hint is on lines the CLI does not print).
  */
-function optionValueProblem(message: string, argv: readonly string[]): string {
+function optionValueProblem(message: string, argv: readonly string[]): UsageError {
   const option = /^Option '(--[^' ]+)/.exec(message)?.[1];
-  if (option === undefined) return message.replace(/\n/g, ' ');
-  if (/argument missing/.test(message)) return `${option} needs a value after it, e.g. ${option} VALUE`;
+  if (option === undefined) return new UsageError(message.replace(/\n/g, ' '));
+  if (/argument missing/.test(message)) {
+    const fix = `give ${option} a value, e.g. ${option} VALUE`;
+    return new UsageError(`${option} needs a value after it, e.g. ${option} VALUE`, { field: option, fix });
+  }
   const at = argv.findIndex((a, i) => a === option && argv[i + 1]?.startsWith('-'));
   const value = at === -1 ? undefined : argv[at + 1];
-  if (value === undefined) return message.replace(/\n/g, ' ');
-  return `${option} ${JSON.stringify(value)} starts with a dash, so it reads as an option, not as the value of ${option}; write ${option}=${value} to pass it as the value, or give ${option} its value`;
+  if (value === undefined) return new UsageError(message.replace(/\n/g, ' '), { field: option });
+  const fix = `write ${option}=${value} to pass it as the value, or give ${option} its value`;
+  return new UsageError(
+    `${option} ${JSON.stringify(value)} starts with a dash, so it reads as an option, not as the value of ${option}; ${fix}`,
+    { field: option, value, fix },
+  );
 }
 
 function parseRunArgs(argv: string[]) {
@@ -114,7 +128,7 @@ function parseRunArgs(argv: string[]) {
     return parseArgs({ args: argv, options: RUN_OPTIONS, allowPositionals: true, strict: true });
   } catch (error) {
     if ((error as { code?: string }).code !== 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') throw error;
-    throw new UsageError(optionValueProblem((error as Error).message, argv));
+    throw optionValueProblem((error as Error).message, argv);
   }
 }
 
@@ -123,7 +137,11 @@ function parseFlags(argv: string[], command: string): RunFlags & { positionals: 
   const v = values as RunValues;
   if (v.help) throw helpRequested(command);
   if (v.approve !== undefined && !['prompt', 'all', 'none'].includes(v.approve)) {
-    throw new UsageError(`--approve ${JSON.stringify(v.approve)} must be prompt, all or none`);
+    throw new UsageError(`--approve ${JSON.stringify(v.approve)} must be prompt, all or none`, {
+      field: '--approve',
+      value: v.approve,
+      fix: 'pass --approve prompt, --approve all or --approve none',
+    });
   }
   const memory = positiveNumber('memory', v.memory, true);
   const publish = (v.publish ?? []).map(publishPort);
@@ -149,7 +167,10 @@ function parseFlags(argv: string[], command: string): RunFlags & { positionals: 
 export function parseRun(argv: string[], command: 'run' | 'profile'): RunPlan {
   const { positionals, session, ...flags } = parseFlags(argv, command);
   if (positionals.length === 0)
-    throw new UsageError(`${command} needs a program after --, e.g. aleph-sandbox ${command} -- ls -la`);
+    throw new UsageError(`${command} needs a program after --, e.g. aleph-sandbox ${command} -- ls -la`, {
+      field: 'PROGRAM',
+      fix: `name a program after --, e.g. aleph-sandbox ${command} -- ls -la`,
+    });
   return {
     ...flags,
     program: positionals[0] as string,
@@ -169,6 +190,11 @@ export function parseRunFlags(argv: string[], command: string): RunFlags {
   if (positionals.length > 0) {
     throw new UsageError(
       `${command} takes no program (got ${JSON.stringify(positionals[0])}); its client sends the commands`,
+      {
+        field: 'PROGRAM',
+        value: positionals[0] as string,
+        fix: 'remove the program; the client sends the commands',
+      },
     );
   }
   return flags;
@@ -185,17 +211,26 @@ export async function makeWorkspaceDir(dir: string): Promise<void> {
   const { systemDirectoryRefusal } = await import('@aleph/sandbox-core');
   const refusal = systemDirectoryRefusal(dir);
   if (refusal !== undefined) {
-    throw new UsageError(
-      `--workspace ${JSON.stringify(dir)} ${refusal}; pass a project directory, such as ~/project or /srv/agent/work`,
-    );
+    const fix = 'pass a project directory, such as ~/project or /srv/agent/work';
+    throw new UsageError(`--workspace ${JSON.stringify(dir)} ${refusal}; ${fix}`, {
+      field: '--workspace',
+      value: dir,
+      fix,
+    });
   }
   try {
     mkdirSync(dir, { recursive: true });
   } catch (error) {
     const code = (error as { code?: string }).code;
     if (code !== 'EEXIST' && code !== 'ENOTDIR') throw error;
+    const fix = 'pass a directory, which is created when missing';
     throw new UsageError(
-      `--workspace ${JSON.stringify(dir)} is not a directory (it or a parent is a file); pass a directory, which is created when missing`,
+      `--workspace ${JSON.stringify(dir)} is not a directory (it or a parent is a file); ${fix}`,
+      {
+        field: '--workspace',
+        value: dir,
+        fix,
+      },
     );
   }
 }

@@ -4,9 +4,18 @@
  * timeout, 128+N on signal N, 126 for a denial, 125 when the sandbox could not run it, 2 for bad input.
  */
 import { constants as osConstants } from 'node:os';
-import type { AlephError, ApprovalRequester, SandboxOutput } from '@aleph/sandbox-core';
+import type {
+  AlephError,
+  ApprovalRequester,
+  SandboxCapabilitiesInput,
+  SandboxOutput,
+} from '@aleph/sandbox-core';
+import type { AlephConfig } from '../config-shape.js';
 import { afterRunNotice } from './after-run-notice.js';
 import { changesLine } from './changes-text.js';
+import { approvingFlags } from './flag-grants.js';
+import { autoGc } from './gc.js';
+import { jsonError } from './json-error.js';
 import { loadSandboxModules, makeWorkspaceDir, parseRun, type RunPlan, resolveCwd } from './run-flags.js';
 import { requireStateDir } from './state-dir.js';
 import { readStdin, stdinIsTerminal } from './stdin.js';
@@ -57,6 +66,20 @@ function writeWithBackpressure(stream: NodeJS.WriteStream): (chunk: Uint8Array) 
   };
 }
 
+/**
+ * What the command asks for, from the capability flags: `--allow-read`, `--allow-write`, `--net`,
+ * `--publish` and `--allow-spawn` are granted for this run (the person typing them is the one who would
+ * approve them), and the command asks for them with the baseline's memory ceiling when `--memory` sets
+ * none. `--memory` above a ceiling the config sets is not granted by the flag: it is asked for, as
+ * anything else beyond the baseline and the flags.
+ */
+async function flagRequest(loaded: AlephConfig, flags: SandboxCapabilitiesInput) {
+  const { parseCapabilities } = await import('@aleph/sandbox-core');
+  const { maxMemoryMb, ...grants } = parseCapabilities(flags, 'flags');
+  const memory = maxMemoryMb ?? loaded.baseline.maxMemoryMb;
+  return { grants, capabilities: { ...grants, ...(memory === undefined ? {} : { maxMemoryMb: memory }) } };
+}
+
 const DENIALS = new Set(['ALEPH_POLICY_DENIED', 'ALEPH_CAPABILITY_DENIED', 'ALEPH_RATE_LIMITED']);
 
 export async function run(argv: string[]): Promise<number> {
@@ -64,6 +87,8 @@ export async function run(argv: string[]): Promise<number> {
   const { loadConfig, buildSandbox } = await loadSandboxModules();
   const config = await loadConfig(plan.values.config);
   if (config.enabled) requireStateDir();
+  autoGc(config);
+  const { grants, capabilities } = await flagRequest(config, plan.capabilities);
   const stdin =
     plan.values.approve === 'prompt' || (plan.values.approve === undefined && stdinIsTerminal())
       ? undefined
@@ -71,7 +96,7 @@ export async function run(argv: string[]): Promise<number> {
   if (plan.workspaceDir !== undefined) await makeWorkspaceDir(plan.workspaceDir);
   const workspaceDir = plan.workspaceDir;
   const sandbox = await buildSandbox(config, {
-    approvalRequester: await approvalFor(plan.values.approve),
+    approvalRequester: approvingFlags(grants, await approvalFor(plan.values.approve)),
     ...(workspaceDir === undefined ? {} : { workspaceFor: () => workspaceDir }),
     // One command: the host cache spares the probes, and a fork server would serve a single launch.
     hostCache: 'use',
@@ -90,11 +115,11 @@ export async function run(argv: string[]): Promise<number> {
   stdoutGone.signal.addEventListener('abort', onStdoutGone);
   const json = plan.values.json === true;
   try {
-    return await execute(sandbox, plan, stdin, controller.signal);
+    return await execute(sandbox, { ...plan, capabilities }, stdin, controller.signal);
   } catch (error) {
     const e = error as AlephError;
     if (e.code === 'ALEPH_ABORTED') return 128 + (osConstants.signals[stoppedBy ?? 'SIGINT'] ?? 2);
-    if (json) process.stdout.write(`${JSON.stringify({ error: { code: e.code, message: e.message } })}\n`);
+    if (json) process.stdout.write(`${JSON.stringify({ error: jsonError(e, 'run') })}\n`);
     process.stderr.write(`aleph-sandbox: ${e.message}\n`);
     if (DENIALS.has(e.code)) return 126;
     if (e.code === 'ALEPH_INVALID_COMMAND' || e.code === 'ALEPH_CONFIG_INVALID') return 2;

@@ -37,8 +37,15 @@ export function stateDirProblem(dir: string | undefined = stateDirOf()): StateDi
   }
 }
 
-/** Throws the state directory's problem as one line (the CLI exits 125 with it), if there is one. */
+/**
+ * Throws the state directory's problem as one line (the CLI exits 125 with it; in `--json`, code
+ * `ALEPH_DRIVER_UNAVAILABLE` with `field: "HOME"`), if there is one.
+ */
 export function requireStateDir(): void {
   const problem = stateDirProblem();
-  if (problem !== undefined) throw new Error(`${problem.detail}; fix: ${problem.fix}`);
+  if (problem === undefined) return;
+  throw Object.assign(new Error(`${problem.detail}; fix: ${problem.fix}`), {
+    code: 'ALEPH_DRIVER_UNAVAILABLE',
+    details: { field: 'HOME', value: os.homedir(), fix: problem.fix },
+  });
 }

@@ -5,7 +5,8 @@ import { UNDO_OPTIONS } from './undo.js';
 
 /** The options each subcommand knows. */
 const KNOWN_OPTIONS: Record<string, readonly string[]> = {
-  doctor: ['json', 'config', 'help'],
+  doctor: ['json', 'config', 'workspace', 'help'],
+  gc: ['dry-run', 'json', 'config', 'help'],
   run: Object.keys(RUN_OPTIONS),
   profile: Object.keys(RUN_OPTIONS),
   mcp: Object.keys(RUN_OPTIONS),
