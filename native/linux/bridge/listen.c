@@ -36,4 +36,23 @@ int listen_tcp(uint32_t addr, long port) {
   return fd;
 }
 
+int listen_tcp_any(long port) {
+  int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0 && errno == EAFNOSUPPORT) return listen_tcp(INADDR_ANY, port);
+  if (fd < 0) die("bridge: TCP socket: %s", strerror(errno));
+  int one = 1, zero = 0;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+  struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port), .sin6_addr = IN6ADDR_ANY_INIT};
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+    int err = errno;
+    close(fd);
+    /* IPv6 switched off in this namespace (disable_ipv6): the IPv4 socket alone. */
+    if (err == EADDRNOTAVAIL) return listen_tcp(INADDR_ANY, port);
+    die("bridge: cannot bind TCP [::]:%ld in the sandbox's network namespace: %s", port, strerror(err));
+  }
+  if (listen(fd, 512) < 0) die("bridge: listen on port %ld: %s", port, strerror(errno));
+  return fd;
+}
+
 int bind_udp(uint32_t addr, long port) { return bound(SOCK_DGRAM, addr, port); }

@@ -68,8 +68,10 @@ export function bwrapArgs(
     );
     // The helper makes /dev's device nodes (devfs.c).
     if (options.devInHelper) bwrap.push('--cap-add', 'CAP_MKNOD');
-    // The helper binds the bridge's low ports before it drops its identity (and every capability).
-    if (options.bindLowPorts) bwrap.push('--cap-add', 'CAP_NET_BIND_SERVICE');
+    // The helper binds the bridge's low ports and routes every address to the namespace's loopback (so
+    // transparent egress takes connections to address entries) before it drops its identity (and every
+    // capability).
+    if (options.bindLowPorts) bwrap.push('--cap-add', 'CAP_NET_BIND_SERVICE', '--cap-add', 'CAP_NET_ADMIN');
   } else {
     // The launcher's user namespace (`--outer-ns`) has the host uid alone, as uid 0: bwrap runs there as
     // root of it, without one of its own.
