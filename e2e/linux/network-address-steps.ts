@@ -41,7 +41,7 @@ export interface AddressPorts {
 
 /** The allowlist of the address steps. */
 export function addressHosts(p: AddressPorts): string[] {
-  return [`127.0.0.2:${p.web}`, `127.0.0.2:${p.echo}`, `[::1]:${p.web6}`, `hosts.test:${p.web}`];
+  return [`127.0.0.2:${p.web}`, `127.0.0.2:${p.echo}`, `[::1]:${p.web6}`, `hosts.test:${p.web}`, '127.0.0.4'];
 }
 
 /** Every address step. */
@@ -77,6 +77,9 @@ export function addressSteps(p: AddressPorts): { id: string; command: unknown }[
     { id: 'denied-address-v6', command: py(PING('2001:db8::9', p.web), hosts) },
     { id: 'denied-port', command: py(PING('127.0.0.2', p.web6), hosts) },
     { id: 'denied-name', command: sh(fetchText(`http://elsewhere.test:${p.web}/`), hosts) },
+    // Outside the egress ports: the kernel refuses inside, the bridge reports it. An address allowed on
+    // every port (through the proxy variables) is refused on a port transparent egress does not take.
+    { id: 'denied-outside-egress', command: py(PING('127.0.0.4', p.hidden), hosts) },
     // Containment: a host loopback service on a port no entry names is not reached (the sandbox's own
     // loopback refuses it), nor is an address's other port.
     { id: 'probe-hidden-port', command: py(PING('127.0.0.2', p.hidden), hosts) },

@@ -148,13 +148,26 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         expect(refused('denied-address-v6')).toEqual([['network.host', `[2001:db8::9]:${ports.web}`]]);
         expect(refused('denied-port')).toEqual([['network.port', `127.0.0.2:${ports.web6}`]]);
         expect(get(results, 'denied-port').denials[0]?.allowWith).toMatch(`"127.0.0.2:${ports.web6}"`);
+        expect(get(results, 'denied-outside-egress').stdout).toBe('ConnectionRefusedError\n');
+        expect(get(results, 'denied-outside-egress').denials).toEqual([
+          {
+            kind: 'network.port',
+            target: `127.0.0.4:${ports.hidden}`,
+            reason: `127.0.0.4 is allowed, but port ${ports.hidden} is not among the sandbox's transparent egress ports, so the connection was refused inside (a client using the proxy variables reaches it)`,
+            allowWith: expect.stringMatching(`^add "127\\.0\\.0\\.4:${ports.hidden}" to the allowed hosts`),
+          },
+        ]);
         expect(get(results, 'denied-name').stdout).toBe('ENOTFOUND\n');
         expect(refused('denied-name')).toEqual([['network.dns', 'elsewhere.test']]);
       });
 
       inNamespace(`a host loopback service on a port no entry names stays out of reach${why}`, () => {
         expect(get(results, 'probe-hidden-port').stdout).toBe('ConnectionRefusedError\n');
+        expect(refused('probe-hidden-port')).toEqual([['network.port', `127.0.0.2:${ports.hidden}`]]);
+        // ::1 is the sandbox's own loopback too, where a server of the command may not listen yet: no
+        // denial for it.
         expect(get(results, 'probe-v6-hidden-port').stdout).toBe('ConnectionRefusedError\n');
+        expect(refused('probe-v6-hidden-port')).toEqual([]);
         expect(hidden?.connections()).toBe(0);
         expect(addressHosts(ports).join(',')).not.toContain(String(ports.hidden));
       });

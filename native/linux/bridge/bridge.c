@@ -28,11 +28,12 @@
 #include "listen.h"
 #include "loop.h"
 #include "publish.h"
+#include "refused.h"
 #include "relay.h"
 #include "routes.h"
 
 #define DNS_ADDR 0x7f000035u /* 127.0.0.53 */
-#define MAX_WATCHED (BRIDGE_MAX_EGRESS + 4)
+#define MAX_WATCHED (BRIDGE_MAX_EGRESS + 5)
 
 struct listener {
   struct watch w;
@@ -42,7 +43,7 @@ struct listener {
 int bridge_wanted(const struct bridge_plan *p) { return p->proxy_path != NULL || p->publish_fd >= 0; }
 
 void bridge_open(struct bridge_plan *p) {
-  p->proxy_lfd = p->dns_udp = p->dns_tcp = -1;
+  p->proxy_lfd = p->dns_udp = p->dns_tcp = p->refused_fd = -1;
   for (int i = 0; i < p->negress; i++) p->egress_lfd[i] = -1;
   if (p->proxy_path == NULL) return;
   p->proxy_lfd = listen_tcp(INADDR_LOOPBACK, p->proxy_port);
@@ -50,14 +51,17 @@ void bridge_open(struct bridge_plan *p) {
     p->dns_udp = bind_udp(DNS_ADDR, 53);
     p->dns_tcp = listen_tcp(DNS_ADDR, 53);
   }
-  if (p->negress > 0) routes_all_local();
+  if (p->negress > 0) {
+    routes_all_local();
+    p->refused_fd = refused_open();
+  }
   for (int i = 0; i < p->negress; i++) p->egress_lfd[i] = listen_tcp_any(p->egress_ports[i]);
 }
 
 /* Every descriptor of P, into FDS; how many. */
 static int plan_fds(const struct bridge_plan *p, int *fds) {
   int n = 0;
-  int single[] = {p->proxy_lfd, p->dns_udp, p->dns_tcp, p->publish_fd};
+  int single[] = {p->proxy_lfd, p->dns_udp, p->dns_tcp, p->publish_fd, p->refused_fd};
   for (size_t i = 0; i < sizeof single / sizeof single[0]; i++)
     if (single[i] >= 0) fds[n++] = single[i];
   for (int i = 0; i < p->negress; i++)
@@ -128,6 +132,7 @@ static void dispatch(const struct bridge_ctx *b, const struct bridge_plan *p, st
   case W_LISTEN_EGRESS: egress_accept(b, fd); break;
   case W_DNS_UDP: dns_udp_event(b, &p->names, fd); break;
   case W_LISTEN_DNS: dns_tcp_accept(b, fd); break;
+  case W_REFUSED: refused_event(b, fd); break;
   case W_PUBLISH:
     if (!publish_event(b, fd)) watch_close(b->ep, fd); /* the launcher is gone */
     break;
@@ -141,9 +146,10 @@ static void watch_plan(int ep, const struct bridge_plan *p, struct listener *ls)
   struct {
     int fd;
     enum watch_kind kind;
-  } all[MAX_WATCHED] = {{p->proxy_lfd, W_LISTEN_PROXY}, {p->dns_udp, W_DNS_UDP}, {p->dns_tcp, W_LISTEN_DNS}, {p->publish_fd, W_PUBLISH}};
-  for (int i = 0; i < p->negress; i++) all[4 + i].fd = p->egress_lfd[i], all[4 + i].kind = W_LISTEN_EGRESS;
-  for (int i = 0; i < 4 + p->negress; i++) {
+  } all[MAX_WATCHED] = {{p->proxy_lfd, W_LISTEN_PROXY}, {p->dns_udp, W_DNS_UDP}, {p->dns_tcp, W_LISTEN_DNS},
+                        {p->publish_fd, W_PUBLISH}, {p->refused_fd, W_REFUSED}};
+  for (int i = 0; i < p->negress; i++) all[5 + i].fd = p->egress_lfd[i], all[5 + i].kind = W_LISTEN_EGRESS;
+  for (int i = 0; i < 5 + p->negress; i++) {
     if (all[i].fd < 0) continue;
     ls[n] = (struct listener){.w = {all[i].kind}, .fd = all[i].fd};
     if (watch_add(ep, all[i].fd, &ls[n].w, EPOLLIN) < 0) _exit(1);

@@ -7,6 +7,8 @@
  *   - transparent egress (--egress-port PORT): every address routes to the namespace's loopback
  *     (routes.c), and a connection on such a port becomes `CONNECT name:PORT` on the proxy's socket for an
  *     allowed name's synthetic address, `CONNECT address:PORT` for any other address: dial.c;
+ *   - refusals on the transparent path: connections to a port outside the egress ports, which the
+ *     kernel resets, reported to the proxy: refused.c;
  *   - published ports (--publish-fd FD): host connections the launcher passes in: publish.c.
  */
 #ifndef ALEPH_BRIDGE_BRIDGE_H
@@ -26,7 +28,7 @@ struct bridge_plan {
   int publish_fd;          /* --publish-fd, or -1 */
   int own_netns;           /* --own-netns on: the helper makes a network namespace first (helper/netns.c) */
   /* The sockets bridge_open made (-1: none). */
-  int proxy_lfd, dns_udp, dns_tcp;
+  int proxy_lfd, dns_udp, dns_tcp, refused_fd;
   int egress_lfd[BRIDGE_MAX_EGRESS];
 };
 

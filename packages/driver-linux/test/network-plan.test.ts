@@ -88,17 +88,19 @@ describe('the network plan of tiers 1 and 2', () => {
     ).toThrow(/names 70 ports, more than the 64/);
   });
 
-  it('tier 1 keeps CAP_NET_BIND_SERVICE and CAP_NET_ADMIN (the catch-all routes) for the helper; tier 2 lets it make a network namespace of its own', () => {
+  it('tier 1 keeps CAP_NET_BIND_SERVICE, CAP_NET_ADMIN (the catch-all routes) and CAP_NET_RAW (the refusal watch) for the helper; tier 2 lets it make a network namespace of its own', () => {
     const ws = temp();
     const t1 = buildLinuxProfile(hosts('a.test'), ws, ws, inputs(true, ws));
-    expect(t1.bwrapArgs.join(' ')).toContain('--cap-add CAP_NET_BIND_SERVICE --cap-add CAP_NET_ADMIN');
+    expect(t1.bwrapArgs.join(' ')).toContain(
+      '--cap-add CAP_NET_BIND_SERVICE --cap-add CAP_NET_ADMIN --cap-add CAP_NET_RAW',
+    );
     expect(t1.helperArgs).not.toContain('--own-netns');
     expect(t1.bwrapArgs.join(' ')).toContain(
       '--perms 0644 --ro-bind-data 5 /etc/resolv.conf --perms 0644 --ro-bind-data 6 /etc/hosts',
     );
     const t2 = buildLinuxProfile(hosts('a.test'), ws, ws, inputs(false, ws));
     expect(t2.bwrapArgs.join(' ')).toMatch(
-      /--cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_NET_ADMIN --cap-add CAP_NET_BIND_SERVICE --cap-add CAP_SETPCAP/,
+      /--cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_NET_ADMIN --cap-add CAP_NET_BIND_SERVICE --cap-add CAP_NET_RAW --cap-add CAP_SETPCAP/,
     );
     expect(t2.helperArgs.join(' ')).toContain('--own-netns on --dns on');
     // Without allowHosts nothing of it.
