@@ -52,7 +52,7 @@ void bridge_open(struct bridge_plan *p) {
     p->dns_tcp = listen_tcp(DNS_ADDR, 53);
   }
   if (p->negress > 0) {
-    routes_all_local();
+    (void)routes_all_local(); /* without them only 127.0.0.0/8 addresses are taken (routes.h) */
     p->refused_fd = refused_open();
   }
   for (int i = 0; i < p->negress; i++) p->egress_lfd[i] = listen_tcp_any(p->egress_ports[i]);

@@ -45,11 +45,10 @@ int listen_tcp_any(long port) {
   setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
   struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port), .sin6_addr = IN6ADDR_ANY_INIT};
   if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0) {
-    int err = errno;
+    /* IPv6 switched off in this namespace (disable_ipv6), or a network stack without dual-stack sockets:
+     * the IPv4 socket alone, which dies naming the port if that fails too. */
     close(fd);
-    /* IPv6 switched off in this namespace (disable_ipv6): the IPv4 socket alone. */
-    if (err == EADDRNOTAVAIL) return listen_tcp(INADDR_ANY, port);
-    die("bridge: cannot bind TCP [::]:%ld in the sandbox's network namespace: %s", port, strerror(err));
+    return listen_tcp(INADDR_ANY, port);
   }
   if (listen(fd, 512) < 0) die("bridge: listen on port %ld: %s", port, strerror(errno));
   return fd;

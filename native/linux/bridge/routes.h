@@ -8,8 +8,10 @@
 #ifndef ALEPH_BRIDGE_ROUTES_H
 #define ALEPH_BRIDGE_ROUTES_H
 
-/* Adds both routes (needs CAP_NET_ADMIN over the namespace). Dies when IPv4's cannot be added where the
- * kernel has netlink routes; IPv6's is skipped where the namespace has no IPv6. */
-void routes_all_local(void);
+/* Adds both routes (needs CAP_NET_ADMIN over the namespace); -1 when IPv4's could not be added (a kernel
+ * or gVisor without netlink routes): address entries outside 127.0.0.0/8 are then unreachable from inside
+ * (ENETUNREACH) except through the proxy variables, and nothing else changes. IPv6's is skipped where
+ * the namespace has no IPv6. */
+int routes_all_local(void);
 
 #endif
