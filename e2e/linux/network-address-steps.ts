@@ -41,7 +41,14 @@ export interface AddressPorts {
 
 /** The allowlist of the address steps. */
 export function addressHosts(p: AddressPorts): string[] {
-  return [`127.0.0.2:${p.web}`, `127.0.0.2:${p.echo}`, `[::1]:${p.web6}`, `hosts.test:${p.web}`, '127.0.0.4'];
+  return [
+    `127.0.0.2:${p.web}`,
+    `127.0.0.2:${p.echo}`,
+    `[::1]:${p.web6}`,
+    `hosts.test:${p.web}`,
+    '127.0.0.4',
+    'lan.test',
+  ];
 }
 
 /** Every address step. */
@@ -76,6 +83,8 @@ export function addressSteps(p: AddressPorts): { id: string; command: unknown }[
     { id: 'denied-address-raw', command: py(PING('10.255.0.9', p.echo), hosts) },
     { id: 'denied-address-v6', command: py(PING('2001:db8::9', p.web), hosts) },
     { id: 'denied-port', command: py(PING('127.0.0.2', p.web6), hosts) },
+    // An allowed name the host resolves to a private address no entry allows.
+    { id: 'denied-private', command: sh(fetchText(`http://lan.test:${p.web}/`), hosts) },
     { id: 'denied-name', command: sh(fetchText(`http://elsewhere.test:${p.web}/`), hosts) },
     // Outside the egress ports: the kernel refuses inside, the bridge reports it. An address allowed on
     // every port (through the proxy variables) is refused on a port transparent egress does not take.

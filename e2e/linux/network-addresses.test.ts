@@ -72,7 +72,9 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           chownSync(workspaceRoot, identity.uid, identity.uid);
           chownSync(home, identity.uid, identity.uid);
         }
-        const driver = { resolve: { 'hosts.test': ['127.0.0.2'], 'tls.test': ['127.0.0.1'] } };
+        const driver = {
+          resolve: { 'hosts.test': ['127.0.0.2'], 'tls.test': ['127.0.0.1'], 'lan.test': ['10.255.0.1'] },
+        };
         // No CA variable of the test runner's own reaches the harness: each run says exactly what its
         // host trusts.
         const env: NodeJS.ProcessEnv = { ...process.env, HOME: home };
@@ -155,6 +157,19 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
             target: `127.0.0.4:${ports.hidden}`,
             reason: `127.0.0.4 is allowed, but port ${ports.hidden} is not among the sandbox's transparent egress ports, so the connection was refused inside (a client using the proxy variables reaches it)`,
             allowWith: expect.stringMatching(`^add "127\\.0\\.0\\.4:${ports.hidden}" to the allowed hosts`),
+          },
+        ]);
+        expect(get(results, 'denied-private').stdout).toMatch(
+          /^403 403 Forbidden by aleph-proxy: lan\.test resolves to 10\.255\.0\.1, /,
+        );
+        expect(get(results, 'denied-private').denials).toEqual([
+          {
+            kind: 'network.private-address',
+            target: `lan.test:${ports.web}`,
+            reason: expect.stringMatching(/^lan\.test resolves to 10\.255\.0\.1, /),
+            allowWith: expect.stringMatching(
+              /^add "10\.255\.0\.1" to the allowed hosts: aleph-sandbox run --net /,
+            ),
           },
         ]);
         expect(get(results, 'denied-name').stdout).toBe('ENOTFOUND\n');
