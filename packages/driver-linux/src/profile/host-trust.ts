@@ -6,7 +6,8 @@
  * `~/.npmrc` / `~/.yarnrc.yml`), never from a command's `env`; nothing else of that environment passes.
  *
  * Honoured: `NODE_EXTRA_CA_CERTS`, `SSL_CERT_FILE`, `REQUESTS_CA_BUNDLE`, `CURL_CA_BUNDLE`,
- * `GIT_SSL_CAINFO`, `PIP_CERT`, npm's `cafile` (`NPM_CONFIG_CAFILE`, `npm_config_cafile`, `cafile=` in
+ * `GIT_SSL_CAINFO`, `PIP_CERT`, `CARGO_HTTP_CAINFO`, `DENO_CERT`, `AWS_CA_BUNDLE`, `NIX_SSL_CERT_FILE`,
+ * `HTTPLIB2_CA_CERTS`, `GRPC_DEFAULT_SSL_ROOTS_FILE_PATH`, npm's `cafile` (`NPM_CONFIG_CAFILE`, `npm_config_cafile`, `cafile=` in
  * `~/.npmrc`; set inside as `NPM_CONFIG_CAFILE`, which pnpm reads too), Yarn's `caFilePath`
  * (`YARN_CA_FILE_PATH`, `caFilePath:` in `~/.yarnrc.yml`), and `SSL_CERT_DIR` when it names a directory
  * under /etc or /usr (visible inside as it is). A file is taken only when it holds certificates and
@@ -26,6 +27,12 @@ const FILE_VARIABLES = [
   'CURL_CA_BUNDLE',
   'GIT_SSL_CAINFO',
   'PIP_CERT',
+  'CARGO_HTTP_CAINFO',
+  'DENO_CERT',
+  'AWS_CA_BUNDLE',
+  'NIX_SSL_CERT_FILE',
+  'HTTPLIB2_CA_CERTS',
+  'GRPC_DEFAULT_SSL_ROOTS_FILE_PATH',
 ] as const;
 
 /** One CA file of the host, and the variables that name it inside. */
