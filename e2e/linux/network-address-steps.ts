@@ -37,7 +37,25 @@ export interface AddressPorts {
   readonly web6: number;
   /** HTTP on 127.0.0.2 that no entry allows (a host loopback service). */
   readonly hidden: number;
+  /**
+   * HTTP on the host's 127.0.0.1 that no entry allows; its port is an egress port all the same (an entry
+   * names it for another address), so connections to it go through the bridge and the proxy.
+   */
+  readonly hostOnly: number;
 }
+
+/** Every spelling of the host's 127.0.0.1:PORT a client may try, each printed with its outcome. */
+const LOOPBACK_SPELLINGS = (port: number) => `
+import socket
+for host in ("127.0.0.1", "0.0.0.0", "2130706433", "127.1", "::ffff:127.0.0.1", "::", "::1", "localhost"):
+    try:
+        s = socket.create_connection((host, ${port}), timeout=5)
+        s.sendall(b"GET / HTTP/1.0\\r\\n\\r\\n")
+        got = s.recv(200)
+        print(host, "reached" if b"hello" in got else "refused")
+    except OSError as e:
+        print(host, "refused")
+`;
 
 /** The allowlist of the address steps. */
 export function addressHosts(p: AddressPorts): string[] {
@@ -48,6 +66,7 @@ export function addressHosts(p: AddressPorts): string[] {
     `hosts.test:${p.web}`,
     '127.0.0.4',
     'lan.test',
+    `127.0.0.9:${p.hostOnly}`,
   ];
 }
 
@@ -93,6 +112,9 @@ export function addressSteps(p: AddressPorts): { id: string; command: unknown }[
     // loopback refuses it), nor is an address's other port.
     { id: 'probe-hidden-port', command: py(PING('127.0.0.2', p.hidden), hosts) },
     { id: 'probe-v6-hidden-port', command: py(PING('::1', p.hidden), hosts) },
+    // The host's own 127.0.0.1 service on an egress port, by every spelling: each stays inside (the
+    // sandbox's loopback) or is refused by the proxy.
+    { id: 'probe-host-loopback', command: py(LOOPBACK_SPELLINGS(p.hostOnly), hosts) },
   ];
 }
 

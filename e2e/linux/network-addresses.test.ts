@@ -41,28 +41,31 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
       let base = '';
       const servers: LocalServer[] = [];
       let hidden: LocalServer | undefined;
+      let hostOnly: LocalServer | undefined;
       let results = new Map<string, StepResult>();
       let trusted = new Map<string, StepResult>();
       let untrusted = new Map<string, StepResult>();
-      let ports = { web: 0, echo: 0, web6: 0, hidden: 0 };
+      let ports = { web: 0, echo: 0, web6: 0, hidden: 0, hostOnly: 0 };
       let tlsPort = 0;
 
       beforeAll(async () => {
         if (!transparent) return;
         base = mkdtempSync(path.join(os.tmpdir(), 'aleph-e2e-addr-'));
         chmodSync(base, 0o755);
-        const [web, echo, web6, hide] = await Promise.all([
+        const [web, echo, web6, hide, own] = await Promise.all([
           startHello('127.0.0.2'),
           startEcho('127.0.0.2'),
           startHello('::1'),
           startHello('127.0.0.2'),
+          startHello('127.0.0.1'),
         ]);
         const tls = await startHttpsWithCa(path.join(base, 'tls'), 'tls.test');
         chmodSync(path.join(base, 'tls'), 0o755);
         chmodSync(tls.ca, 0o644);
-        servers.push(web, echo, web6, hide, tls);
+        servers.push(web, echo, web6, hide, own, tls);
         hidden = hide;
-        ports = { web: web.port, echo: echo.port, web6: web6.port, hidden: hide.port };
+        hostOnly = own;
+        ports = { web: web.port, echo: echo.port, web6: web6.port, hidden: hide.port, hostOnly: own.port };
         tlsPort = tls.port;
         const workspaceRoot = path.join(base, 'workspaces');
         mkdirSync(workspaceRoot, { mode: 0o755 });
@@ -184,6 +187,19 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         expect(get(results, 'probe-v6-hidden-port').stdout).toBe('ConnectionRefusedError\n');
         expect(refused('probe-v6-hidden-port')).toEqual([]);
         expect(hidden?.connections()).toBe(0);
+        const spellings = get(results, 'probe-host-loopback');
+        expect(spellings.stdout).toBe(
+          ['127.0.0.1', '0.0.0.0', '2130706433', '127.1', '::ffff:127.0.0.1', '::', '::1', 'localhost']
+            .map((h) => `${h} refused\n`)
+            .join(''),
+        );
+        expect(hostOnly?.connections()).toBe(0);
+        // Each went through the bridge to the proxy, which refused the host's loopback on that port (the
+        // IPv4 spellings as 127.0.0.1, the IPv6 ones as ::1, which the list allows on another port).
+        expect(spellings.denials.map((d) => [d.kind, d.target])).toEqual([
+          ['network.host', `127.0.0.1:${ports.hostOnly}`],
+          ['network.port', `[::1]:${ports.hostOnly}`],
+        ]);
         expect(addressHosts(ports).join(',')).not.toContain(String(ports.hidden));
       });
 
