@@ -136,5 +136,15 @@ describe('the host TLS trust a command gets', () => {
     const none = buildLinuxProfile(strictCapabilities(), ws, ws, inputs);
     expect(none.trustEnv).toEqual({});
     expect(none.mounts.join('\n')).not.toContain('ca-0');
+    // Removed since the driver looked: left out, with its variable, rather than failing the run.
+    rmSync(ca);
+    const gone = buildLinuxProfile(
+      { ...strictCapabilities(), network: { kind: 'allowHosts', hosts: ['a.test'] } },
+      ws,
+      ws,
+      inputs,
+    );
+    expect(gone.trustEnv).toEqual({});
+    expect(gone.mounts.join('\n')).not.toContain('ca-0');
   });
 });

@@ -89,14 +89,16 @@ export function buildLinuxProfile(
     summary: [
       ...namespaceSummary(net, inputs, facts),
       ...networkPlanInWords(netPlan),
-      ...(trust.length > 0 ? [`tls trust: the host's CA files, read-only: ${trust.join(', ')}`] : []),
+      ...(trust.words.length > 0
+        ? [`tls trust: the host's CA files, read-only: ${trust.words.join(', ')}`]
+        : []),
     ],
     tier,
     notEnforced,
     identity,
     launch,
     home: inputs.sessionHome === undefined ? null : { inner: INNER_HOME, host: inputs.sessionHome },
-    trustEnv: net.kind === 'none' ? {} : (inputs.network?.trust?.env ?? {}),
+    trustEnv: trust.env,
     bwrapArgs: [...bwrap, INNER_HELPER, ...helper, '--'],
     helperArgs: helper,
     // No TCP rules: see `namespaceHelperArgs`.

@@ -42,19 +42,26 @@ export function addGrants(
 
 /**
  * Adds the host's CA files (`host-trust.ts`) read-only at their places inside, mounted from descriptors as
- * read grants are, for a command with a network; the variables naming them, in words, for the summary.
+ * read grants are, for a command with a network: the variables naming them inside, and in words for the
+ * summary.
  */
 export function addTrust(
   draft: PlanDraft,
   caps: SandboxCapabilities,
   trust: HostTrust | undefined,
-): string[] {
-  if (trust === undefined || caps.network.kind === 'none') return [];
+): { env: Record<string, string>; words: string[] } {
+  if (trust === undefined || caps.network.kind === 'none') return { env: {}, words: [] };
+  const env = { ...trust.env };
   for (const f of trust.files) {
+    // A file removed since the driver looked is left out, its variables with it.
+    if (exists(draft.fs, f.src) !== 'file') {
+      for (const v of f.variables) delete env[v];
+      continue;
+    }
     draft.mounts.push({ op: 'ro-bind', src: f.src, dest: f.dest, fd: draft.plan.open(f.src), kind: 'file' });
     draft.landlock.push({ path: f.dest, access: 'read-exec' });
   }
-  return Object.entries(trust.env).map(([k, v]) => `${k}=${v}`);
+  return { env, words: Object.entries(env).map(([k, v]) => `${k}=${v}`) };
 }
 
 function missingPath(field: 'fsRead' | 'fsWrite', index: number, p: string): InvalidInputError {
