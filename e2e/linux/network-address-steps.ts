@@ -118,7 +118,10 @@ export function addressSteps(p: AddressPorts): { id: string; command: unknown }[
   ];
 }
 
-/** The HTTPS steps: Node's fetch and curl to `tls.test`, behind the test's CA. */
+/**
+ * The HTTPS steps: Node's fetch and curl to `tls.test`, behind the test's CA, past the proxy variables
+ * (transparent egress: tiers 1–2) and through them (every tier).
+ */
 export function trustSteps(tlsPort: number): { id: string; command: unknown }[] {
   const hosts = [`tls.test:${tlsPort}`, `127.0.0.1:${tlsPort}`];
   return [
@@ -126,6 +129,10 @@ export function trustSteps(tlsPort: number): { id: string; command: unknown }[] 
     {
       id: 'tls-curl',
       command: sh(`curl -sS --noproxy '*' https://tls.test:${tlsPort}/ 2>&1; echo " exit $?"`, hosts),
+    },
+    {
+      id: 'tls-curl-proxy',
+      command: sh(`curl -sS https://tls.test:${tlsPort}/ 2>&1; echo " exit $?"`, hosts),
     },
     { id: 'tls-env', command: sh('env | grep -E "^(NODE_EXTRA_CA_CERTS|SSL_CERT_FILE)=" | sort', hosts) },
   ];

@@ -47,9 +47,9 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
       let untrusted = new Map<string, StepResult>();
       let ports = { web: 0, echo: 0, web6: 0, hidden: 0, hostOnly: 0 };
       let tlsPort = 0;
+      let caFile = '';
 
       beforeAll(async () => {
-        if (!transparent) return;
         base = mkdtempSync(path.join(os.tmpdir(), 'aleph-e2e-addr-'));
         chmodSync(base, 0o755);
         const [web, echo, web6, hide, own] = await Promise.all([
@@ -88,7 +88,8 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           runHarness<StepResult>({ workspaceRoot, driver, steps }, { ...env, ...extra }, as).then(
             (r) => r.results,
           );
-        results = await run(addressSteps(ports), {});
+        if (transparent) results = await run(addressSteps(ports), {});
+        caFile = tls.ca;
         trusted = await run(trustSteps(tlsPort), { NODE_EXTRA_CA_CERTS: tls.ca, SSL_CERT_FILE: tls.ca });
         untrusted = await run(trustSteps(tlsPort), {});
       }, 300_000);
@@ -208,17 +209,26 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         () => {
           expect(get(trusted, 'tls-fetch').stdout).toBe('200 hello tls.test\n');
           expect(get(trusted, 'tls-curl').stdout).toBe('hello tls.test exit 0\n');
-          expect(get(trusted, 'tls-env').stdout).toMatch(
-            /^NODE_EXTRA_CA_CERTS=\/run\/aleph\/ca-0-ca\.pem\nSSL_CERT_FILE=\/run\/aleph\/ca-0-ca\.pem\n$/,
-          );
         },
       );
 
-      inNamespace(`the control: without them the same host fails with a certificate error${why}`, () => {
-        expect(get(untrusted, 'tls-fetch').stdout).toMatch(
-          /^(SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)\n$/,
+      it("the host's CA file, named inside by the same variables, is trusted through the proxy variables too", () => {
+        expect(get(trusted, 'tls-curl-proxy').stdout).toBe('hello tls.test exit 0\n');
+        // Mounted read-only at /run/aleph/ca-N-NAME (tiers 1–2), or readable where it is (tier 3).
+        const inside = transparent ? '/run/aleph/ca-0-ca.pem' : caFile;
+        expect(get(trusted, 'tls-env').stdout).toBe(
+          `NODE_EXTRA_CA_CERTS=${inside}\nSSL_CERT_FILE=${inside}\n`,
         );
-        expect(get(untrusted, 'tls-curl').stdout).toMatch(/SSL certificate problem[\s\S]* exit 60\n$/);
+      });
+
+      it('the control: without them the same host fails with a certificate error', () => {
+        if (transparent) {
+          expect(get(untrusted, 'tls-fetch').stdout).toMatch(
+            /^(SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)\n$/,
+          );
+          expect(get(untrusted, 'tls-curl').stdout).toMatch(/SSL certificate problem[\s\S]* exit 60\n$/);
+        }
+        expect(get(untrusted, 'tls-curl-proxy').stdout).toMatch(/SSL certificate problem[\s\S]* exit 60\n$/);
         expect(get(untrusted, 'tls-env').stdout).toBe('');
       });
     });

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { strictCapabilities } from '@aleph/sandbox-core';
 import { afterEach, describe, expect, it } from 'vitest';
-import { buildLinuxProfile, type ProfileInputs } from '../src/index.js';
+import { buildDirectProfile, buildLinuxProfile, type ProfileInputs } from '../src/index.js';
 import { certificatesOnly, findHostTrust } from '../src/profile/host-trust.js';
 
 const CERT = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
@@ -136,6 +136,17 @@ describe('the host TLS trust a command gets', () => {
     const none = buildLinuxProfile(strictCapabilities(), ws, ws, inputs);
     expect(none.trustEnv).toEqual({});
     expect(none.mounts.join('\n')).not.toContain('ca-0');
+    // Tier 3: readable where it is (Landlock), the variable naming it there.
+    const work = path.join(ws, 'work');
+    mkdirSync(work);
+    const direct = buildDirectProfile(
+      { ...strictCapabilities(), network: { kind: 'allowHosts', hosts: ['a.test'] } },
+      work,
+      work,
+      { ...inputs, landlockAbi: 6, tmpDir: path.join(ws, 'tmp') },
+    );
+    expect(direct.trustEnv).toEqual({ NODE_EXTRA_CA_CERTS: ca });
+    expect(direct.landlock.rules).toContainEqual({ path: ca, access: 'read-exec' });
     // Removed since the driver looked: left out, with its variable, rather than failing the run.
     rmSync(ca);
     const gone = buildLinuxProfile(
