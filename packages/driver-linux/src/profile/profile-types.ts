@@ -181,7 +181,8 @@ export interface LinuxProfile extends SandboxProfile {
   readonly mounts: readonly string[];
   /**
    * The host's TLS trust for a command with a network: CA variables naming the files mounted at
-   * `/run/aleph/ca-N-NAME` (`host-trust.ts`), set before the command's own `env`.
+   * `/run/aleph/ca-N-NAME` (tiers 1–2; tier 3: where they are on the host) (`host-trust.ts`), set before
+   * the command's own `env`.
    */
   readonly trustEnv?: Readonly<Record<string, string>>;
   /**
