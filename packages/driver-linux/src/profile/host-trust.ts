@@ -1,8 +1,7 @@
 /**
  * The host's TLS trust, for the command: the CA files that the host's environment and package-manager
  * settings name are mounted read-only at `/run/aleph/ca-N-NAME` (tier 3: readable where they are), and
- * the same variables are set inside,
- * naming them there, so a host that the host's tools trust (a company's TLS-inspecting proxy, a private
+ * the same variables are set inside, naming them there, so a host that the host's tools trust (a company's TLS-inspecting proxy, a private
  * registry) is trusted inside. Read from the driver's own process (its environment and the user's
  * `~/.npmrc` / `~/.yarnrc.yml`), never from a command's `env`; nothing else of that environment passes.
  *
