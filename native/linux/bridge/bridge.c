@@ -33,7 +33,7 @@
 #include "routes.h"
 
 #define DNS_ADDR 0x7f000035u /* 127.0.0.53 */
-#define MAX_WATCHED (BRIDGE_MAX_EGRESS + 5)
+#define MAX_WATCHED (BRIDGE_MAX_EGRESS + 6)
 
 struct listener {
   struct watch w;
@@ -43,7 +43,7 @@ struct listener {
 int bridge_wanted(const struct bridge_plan *p) { return p->proxy_path != NULL || p->publish_fd >= 0; }
 
 void bridge_open(struct bridge_plan *p) {
-  p->proxy_lfd = p->dns_udp = p->dns_tcp = p->refused_fd = -1;
+  p->proxy_lfd = p->dns_udp = p->dns_tcp = p->refused4 = p->refused6 = -1;
   for (int i = 0; i < p->negress; i++) p->egress_lfd[i] = -1;
   if (p->proxy_path == NULL) return;
   p->proxy_lfd = listen_tcp(INADDR_LOOPBACK, p->proxy_port);
@@ -53,7 +53,8 @@ void bridge_open(struct bridge_plan *p) {
   }
   if (p->negress > 0) {
     (void)routes_all_local(); /* without them only 127.0.0.0/8 addresses are taken (routes.h) */
-    p->refused_fd = refused_open();
+    p->refused4 = refused_open(0);
+    p->refused6 = refused_open(1);
   }
   for (int i = 0; i < p->negress; i++) p->egress_lfd[i] = listen_tcp_any(p->egress_ports[i]);
 }
@@ -61,7 +62,7 @@ void bridge_open(struct bridge_plan *p) {
 /* Every descriptor of P, into FDS; how many. */
 static int plan_fds(const struct bridge_plan *p, int *fds) {
   int n = 0;
-  int single[] = {p->proxy_lfd, p->dns_udp, p->dns_tcp, p->publish_fd, p->refused_fd};
+  int single[] = {p->proxy_lfd, p->dns_udp, p->dns_tcp, p->publish_fd, p->refused4, p->refused6};
   for (size_t i = 0; i < sizeof single / sizeof single[0]; i++)
     if (single[i] >= 0) fds[n++] = single[i];
   for (int i = 0; i < p->negress; i++)
@@ -147,9 +148,9 @@ static void watch_plan(int ep, const struct bridge_plan *p, struct listener *ls)
     int fd;
     enum watch_kind kind;
   } all[MAX_WATCHED] = {{p->proxy_lfd, W_LISTEN_PROXY}, {p->dns_udp, W_DNS_UDP}, {p->dns_tcp, W_LISTEN_DNS},
-                        {p->publish_fd, W_PUBLISH}, {p->refused_fd, W_REFUSED}};
-  for (int i = 0; i < p->negress; i++) all[5 + i].fd = p->egress_lfd[i], all[5 + i].kind = W_LISTEN_EGRESS;
-  for (int i = 0; i < 5 + p->negress; i++) {
+                        {p->publish_fd, W_PUBLISH}, {p->refused4, W_REFUSED}, {p->refused6, W_REFUSED}};
+  for (int i = 0; i < p->negress; i++) all[6 + i].fd = p->egress_lfd[i], all[6 + i].kind = W_LISTEN_EGRESS;
+  for (int i = 0; i < 6 + p->negress; i++) {
     if (all[i].fd < 0) continue;
     ls[n] = (struct listener){.w = {all[i].kind}, .fd = all[i].fd};
     if (watch_add(ep, all[i].fd, &ls[n].w, EPOLLIN) < 0) _exit(1);

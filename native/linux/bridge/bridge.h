@@ -28,7 +28,7 @@ struct bridge_plan {
   int publish_fd;          /* --publish-fd, or -1 */
   int own_netns;           /* --own-netns on: the helper makes a network namespace first (helper/netns.c) */
   /* The sockets bridge_open made (-1: none). */
-  int proxy_lfd, dns_udp, dns_tcp, refused_fd;
+  int proxy_lfd, dns_udp, dns_tcp, refused4, refused6;
   int egress_lfd[BRIDGE_MAX_EGRESS];
 };
 

@@ -2,8 +2,8 @@
  * The refused-connection watcher (refused.h). The filter (classic BPF, run on the packet from its network
  * header) passes TCP segments with RST and ACK set, over IPv4 or IPv6 without extension headers; here a
  * reset with sequence number 0 is the kernel's answer to a SYN nothing listened for (RFC 793: a reset to
- * a segment without ACK takes SEQ 0). On `lo` each packet is seen leaving and arriving: the arriving copy
- * is the one read.
+ * a segment without ACK takes SEQ 0). One socket per IP version, bound to its protocol on `lo`: packets
+ * are seen as they arrive (an outgoing copy, were one seen, is skipped).
  */
 #define _GNU_SOURCE
 #include "refused.h"
@@ -27,7 +27,7 @@
 static char reported[MAX_REPORTED][300];
 static int nreported;
 
-int refused_open(void) {
+int refused_open(int ipv6) {
   static struct sock_filter code[] = {
       BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 0),
       BPF_STMT(BPF_ALU | BPF_RSH | BPF_K, 4),
@@ -49,7 +49,9 @@ int refused_open(void) {
   struct sock_fprog prog = {.len = sizeof code / sizeof code[0], .filter = code};
   int fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
-  struct sockaddr_ll at = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
+  /* One protocol, not ETH_P_ALL: packets are seen as they arrive only, with no copy made of each one that
+   * leaves (a tap on every packet would slow every relayed byte on lo). */
+  struct sockaddr_ll at = {.sll_family = AF_PACKET, .sll_protocol = htons(ipv6 ? ETH_P_IPV6 : ETH_P_IP),
                            .sll_ifindex = (int)if_nametoindex("lo")};
   /* The filter first, then the binding that starts the capture: nothing unfiltered is ever queued. */
   if (at.sll_ifindex <= 0 || setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) < 0 ||

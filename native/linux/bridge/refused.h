@@ -12,9 +12,9 @@
 
 #include "loop.h"
 
-/* The watcher's socket (needs CAP_NET_RAW over the namespace), or -1 where it cannot be made: refusals on
- * ports outside the egress ports then go unrecorded, as before. */
-int refused_open(void);
+/* A watcher's socket for IPv4 (IPV6 0) or IPv6 (1) (needs CAP_NET_RAW over the namespace), or -1 where it
+ * cannot be made: refusals on ports outside the egress ports then go unrecorded, as before. */
+int refused_open(int ipv6);
 /* Reads every reset waiting on FD and reports each new target once. */
 void refused_event(const struct bridge_ctx *b, int fd);
 
