@@ -24,6 +24,9 @@ const stack = linuxStack();
 type Brief = { isError: boolean; text: string; structured: Record<string, unknown> & { denials: unknown[] } };
 type Observed = Record<'allowed' | 'host' | 'port' | 'portAllowed', Brief> & {
   dns?: Brief;
+  address?: Brief;
+  addressHost?: Brief;
+  addressPort?: Brief;
   auditDenials: unknown[][];
 };
 
@@ -133,9 +136,47 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           },
         );
 
+        it.skipIf(!transparent)(
+          `transparent egress: the address entry answers a client ignoring the proxy variables; an address off the list and a port outside the egress ports are denials${transparent ? '' : ' [skipped: the tier declares transparent-egress]'}`,
+          () => {
+            const { address, addressHost, addressPort } = observed();
+            expect(address?.structured).toMatchObject({
+              status: 'completed',
+              exitCode: 0,
+              stdout: 'hello',
+              denials: [],
+            });
+            expect(addressHost?.structured).toMatchObject({ status: 'completed', stdout: '403' });
+            expect(addressHost?.structured.denials).toEqual([
+              {
+                kind: 'network.host',
+                target: `10.1.2.3:${ports.allowed}`,
+                reason: '10.1.2.3 is not on the allowlist',
+                allowWith: expect.stringContaining(
+                  'add "10.1.2.3" to the allowed hosts: aleph-sandbox run --net ',
+                ),
+              },
+            ]);
+            expect(addressPort?.structured).toMatchObject({ status: 'completed', exitCode: 7 });
+            expect(addressPort?.structured.denials).toEqual([
+              {
+                kind: 'network.host',
+                target: `127.0.0.2:${ports.other}`,
+                reason: '127.0.0.2 is not on the allowlist',
+                allowWith: expect.stringContaining(
+                  'add "127.0.0.2" to the allowed hosts: aleph-sandbox run --net ',
+                ),
+              },
+            ]);
+            expect(addressPort?.text).toContain(`denied network.host 127.0.0.2:${ports.other}: `);
+          },
+        );
+
         it("the audit resource holds each run's denials, the same records as the tool results", () => {
           const r = observed();
           const runs = [r.allowed, r.host, r.port, r.portAllowed, ...(r.dns === undefined ? [] : [r.dns])];
+          for (const extra of [r.address, r.addressHost, r.addressPort])
+            if (extra !== undefined) runs.push(extra);
           expect(r.auditDenials).toEqual(runs.map((b) => b.structured.denials));
         });
       });

@@ -211,6 +211,17 @@ export const mcpScenarios = {
               dns: brief(
                 await call('execute', { command: `curl -sS --noproxy '*' http://evil.test:${allowed}/ok` }),
               ),
+              // Transparent egress to the address entry, an address off the list on an egress port, and
+              // one on a port outside the egress ports (the kernel refuses it inside).
+              address: brief(
+                await call('execute', { command: `curl -sS --noproxy '*' http://127.0.0.1:${allowed}/ok` }),
+              ),
+              addressHost: brief(
+                await call('execute', { command: `${code(`http://10.1.2.3:${allowed}/ok`)} --noproxy '*'` }),
+              ),
+              addressPort: brief(
+                await call('execute', { command: `curl -sS --noproxy '*' http://127.0.0.2:${other}/ok` }),
+              ),
             }
           : {}),
       };

@@ -296,7 +296,13 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         `probes of the new paths stay contained: the host's loopback, unknown addresses, other ports, hostile DNS, forged reports${why}`,
         () => {
           expect(get('probe-host-loopback').stdout).toBe('host loopback: refused\n');
+          expect(get('probe-host-loopback').denials.map((d) => [d.kind, d.target])).toEqual([
+            ['network.port', `127.0.0.1:${ports.http}`],
+          ]);
           expect(get('probe-unknown-address').stdout).toBe('unknown address: refused\n');
+          expect(get('probe-unknown-address').denials.map((d) => [d.kind, d.target])).toEqual([
+            ['network.host', `127.77.250.250:${ports.http}`],
+          ]);
           expect(get('probe-closed-port').stdout).toBe('closed port: refused\n');
           expect(get('probe-dns-garbage').stdout).toBe('udp 0 127.77\ntcp 0\n');
           const forged = get('probe-forged-report');

@@ -20,8 +20,8 @@ export interface LocalServer {
   close(): Promise<void>;
 }
 
-async function listening(server: net.Server): Promise<number> {
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+async function listening(server: net.Server, host = '127.0.0.1'): Promise<number> {
+  await new Promise<void>((r) => server.listen(0, host, r));
   return (server.address() as net.AddressInfo).port;
 }
 
@@ -132,15 +132,74 @@ export async function startHttps(dir: string): Promise<LocalServer> {
   return handle(server, await listening(server), () => count);
 }
 
-/** A raw TCP server that echoes what it receives. */
-export async function startEcho(): Promise<LocalServer> {
+/** A raw TCP server on `host` (default 127.0.0.1) that echoes what it receives. */
+export async function startEcho(host?: string): Promise<LocalServer> {
   let count = 0;
   const server = net.createServer((s) => {
     count++;
     s.on('data', (d) => s.write(d));
     s.on('error', () => s.destroy());
   });
-  return handle(server, await listening(server), () => count);
+  return handle(server, await listening(server, host), () => count);
+}
+
+/** HTTP on `host` (an address of the host's loopback): every request is answered `hello HOST`. */
+export async function startHello(host: string): Promise<LocalServer> {
+  let count = 0;
+  const server = http.createServer((_req, res) => res.end(`hello ${host}`));
+  server.on('connection', () => count++);
+  return handle(server, await listening(server, host), () => count);
+}
+
+/**
+ * HTTPS on 127.0.0.1 with a certificate for `name` issued by a CA of its own, both made in `dir`
+ * (openssl): `ca` is the CA's certificate file, which nothing trusts unless told to. Every request is
+ * answered `hello NAME`.
+ */
+export async function startHttpsWithCa(dir: string, name: string): Promise<LocalServer & { ca: string }> {
+  mkdirSync(dir, { recursive: true });
+  const f = (n: string) => path.join(dir, n);
+  const ssl = (...args: string[]) => execFileSync('openssl', args, { stdio: 'pipe' });
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  ssl(
+    'req',
+    '-x509',
+    ...ec,
+    '-days',
+    '1',
+    '-subj',
+    '/CN=aleph e2e test CA',
+    '-keyout',
+    f('ca-key.pem'),
+    '-out',
+    f('ca.pem'),
+  );
+  ssl('req', '-new', ...ec, '-subj', `/CN=${name}`, '-keyout', f('key.pem'), '-out', f('req.pem'));
+  writeFileSync(f('ext.cnf'), `subjectAltName=DNS:${name}\nbasicConstraints=CA:FALSE\n`);
+  ssl(
+    'x509',
+    '-req',
+    '-in',
+    f('req.pem'),
+    '-CA',
+    f('ca.pem'),
+    '-CAkey',
+    f('ca-key.pem'),
+    '-CAcreateserial',
+    '-days',
+    '1',
+    '-extfile',
+    f('ext.cnf'),
+    '-out',
+    f('cert.pem'),
+  );
+  let count = 0;
+  const server = https.createServer(
+    { key: readFileSync(f('key.pem')), cert: readFileSync(f('cert.pem')) },
+    (_req, res) => res.end(`hello ${name}`),
+  );
+  server.on('secureConnection', () => count++);
+  return { ...handle(server, await listening(server), () => count), ca: f('ca.pem') };
 }
 
 /**

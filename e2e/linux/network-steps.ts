@@ -73,7 +73,7 @@ for name in ("api.test", "forged.test"):
 `;
 
 const probe = (label: string, url: string) =>
-  `out=$(curl -s --noproxy '*' -m 3 ${url}) && echo "${label}: $out" || echo '${label}: refused'`;
+  `out=$(curl -sf --noproxy '*' -m 3 ${url}) && echo "${label}: $out" || echo '${label}: refused'`;
 
 const UNSET_PROXY = 'env -u http_proxy -u HTTP_PROXY -u https_proxy -u HTTPS_PROXY -u all_proxy -u ALL_PROXY';
 
@@ -205,7 +205,14 @@ export function egressSteps(
         hosts,
       ),
     },
-    { id: 'probe-host-loopback', command: sh(probe('host loopback', `http://127.0.0.1:${h}/ok`), hosts) },
+    {
+      // The host's loopback service, its address allowed on other ports only: the proxy refuses it.
+      id: 'probe-host-loopback',
+      command: sh(
+        probe('host loopback', `http://127.0.0.1:${h}/ok`),
+        hosts.filter((entry) => entry !== `127.0.0.1:${h}`),
+      ),
+    },
     {
       id: 'probe-unknown-address',
       command: sh(probe('unknown address', `http://127.77.250.250:${h}/ok`), hosts),

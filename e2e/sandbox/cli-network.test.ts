@@ -106,6 +106,52 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
       ]);
     }, 60_000);
 
+    it('--json: an address entry is reached by a client that ignores the proxy variables, and each refusal on that path is a denial', async () => {
+      const h = home();
+      const server = net.createServer((s) => s.end('hello from 127.0.0.2'));
+      await new Promise<void>((r) => server.listen(0, '127.0.0.2', r));
+      const { port } = server.address() as net.AddressInfo;
+      try {
+        const script = `import socket
+for host, port in (("127.0.0.2", ${port}), ("127.0.0.3", ${port}), ("10.1.2.3", 5432)):
+    try:
+        print(socket.create_connection((host, port), timeout=5).recv(100).decode() or "closed")
+    except OSError as e:
+        print(type(e).__name__)`;
+        const r = await cliRun(
+          [
+            'run',
+            '--config',
+            h.config,
+            '--json',
+            '--net',
+            `127.0.0.2:${port},10.1.2.3`,
+            '--approve',
+            'all',
+            '--',
+            'python3',
+            '-c',
+            script,
+          ],
+          h.home,
+        );
+        const out = JSON.parse(r.stdout) as {
+          stdout: string;
+          details: { denials: { kind: string; target: string; allowWith: string }[] };
+        };
+        expect(out.stdout).toBe('hello from 127.0.0.2\nConnectionResetError\nConnectionRefusedError\n');
+        expect(out.details.denials.map((d) => [d.kind, d.target])).toEqual([
+          ['network.host', `127.0.0.3:${port}`],
+          ['network.port', '10.1.2.3:5432'],
+        ]);
+        expect(out.details.denials[1]?.allowWith).toMatch(
+          /^add "10\.1\.2\.3:5432" to the allowed hosts: aleph-sandbox run --net /,
+        );
+      } finally {
+        await new Promise<void>((r) => server.close(() => r()));
+      }
+    }, 60_000);
+
     it('--publish is granted by the flag like any other capability flag, and a bad port is a usage error', async () => {
       const h = home();
       const granted = await cliRun(

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -27,10 +28,12 @@
 #include "listen.h"
 #include "loop.h"
 #include "publish.h"
+#include "refused.h"
 #include "relay.h"
+#include "routes.h"
 
 #define DNS_ADDR 0x7f000035u /* 127.0.0.53 */
-#define MAX_WATCHED (BRIDGE_MAX_EGRESS + 4)
+#define MAX_WATCHED (BRIDGE_MAX_EGRESS + 6)
 
 struct listener {
   struct watch w;
@@ -40,7 +43,7 @@ struct listener {
 int bridge_wanted(const struct bridge_plan *p) { return p->proxy_path != NULL || p->publish_fd >= 0; }
 
 void bridge_open(struct bridge_plan *p) {
-  p->proxy_lfd = p->dns_udp = p->dns_tcp = -1;
+  p->proxy_lfd = p->dns_udp = p->dns_tcp = p->refused4 = p->refused6 = -1;
   for (int i = 0; i < p->negress; i++) p->egress_lfd[i] = -1;
   if (p->proxy_path == NULL) return;
   p->proxy_lfd = listen_tcp(INADDR_LOOPBACK, p->proxy_port);
@@ -48,13 +51,18 @@ void bridge_open(struct bridge_plan *p) {
     p->dns_udp = bind_udp(DNS_ADDR, 53);
     p->dns_tcp = listen_tcp(DNS_ADDR, 53);
   }
-  for (int i = 0; i < p->negress; i++) p->egress_lfd[i] = listen_tcp(INADDR_ANY, p->egress_ports[i]);
+  if (p->negress > 0) {
+    (void)routes_all_local(); /* without them only 127.0.0.0/8 addresses are taken (routes.h) */
+    p->refused4 = refused_open(0);
+    p->refused6 = refused_open(1);
+  }
+  for (int i = 0; i < p->negress; i++) p->egress_lfd[i] = listen_tcp_any(p->egress_ports[i]);
 }
 
 /* Every descriptor of P, into FDS; how many. */
 static int plan_fds(const struct bridge_plan *p, int *fds) {
   int n = 0;
-  int single[] = {p->proxy_lfd, p->dns_udp, p->dns_tcp, p->publish_fd};
+  int single[] = {p->proxy_lfd, p->dns_udp, p->dns_tcp, p->publish_fd, p->refused4, p->refused6};
   for (size_t i = 0; i < sizeof single / sizeof single[0]; i++)
     if (single[i] >= 0) fds[n++] = single[i];
   for (int i = 0; i < p->negress; i++)
@@ -62,18 +70,44 @@ static int plan_fds(const struct bridge_plan *p, int *fds) {
   return n;
 }
 
-/* A transparent connection accepted on LFD: the synthetic address it was made to names the host. */
+/* Where the accepted FD was headed, as the proxy's CONNECT takes it, into OUT (CAP bytes): the name behind
+ * a synthetic address the resolver gave out, or the address itself (`10.1.2.3`, `[2001:db8::1]`), which
+ * the proxy checks against the allowlist's address entries; its port in *PORT. -1 when unknown. */
+static int destination(int fd, char *out, size_t cap, unsigned *port) {
+  struct sockaddr_storage local;
+  socklen_t len = sizeof local;
+  if (getsockname(fd, (struct sockaddr *)&local, &len) < 0) return -1;
+  struct in_addr v4;
+  if (local.ss_family == AF_INET) {
+    v4 = ((struct sockaddr_in *)&local)->sin_addr;
+    *port = ntohs(((struct sockaddr_in *)&local)->sin_port);
+  } else if (local.ss_family == AF_INET6) {
+    const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&local;
+    *port = ntohs(a->sin6_port);
+    if (!IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) {
+      char text[INET6_ADDRSTRLEN];
+      if (inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof text) == NULL) return -1;
+      return snprintf(out, cap, "[%s]", text) < (int)cap ? 0 : -1;
+    }
+    memcpy(&v4, a->sin6_addr.s6_addr + 12, 4);
+  } else {
+    return -1;
+  }
+  const char *name = names_lookup(ntohl(v4.s_addr));
+  if (name != NULL) return snprintf(out, cap, "%s", name) < (int)cap ? 0 : -1;
+  return inet_ntop(AF_INET, &v4, out, (socklen_t)cap) == NULL ? -1 : 0;
+}
+
+/* A transparent connection accepted on LFD: `CONNECT` to where it was headed, which the proxy decides
+ * (and records when it refuses). */
 static void egress_accept(const struct bridge_ctx *b, int lfd) {
   for (;;) {
     int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;
-    struct sockaddr_in local;
-    socklen_t len = sizeof local;
-    const char *name = NULL;
-    if (getsockname(fd, (struct sockaddr *)&local, &len) == 0 && local.sin_family == AF_INET)
-      name = names_lookup(ntohl(local.sin_addr.s_addr));
-    if (name == NULL) close_reset(fd); /* not an address the resolver gave out */
-    else dial_connect(b, fd, name, ntohs(local.sin_port));
+    char where[300];
+    unsigned port = 0;
+    if (destination(fd, where, sizeof where, &port) < 0) close_reset(fd);
+    else dial_connect(b, fd, where, port);
   }
 }
 
@@ -99,6 +133,7 @@ static void dispatch(const struct bridge_ctx *b, const struct bridge_plan *p, st
   case W_LISTEN_EGRESS: egress_accept(b, fd); break;
   case W_DNS_UDP: dns_udp_event(b, &p->names, fd); break;
   case W_LISTEN_DNS: dns_tcp_accept(b, fd); break;
+  case W_REFUSED: refused_event(b, fd); break;
   case W_PUBLISH:
     if (!publish_event(b, fd)) watch_close(b->ep, fd); /* the launcher is gone */
     break;
@@ -112,9 +147,10 @@ static void watch_plan(int ep, const struct bridge_plan *p, struct listener *ls)
   struct {
     int fd;
     enum watch_kind kind;
-  } all[MAX_WATCHED] = {{p->proxy_lfd, W_LISTEN_PROXY}, {p->dns_udp, W_DNS_UDP}, {p->dns_tcp, W_LISTEN_DNS}, {p->publish_fd, W_PUBLISH}};
-  for (int i = 0; i < p->negress; i++) all[4 + i].fd = p->egress_lfd[i], all[4 + i].kind = W_LISTEN_EGRESS;
-  for (int i = 0; i < 4 + p->negress; i++) {
+  } all[MAX_WATCHED] = {{p->proxy_lfd, W_LISTEN_PROXY}, {p->dns_udp, W_DNS_UDP}, {p->dns_tcp, W_LISTEN_DNS},
+                        {p->publish_fd, W_PUBLISH}, {p->refused4, W_REFUSED}, {p->refused6, W_REFUSED}};
+  for (int i = 0; i < p->negress; i++) all[6 + i].fd = p->egress_lfd[i], all[6 + i].kind = W_LISTEN_EGRESS;
+  for (int i = 0; i < 6 + p->negress; i++) {
     if (all[i].fd < 0) continue;
     ls[n] = (struct listener){.w = {all[i].kind}, .fd = all[i].fd};
     if (watch_add(ep, all[i].fd, &ls[n].w, EPOLLIN) < 0) _exit(1);

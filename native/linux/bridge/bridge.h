@@ -4,8 +4,11 @@
  *   - 127.0.0.1:PORT (--bridge PORT:PATH), what the proxy variables name, relayed as is to the managed
  *     proxy's Unix socket PATH;
  *   - the resolver on 127.0.0.53:53 (--dns on, --dns-allow/--dns-deny PATTERN): resolver.c;
- *   - transparent egress (--egress-port PORT): a connection to an allowed name's synthetic address on
- *     such a port becomes `CONNECT name:PORT` on the proxy's socket: dial.c;
+ *   - transparent egress (--egress-port PORT): every address routes to the namespace's loopback
+ *     (routes.c), and a connection on such a port becomes `CONNECT name:PORT` on the proxy's socket for an
+ *     allowed name's synthetic address, `CONNECT address:PORT` for any other address: dial.c;
+ *   - refusals on the transparent path: connections to a port outside the egress ports, which the
+ *     kernel resets, reported to the proxy: refused.c;
  *   - published ports (--publish-fd FD): host connections the launcher passes in: publish.c.
  */
 #ifndef ALEPH_BRIDGE_BRIDGE_H
@@ -25,7 +28,7 @@ struct bridge_plan {
   int publish_fd;          /* --publish-fd, or -1 */
   int own_netns;           /* --own-netns on: the helper makes a network namespace first (helper/netns.c) */
   /* The sockets bridge_open made (-1: none). */
-  int proxy_lfd, dns_udp, dns_tcp;
+  int proxy_lfd, dns_udp, dns_tcp, refused4, refused6;
   int egress_lfd[BRIDGE_MAX_EGRESS];
 };
 

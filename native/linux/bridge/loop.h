@@ -19,6 +19,7 @@ enum watch_kind {
   W_LISTEN_DNS,    /* 127.0.0.53:53 over TCP */
   W_DNS_TCP,       /* one DNS-over-TCP client */
   W_PUBLISH,       /* the launcher's socket pair: host connections of published ports (publish.c) */
+  W_REFUSED,       /* resets of connections nothing listened for (refused.c) */
 };
 
 struct watch {

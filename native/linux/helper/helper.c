@@ -5,8 +5,9 @@
  *   0. makes the user-path mounts it is given (--mnt, --tmpfs-at, --mask-at, --dev-at) and checks the
  *      ones bwrap made from descriptors (--verify): mounts.c;
  *   1. makes the network bridge's listening sockets (the proxy port, the resolver on 127.0.0.53:53, the
- *      transparent ports 80, 443, …): while it may still bind ports below 1024 (bwrap keeps
- *      CAP_NET_BIND_SERVICE for this), ../bridge/bridge.c; in tier 2 in a network namespace of its own
+ *      transparent ports 80, 443, …), its routes and its packet socket: while it may still bind ports
+ *      below 1024, set routes and open a packet socket (bwrap keeps CAP_NET_BIND_SERVICE, CAP_NET_ADMIN
+ *      and CAP_NET_RAW for this), ../bridge/bridge.c; in tier 2 in a network namespace of its own
  *      (--own-netns, netns.c), as bwrap's belongs to a user namespace where the sandbox holds nothing;
  *   1b. sets the limits of the sandbox's own namespaces it is given (tier 2: pid_max of its PID namespace,
  *      the per-user counts of its user namespace, no new namespaces, through descriptors of the host's

@@ -95,8 +95,10 @@ export interface LinuxDriverOptions {
     readonly parent?: ParentProxy;
     /**
      * Transparent egress (tiers 1–2): the TCP ports on which a connection to an allowed name's address
-     * (as the sandbox's resolver gave it) reaches the managed proxy as `CONNECT name:port`, for clients
-     * that ignore the proxy variables. Every port an allowHosts entry names is added. Default `[80, 443]`.
+     * (as the sandbox's resolver gave it) reaches the managed proxy as `CONNECT name:port`, and one to any
+     * other address as `CONNECT address:port`, for clients that ignore the proxy variables. Every port an
+     * allowHosts entry names is added. A connection to another port is refused inside and recorded as a
+     * denial. Default `[80, 443]`.
      */
     readonly egressPorts?: readonly number[];
   };

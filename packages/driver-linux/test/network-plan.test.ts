@@ -4,7 +4,7 @@ import path from 'node:path';
 import { isAlephError, type SandboxCapabilities, strictCapabilities } from '@aleph/sandbox-core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildDirectProfile, buildLinuxProfile, type ProfileInputs } from '../src/index.js';
-import { egressPortsOf, planNetwork } from '../src/profile/network-plan.js';
+import { egressPortsOf, HOSTS_FILE, planNetwork } from '../src/profile/network-plan.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -52,6 +52,7 @@ function inputs(root: boolean, home: string): ProfileInputs {
       egressPorts: [80, 443],
       proxyDeny: ['bad.test', '*.evil.test', 'ports.test:22'],
       resolvConfPath: '/etc/resolv.conf',
+      hostsPath: '/etc/hosts',
     },
   };
 }
@@ -87,15 +88,19 @@ describe('the network plan of tiers 1 and 2', () => {
     ).toThrow(/names 70 ports, more than the 64/);
   });
 
-  it('tier 1 keeps CAP_NET_BIND_SERVICE for the helper; tier 2 lets it make a network namespace of its own', () => {
+  it('tier 1 keeps CAP_NET_BIND_SERVICE, CAP_NET_ADMIN (the catch-all routes) and CAP_NET_RAW (the refusal watch) for the helper; tier 2 lets it make a network namespace of its own', () => {
     const ws = temp();
     const t1 = buildLinuxProfile(hosts('a.test'), ws, ws, inputs(true, ws));
-    expect(t1.bwrapArgs.join(' ')).toContain('--cap-add CAP_NET_BIND_SERVICE');
+    expect(t1.bwrapArgs.join(' ')).toContain(
+      '--cap-add CAP_NET_BIND_SERVICE --cap-add CAP_NET_ADMIN --cap-add CAP_NET_RAW',
+    );
     expect(t1.helperArgs).not.toContain('--own-netns');
-    expect(t1.bwrapArgs.join(' ')).toContain('--perms 0644 --ro-bind-data 5 /etc/resolv.conf');
+    expect(t1.bwrapArgs.join(' ')).toContain(
+      '--perms 0644 --ro-bind-data 5 /etc/resolv.conf --perms 0644 --ro-bind-data 6 /etc/hosts',
+    );
     const t2 = buildLinuxProfile(hosts('a.test'), ws, ws, inputs(false, ws));
     expect(t2.bwrapArgs.join(' ')).toMatch(
-      /--cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_NET_ADMIN --cap-add CAP_NET_BIND_SERVICE --cap-add CAP_SETPCAP/,
+      /--cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_NET_ADMIN --cap-add CAP_NET_BIND_SERVICE --cap-add CAP_NET_RAW --cap-add CAP_SETPCAP/,
     );
     expect(t2.helperArgs.join(' ')).toContain('--own-netns on --dns on');
     // Without allowHosts nothing of it.
@@ -129,8 +134,26 @@ describe('the network plan of tiers 1 and 2', () => {
       egressPorts: [80, 443, 8443],
       resolver: { address: '127.0.0.53', names: ['api.test'] },
     });
-    expect(p.summary.join('\n')).toMatch(/dns: \/etc\/resolv\.conf names 127\.0\.0\.53/);
-    expect(p.summary.join('\n')).toMatch(/egress: connections to those addresses on port 80, 443, 8443/);
+    expect(p.summary.join('\n')).toMatch(
+      /dns: \/etc\/hosts has localhost alone; \/etc\/resolv\.conf names 127\.0\.0\.53/,
+    );
+    expect(p.summary.join('\n')).toMatch(
+      /egress: every address routes to the namespace's loopback; connections on port 80, 443, 8443 go to the managed proxy as CONNECT name:port for those addresses and CONNECT address:port for any other/,
+    );
+  });
+
+  it('the generated hosts file has localhost alone; a host without /etc/hosts gets none', () => {
+    expect(HOSTS_FILE.split('\n').filter((l) => l !== '' && !l.startsWith('#'))).toEqual([
+      '127.0.0.1 localhost',
+      '::1 localhost ip6-localhost ip6-loopback',
+    ]);
+    const ws = temp();
+    const base = inputs(true, ws);
+    const without = buildLinuxProfile(hosts('a.test'), ws, ws, {
+      ...base,
+      network: { ...base.network, hostsPath: undefined },
+    });
+    expect(without.bwrapArgs.join(' ')).not.toContain('--ro-bind-data 6');
   });
 });
 

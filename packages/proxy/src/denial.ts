@@ -4,7 +4,7 @@
  * so the record says exactly what the decision was.
  */
 import { type Allowlist, type Pattern, patternMatches } from './allowlist.js';
-import { formatTarget, normalizeHost, type Target } from './target.js';
+import { formatTarget, normalizeHost, parseAuthority, type Target } from './target.js';
 
 /** One refusal of the proxy (or of the sandbox's resolver, which reports to it). */
 export interface ProxyDenial {
@@ -104,5 +104,30 @@ export function dnsDenial(allowlist: Allowlist, name: string): ProxyDenial | und
         : `${host} is on the deny list (${denied.source}): the sandbox's resolver answered NXDOMAIN`,
     allowEntry: host,
     ...(denied === undefined ? {} : { deniedBy: denied.source }),
+  };
+}
+
+/**
+ * The denial of a connection the sandbox's kernel refused on the transparent path (`ALEPH port-refused
+ * TARGET`, an address or an allowed name with its port: nothing listens on that port in the sandbox's network namespace, as it is not among the
+ * egress ports), checked against this allowlist: the list's own denial when it refuses the target, else a
+ * `network.port` denial whose entry (the address with that port) adds the port to the egress ports.
+ * The bridge names an allowed name's synthetic address by the name. `undefined` for a malformed target.
+ */
+export function transparentPortDenial(allowlist: Allowlist, text: string): ProxyDenial | undefined {
+  let target: Target;
+  try {
+    target = parseAuthority(text);
+  } catch {
+    return undefined;
+  }
+  const verdict = allowlist.decide(target);
+  if (!verdict.allowed) return listDenial(allowlist, target, verdict.pattern);
+  const where = formatTarget(target);
+  return {
+    kind: 'network.port',
+    target: where,
+    reason: `${target.host} is allowed, but port ${target.port} is not among the sandbox's transparent egress ports, so the connection was refused inside (a client using the proxy variables reaches it)`,
+    allowEntry: `${addressEntry(target.host)}:${target.port}`,
   };
 }

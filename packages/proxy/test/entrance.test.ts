@@ -160,6 +160,37 @@ describe('entrances: refusals attributed to one user, typed', () => {
     await e.close();
   });
 
+  it("records a refused transparent port as the proxy's allowlist decides it, addresses and names alike", async () => {
+    const upstream = await startUpstream();
+    const proxy = await proxyFor(upstream, { allow: ['10.1.2.3', '127.0.0.2:8080', '[::1]'], deny: [] });
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'aleph-entrance-'));
+    dirs.push(dir);
+    const e = await proxy.openEntrance({ unixPath: path.join(dir, 'e.sock') });
+    const sock = e.unixPath as string;
+    for (const target of [
+      '10.1.2.3:5432',
+      '127.0.0.2:22',
+      '10.9.9.9:22',
+      '[::1]:6379',
+      'api.test:22',
+      'junk',
+    ])
+      await exchange(sock, `ALEPH port-refused ${target}\r\n`);
+    const denials = await e.settle();
+    expect(denials.map((d) => [d.kind, d.target, d.allowEntry])).toEqual([
+      ['network.port', '10.1.2.3:5432', '10.1.2.3:5432'],
+      ['network.port', '127.0.0.2:22', '127.0.0.2:22'],
+      ['network.host', '10.9.9.9:22', '10.9.9.9'],
+      ['network.port', '[::1]:6379', '[::1]:6379'],
+      ['network.port', 'api.test:22', 'api.test:22'],
+    ]);
+    expect(denials[0]?.reason).toBe(
+      "10.1.2.3 is allowed, but port 5432 is not among the sandbox's transparent egress ports, so the connection was refused inside (a client using the proxy variables reaches it)",
+    );
+    expect(denials[1]?.reason).toBe('127.0.0.2 is allowed only on port 8080, not 22');
+    await e.close();
+  });
+
   it('the pool gives each lease an entrance of its own, closed on release', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'aleph-entrance-'));
     dirs.push(dir);

@@ -172,7 +172,7 @@ export const ConfigFileSchema = z
               .array(portSchema)
               .default([80, 443])
               .describe(
-                "Linux: ports on which a connection to an allowed name's address reaches the proxy for clients that ignore the proxy variables (transparent egress); every port an allow entry names is added.",
+                "Linux: ports on which a connection to an allowed name's address, or to any address, reaches the proxy for clients that ignore the proxy variables (transparent egress); every port an allow entry names is added. A connection to another port is refused inside and recorded as a denial.",
               ),
             parent_proxy: z
               .string({ error: 'must be a proxy address such as "proxy.example.com:3128"' })

@@ -2,7 +2,7 @@
  * The driver's settings: `LinuxDriverOptions` resolved once, with their defaults and this host's facts,
  * into the values every plan and run uses.
  */
-import { readlinkSync } from 'node:fs';
+import { existsSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { ProxyPoolOptions } from '@aleph/proxy/pool';
 import {
@@ -16,6 +16,7 @@ import {
 import { resolveHelperPath } from '../host/helper-path.js';
 import { type HostFacts, readHostFacts } from '../host/host-facts.js';
 import { DEFAULT_MAX_PIDS, DEFAULT_SANDBOX_UID_RANGE, type LinuxDriverOptions } from '../options.js';
+import { findHostTrust } from '../profile/host-trust.js';
 import { defaultMaxOpenFiles, readFileMax, readOpenFilesHardLimit } from '../profile/limits.js';
 import type { NetworkInputs } from '../profile/network-plan.js';
 import type { SeccompArch } from '../seccomp/bpf.js';
@@ -144,6 +145,12 @@ export function resolveSettings(options: LinuxDriverOptions): DriverSettings {
       egressPorts: options.proxy?.egressPorts,
       proxyDeny: options.proxy?.deny,
       resolvConfPath: linkTarget('/etc/resolv.conf'),
+      hostsPath: existsSync('/etc/hosts') ? linkTarget('/etc/hosts') : undefined,
+      trust: findHostTrust(
+        process.env,
+        host.home,
+        hidden.map((h) => h.path),
+      ),
     },
     minimumTier: options.minimumTier ?? 3,
     cgroupRoot: options.cgroupRoot,

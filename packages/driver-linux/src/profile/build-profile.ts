@@ -10,7 +10,7 @@ import { liveFs } from '../mounts/fs-view.js';
 import { renderMounts } from '../mounts/render-mounts.js';
 import { BRIDGE_PORT, INNER_HELPER, INNER_HOME, INNER_PROXY_SOCKET } from '../options.js';
 import { buildSeccompProgram } from '../seccomp/seccomp-program.js';
-import { addGrants } from './grant-mounts.js';
+import { addGrants, addTrust } from './grant-mounts.js';
 import { namespaceHelperArgs, profileRlimits } from './helper-args.js';
 import { hidePaths } from './hidden-paths.js';
 import { namespaceLauncherArgs } from './launcher-args.js';
@@ -43,6 +43,7 @@ export function buildLinuxProfile(
   const privileged = inputs.privileged ?? inputs.host.isRoot;
   const draft = newDraft(inputs.fs ?? liveFs);
   const fsPlan = planFilesystem(draft, caps, workspace, inputs, privileged);
+  const trust = addTrust(draft, caps, inputs.network?.trust);
   const net = caps.network;
   const identity = profileIdentity(inputs, privileged);
   const sharedNetwork = net.kind === 'allowAll';
@@ -85,12 +86,19 @@ export function buildLinuxProfile(
   };
   return {
     driver: 'linux',
-    summary: [...namespaceSummary(net, inputs, facts), ...networkPlanInWords(netPlan)],
+    summary: [
+      ...namespaceSummary(net, inputs, facts),
+      ...networkPlanInWords(netPlan),
+      ...(trust.words.length > 0
+        ? [`tls trust: the host's CA files, read-only: ${trust.words.join(', ')}`]
+        : []),
+    ],
     tier,
     notEnforced,
     identity,
     launch,
     home: inputs.sessionHome === undefined ? null : { inner: INNER_HOME, host: inputs.sessionHome },
+    trustEnv: trust.env,
     bwrapArgs: [...bwrap, INNER_HELPER, ...helper, '--'],
     helperArgs: helper,
     // No TCP rules: see `namespaceHelperArgs`.

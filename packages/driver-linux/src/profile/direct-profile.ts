@@ -71,6 +71,7 @@ export function buildDirectProfile(
   const rules = systemRules(inputs.host);
   addGrantRules(rules, caps, workspace, inputs);
   const net = caps.network;
+  const trustEnv = directTrust(rules, caps, inputs);
   const network = directNetwork(net.kind, inputs.landlockAbi);
   const seccomp = buildSeccompProgram({
     arch: inputs.arch,
@@ -107,6 +108,7 @@ export function buildDirectProfile(
     identity,
     launch: guard.launch,
     home: inputs.sessionHome === undefined ? null : { inner: inputs.sessionHome, host: inputs.sessionHome },
+    trustEnv,
     bwrapArgs: [],
     helperArgs: helper,
     landlock: { mode: 'required', rules, tcp, scoped: true },
@@ -131,6 +133,27 @@ export function buildDirectProfile(
     workspace,
     tmpDir: inputs.tmpDir,
   };
+}
+
+/**
+ * Tier 3's share of the host's TLS trust (`host-trust.ts`), for a command with a network: each CA file
+ * readable where it is (a Landlock rule), and the variables naming it there.
+ */
+function directTrust(
+  rules: LandlockRule[],
+  caps: SandboxCapabilities,
+  inputs: DirectInputs,
+): Record<string, string> {
+  const trust = inputs.network?.trust;
+  if (trust === undefined || caps.network.kind === 'none') return {};
+  const env: Record<string, string> = {};
+  if (trust.env.SSL_CERT_DIR !== undefined) env.SSL_CERT_DIR = trust.env.SSL_CERT_DIR;
+  for (const f of trust.files) {
+    if (pathKind(f.src) !== 'file') continue;
+    rules.push({ path: f.src, access: 'read-exec' });
+    for (const v of f.variables) env[v] = f.src;
+  }
+  return env;
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 import { InvalidInputError, type SandboxCapabilities } from '@aleph/sandbox-core';
 import { INNER_HOME } from '../options.js';
+import type { HostTrust } from './host-trust.js';
 import { exists, type PlanDraft } from './plan-draft.js';
 
 /**
@@ -37,6 +38,30 @@ export function addGrants(
     mounts.push({ op: 'bind', src: sessionHome, dest: INNER_HOME, fd: plan.open(sessionHome) });
     landlock.push({ path: INNER_HOME, access: 'read-write-exec' });
   }
+}
+
+/**
+ * Adds the host's CA files (`host-trust.ts`) read-only at their places inside, mounted from descriptors as
+ * read grants are, for a command with a network: the variables naming them inside, and in words for the
+ * summary.
+ */
+export function addTrust(
+  draft: PlanDraft,
+  caps: SandboxCapabilities,
+  trust: HostTrust | undefined,
+): { env: Record<string, string>; words: string[] } {
+  if (trust === undefined || caps.network.kind === 'none') return { env: {}, words: [] };
+  const env = { ...trust.env };
+  for (const f of trust.files) {
+    // A file removed since the driver looked is left out, its variables with it.
+    if (exists(draft.fs, f.src) !== 'file') {
+      for (const v of f.variables) delete env[v];
+      continue;
+    }
+    draft.mounts.push({ op: 'ro-bind', src: f.src, dest: f.dest, fd: draft.plan.open(f.src), kind: 'file' });
+    draft.landlock.push({ path: f.dest, access: 'read-exec' });
+  }
+  return { env, words: Object.entries(env).map(([k, v]) => `${k}=${v}`) };
 }
 
 function missingPath(field: 'fsRead' | 'fsWrite', index: number, p: string): InvalidInputError {

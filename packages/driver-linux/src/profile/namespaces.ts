@@ -68,8 +68,18 @@ export function bwrapArgs(
     );
     // The helper makes /dev's device nodes (devfs.c).
     if (options.devInHelper) bwrap.push('--cap-add', 'CAP_MKNOD');
-    // The helper binds the bridge's low ports before it drops its identity (and every capability).
-    if (options.bindLowPorts) bwrap.push('--cap-add', 'CAP_NET_BIND_SERVICE');
+    // The helper binds the bridge's low ports, routes every address to the namespace's loopback (so
+    // transparent egress takes connections to address entries) and opens the bridge's watch on refused
+    // connections (a packet socket on lo) before it drops its identity (and every capability).
+    if (options.bindLowPorts)
+      bwrap.push(
+        '--cap-add',
+        'CAP_NET_BIND_SERVICE',
+        '--cap-add',
+        'CAP_NET_ADMIN',
+        '--cap-add',
+        'CAP_NET_RAW',
+      );
   } else {
     // The launcher's user namespace (`--outer-ns`) has the host uid alone, as uid 0: bwrap runs there as
     // root of it, without one of its own.
@@ -86,7 +96,13 @@ export function bwrapArgs(
     // execve (securebits) and empties the bounding set: both need CAP_SETPCAP (identity.c).
     if (outer) keep.add('CAP_SETPCAP');
     if (options.bindLowPorts)
-      for (const cap of ['CAP_SYS_ADMIN', 'CAP_NET_ADMIN', 'CAP_NET_BIND_SERVICE', 'CAP_SETPCAP'])
+      for (const cap of [
+        'CAP_SYS_ADMIN',
+        'CAP_NET_ADMIN',
+        'CAP_NET_BIND_SERVICE',
+        'CAP_NET_RAW',
+        'CAP_SETPCAP',
+      ])
         keep.add(cap);
     // --disable-userns writes /proc/sys/user/max_user_namespaces in the sandbox's own /proc; the host's,
     // bound read-only, cannot take it. Nested user namespaces stay refused by seccomp (clone and unshare

@@ -1,14 +1,16 @@
 /**
  * The network part of a tier 1–2 plan, beyond the namespace itself: for allowHosts, the resolver inside
- * (a generated /etc/resolv.conf naming 127.0.0.53, where the bridge answers for the allowlist's names)
- * and transparent egress (the bridge listens on the egress ports: 80, 443, those the allowlist names and
- * those configured); for any network of its own, the ports published on the host's loopback. What it
+ * (a generated /etc/resolv.conf naming 127.0.0.53, where the bridge answers for the allowlist's names,
+ * and a generated /etc/hosts with localhost alone, so every other name goes to that resolver) and
+ * transparent egress (every address routes to the namespace's loopback; the bridge listens on the egress
+ * ports: 80, 443, those the allowlist names and those configured, for names and addresses alike); for any network of its own, the ports published on the host's loopback. What it
  * adds to bwrap's, the helper's and the launcher's arguments, and to the profile's network section.
  */
 
 import { parsePattern } from '@aleph/proxy/patterns';
 import { InvalidInputError, type SandboxCapabilities } from '@aleph/sandbox-core';
 import { BRIDGE_PORT } from '../options.js';
+import type { HostTrust } from './host-trust.js';
 
 /** Egress ports when none are configured. */
 export const DEFAULT_EGRESS_PORTS: readonly number[] = [80, 443];
@@ -21,6 +23,16 @@ export const RESOLV_CONF_FD = 5;
 /** What the sandbox's /etc/resolv.conf says. */
 export const RESOLV_CONF = `# aleph-sandbox: the sandbox's own resolver, which answers only for the names allowHosts allows\nnameserver ${RESOLVER_ADDRESS}\noptions timeout:2 attempts:2\n`;
 
+/** The descriptor bwrap reads the generated hosts file from (after the resolv.conf). */
+export const HOSTS_FD = 6;
+/**
+ * What the sandbox's /etc/hosts says: localhost alone. The host's own entries would resolve inside to
+ * addresses the bridge does not know, and take names past the allowlist's resolver; every other name goes
+ * to that resolver, which answers allowed ones.
+ */
+export const HOSTS_FILE =
+  "# aleph-sandbox: localhost alone; every other name goes to the sandbox's resolver (/etc/resolv.conf)\n127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n";
+
 /** What the network plan is built from besides the capabilities. */
 export interface NetworkInputs {
   /** The configured egress ports (`proxy.egressPorts`); default {@link DEFAULT_EGRESS_PORTS}. */
@@ -29,11 +41,18 @@ export interface NetworkInputs {
   readonly proxyDeny?: readonly string[] | undefined;
   /** Where /etc/resolv.conf really is inside (the target of a symlink, e.g. systemd-resolved's). */
   readonly resolvConfPath?: string | undefined;
+  /** Where /etc/hosts really is inside; undefined when the host has none (nothing to shadow). */
+  readonly hostsPath?: string | undefined;
+  /** The host's TLS trust, given to commands with a network (`host-trust.ts`). */
+  readonly trust?: HostTrust | undefined;
 }
 
 /** The network plan of one execution. */
 export interface NetworkPlan {
-  /** bwrap arguments after the mounts (the resolv.conf from descriptor {@link RESOLV_CONF_FD}). */
+  /**
+   * bwrap arguments after the mounts (the resolv.conf from descriptor {@link RESOLV_CONF_FD}, the hosts
+   * file from {@link HOSTS_FD}).
+   */
   readonly bwrap: readonly string[];
   /** bwrap keeps CAP_NET_BIND_SERVICE for the helper, which binds the bridge's ports below 1024. */
   readonly bindLowPorts: boolean;
@@ -133,6 +152,9 @@ export function planNetwork(
       '--ro-bind-data',
       String(RESOLV_CONF_FD),
       inputs.resolvConfPath ?? '/etc/resolv.conf',
+      ...(inputs.hostsPath === undefined
+        ? []
+        : ['--perms', '0644', '--ro-bind-data', String(HOSTS_FD), inputs.hostsPath]),
     ],
     bindLowPorts: true,
     helper,
@@ -148,8 +170,8 @@ export function networkPlanInWords(plan: NetworkPlan): string[] {
   const lines: string[] = [];
   if (plan.resolver !== null) {
     lines.push(
-      `dns: /etc/resolv.conf names ${plan.resolver.address}, the bridge's resolver: ${plan.resolver.names.join(', ') || 'no name'} resolve to addresses of 127.77.0.0/16 (IPv4 only), any other name is NXDOMAIN at once and reported`,
-      `egress: connections to those addresses on port ${plan.egressPorts.join(', ')} go to the managed proxy as CONNECT name:port (the proxy's allowlist and address checks decide); the proxy variables stay set`,
+      `dns: /etc/hosts has localhost alone; /etc/resolv.conf names ${plan.resolver.address}, the bridge's resolver: ${plan.resolver.names.join(', ') || 'no name'} resolve to addresses of 127.77.0.0/16 (IPv4 only), any other name is NXDOMAIN at once and reported`,
+      `egress: every address routes to the namespace's loopback; connections on port ${plan.egressPorts.join(', ')} go to the managed proxy as CONNECT name:port for those addresses and CONNECT address:port for any other (the proxy's allowlist and address checks decide, and record each refusal); other ports are refused by the kernel; the proxy variables stay set`,
     );
   }
   if (plan.publish.length > 0)

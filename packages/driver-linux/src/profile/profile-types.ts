@@ -180,6 +180,12 @@ export interface LinuxProfile extends SandboxProfile {
   };
   readonly mounts: readonly string[];
   /**
+   * The host's TLS trust for a command with a network: CA variables naming the files mounted at
+   * `/run/aleph/ca-N-NAME` (tiers 1–2; tier 3: where they are on the host) (`host-trust.ts`), set before
+   * the command's own `env`.
+   */
+  readonly trustEnv?: Readonly<Record<string, string>>;
+  /**
    * The protected paths of the writable roots and the homes they hold (absolute): read-only during the run
    * where the launcher finds them when it starts, set aside after the run where they were missing then
    * and appeared (tiers 1–2); checked against a snapshot after the run (tier 3). Nothing is made in place

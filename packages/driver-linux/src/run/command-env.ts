@@ -49,8 +49,8 @@ export function encodeEnv(env: Readonly<Record<string, string>>): Uint8Array {
 
 /**
  * The program's environment: a standard PATH, the allowlisted host variables, HOME (the session's, with
- * its XDG directories, or the workspace), TMPDIR (tier 3's private one, else the sandbox's /tmp), then the
- * command's own `env`.
+ * its XDG directories, or the workspace), TMPDIR (tier 3's private one, else the sandbox's /tmp), the host's
+ * CA variables naming their files inside (`host-trust.ts`), then the command's own `env`.
  */
 export function commandEnv(
   profile: LinuxProfile,
@@ -70,6 +70,7 @@ export function commandEnv(
           ]),
         )),
     TMPDIR: tmpDir ?? '/tmp',
+    ...profile.trustEnv,
     ...request.env,
   };
 }

@@ -22,7 +22,7 @@ import {
 import type { CgroupLimits, CgroupManager } from '../host/cgroup.js';
 import type { HostFacts } from '../host/host-facts.js';
 import { BRIDGE_PORT, HOST_SIDE_ENV } from '../options.js';
-import { RESOLV_CONF } from '../profile/network-plan.js';
+import { HOSTS_FILE, RESOLV_CONF } from '../profile/network-plan.js';
 import type { LinuxProfile } from '../profile/profile-types.js';
 import { linuxNotEnforced } from '../tiers/not-enforced.js';
 import { commandArgv } from './command-argv.js';
@@ -37,6 +37,7 @@ import { checkRunnable, type Runnable } from './runnable.js';
 import { ensureSessionHome } from './session-home.js';
 
 const RESOLV_CONF_BYTES = Buffer.from(RESOLV_CONF);
+const HOSTS_BYTES = Buffer.from(HOSTS_FILE);
 
 /** What a run needs of the driver's settings. */
 export interface RunSettings {
@@ -255,11 +256,12 @@ export class CommandRunner {
       ...(request.stdin === undefined ? {} : { stdin: request.stdin }),
       timeoutMs: request.timeoutMs,
       maxOutputBytes: request.maxOutputBytes,
-      // 3: the seccomp program, 4: the environment, 5: the resolv.conf bwrap mounts (allowHosts).
+      // 3: the seccomp program, 4: the environment, 5 and 6: the resolv.conf and hosts file bwrap mounts
+      // (allowHosts).
       extraFds: [
         seccompBytes(profile),
         encodeEnv(env),
-        ...(profile.network.resolver === null ? [] : [RESOLV_CONF_BYTES]),
+        ...(profile.network.resolver === null ? [] : [RESOLV_CONF_BYTES, HOSTS_BYTES]),
       ],
       ...(forkServer === undefined ? {} : { starter: forkServer.start }),
       ...(request.signal === undefined ? {} : { signal: request.signal }),

@@ -1,16 +1,18 @@
 /**
- * Reports from the sandbox's resolver, on an entrance: one line `ALEPH dns-refused NAME`, sent on a
- * connection of its own before the resolver answers NXDOMAIN. The proxy checks the name against its own
- * allowlist and records a `network.dns` denial for the entrance only when the name is indeed refused, so
- * whoever sends such a line can only make the record say what is true. Any other request starting with
+ * Reports from the sandbox's bridge, on an entrance, each one line on a connection of its own:
+ * `ALEPH dns-refused NAME`, sent before the resolver answers NXDOMAIN, and `ALEPH port-refused
+ * ADDRESS:PORT`, a connection the sandbox's kernel refused because nothing listens on that port (not an
+ * egress port). The proxy checks each against its own allowlist and records the denial for the entrance
+ * (`network.dns`; `network.host` or `network.port`), so whoever sends such a line can only make the record
+ * say what its allowlist decides. Any other request starting with
  * `A` goes to the HTTP server as before.
  */
 import type net from 'node:net';
-import { dnsDenial } from '../denial.js';
+import { dnsDenial, transparentPortDenial } from '../denial.js';
 import type { ProxyContext } from './context.js';
 
 const PREFIX = 'ALEPH ';
-const LINE = /^ALEPH dns-refused ([!-~]{1,253})\r?\n$/;
+const LINE = /^ALEPH (dns-refused|port-refused) ([!-~]{1,253})\r?\n$/;
 const MAX_LINE = 300;
 
 /**
@@ -47,12 +49,17 @@ export function readReport(
 /** Records the report `m` (a matched line, or null) for the entrance of `client`, and closes it. */
 function record(ctx: ProxyContext, client: net.Socket, m: RegExpExecArray | null): void {
   const entrance = ctx.entranceOf.get(client);
-  const denial = m === null ? undefined : dnsDenial(ctx.allowlist, m[1] as string);
+  const denial =
+    m === null
+      ? undefined
+      : m[1] === 'dns-refused'
+        ? dnsDenial(ctx.allowlist, m[2] as string)
+        : transparentPortDenial(ctx.allowlist, m[2] as string);
   if (denial !== undefined && entrance !== undefined) {
     ctx.counters.denied++;
     entrance.note(denial);
     ctx.audit.publish({
-      entry: 'dns',
+      entry: m?.[1] === 'dns-refused' ? 'dns' : 'connect',
       host: denial.target,
       port: 0,
       verdict: 'deny',
