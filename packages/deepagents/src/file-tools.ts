@@ -4,6 +4,7 @@
 // result types, never an empty listing or a "not found" for something else. A path outside the workspace
 // and its grants (a system file the sandbox may read) is `undefined`: the caller runs deepagents' own
 // command for it in the sandbox instead.
+import nodePath from 'node:path';
 import { isAlephError, type SandboxFiles } from '@aleph/sandbox';
 import {
   applyGrepMaxCount,
@@ -29,7 +30,23 @@ export const EMPTY_FILE_NOTICE = 'System reminder: File exists but has empty con
 const MAX_GREP_FILE_BYTES = 10 * 1024 * 1024;
 
 const codeOf = (error: unknown): string | undefined => (isAlephError(error) ? error.code : undefined);
-const isOutside = (error: unknown) => codeOf(error) === 'ALEPH_PATH_OUTSIDE_WORKSPACE';
+
+/** The session's files and its workspace (real path). */
+export interface FilesAt {
+  readonly files: SandboxFiles;
+  readonly workspace: string;
+}
+
+/**
+ * Whether a file call on `p` failed because `p` itself (as written) lies outside the workspace: then the
+ * sandbox's own view answers (a system file). A link inside the workspace leading out is not that: its
+ * refusal is the answer.
+ */
+function isOutside(at: FilesAt, p: string, error: unknown): boolean {
+  if (codeOf(error) !== 'ALEPH_PATH_OUTSIDE_WORKSPACE') return false;
+  const rel = nodePath.relative(at.workspace, nodePath.resolve(at.workspace, p));
+  return rel === '..' || rel.startsWith(`..${nodePath.sep}`) || nodePath.isAbsolute(rel);
+}
 const isMissing = (error: unknown) =>
   codeOf(error) === 'ALEPH_FILE_NOT_FOUND' || codeOf(error) === 'ALEPH_NOT_A_DIRECTORY';
 const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
@@ -43,13 +60,14 @@ function dirOf(path: string): string {
 }
 
 /** Lists `path`: absolute or relative as written, directories with a trailing `/`; none when missing. */
-export async function lsFiles(files: SandboxFiles, path: string): Promise<LsResult | undefined> {
+export async function lsFiles(at: FilesAt, path: string): Promise<LsResult | undefined> {
+  const { files } = at;
   const dir = dirOf(path);
   let listed: Awaited<ReturnType<SandboxFiles['list']>>;
   try {
     listed = await files.list(dir);
   } catch (error) {
-    if (isOutside(error)) return undefined;
+    if (isOutside(at, path, error)) return undefined;
     if (isMissing(error)) return { files: [] };
     return { error: `Error listing '${path}': ${messageOf(error)}` };
   }
@@ -81,17 +99,18 @@ function readError(path: string, error: unknown): ReadResult {
 
 /** Reads `path`: lines `offset`+1.. of a text file (at most `limit`), or a binary file whole. */
 export async function readFromFiles(
-  files: SandboxFiles,
+  at: FilesAt,
   path: string,
   offset = 0,
   limit = 500,
 ): Promise<ReadResult | undefined> {
+  const { files } = at;
   const mimeType = mimeTypeOf(path);
   let bytes: Uint8Array;
   try {
     bytes = await files.readFile(path);
   } catch (error) {
-    return isOutside(error) ? undefined : readError(path, error);
+    return isOutside(at, path, error) ? undefined : readError(path, error);
   }
   if (!mimeType.text) return { content: bytes, mimeType: mimeType.type };
   if (bytes.length === 0) return { content: EMPTY_FILE_NOTICE, mimeType: mimeType.type };
@@ -114,7 +133,8 @@ export async function readFromFiles(
 }
 
 /** The file whole, as deepagents' FileData (text decoded, binary as bytes). */
-export async function readRawFromFiles(files: SandboxFiles, path: string): Promise<ReadRawResult> {
+export async function readRawFromFiles(at: FilesAt, path: string): Promise<ReadRawResult> {
+  const { files } = at;
   try {
     const st = await files.stat(path);
     const bytes = await files.readFile(path);
@@ -149,19 +169,20 @@ async function grepOne(files: SandboxFiles, path: string, pattern: string, into:
 
 /** Literal search (`grep -F`) of `pattern` in the text files beneath `path`, names filtered by `glob`. */
 export async function grepFiles(
-  files: SandboxFiles,
+  at: FilesAt,
   pattern: string,
   path: string,
   glob?: string | null,
   maxCount?: number | null,
 ): Promise<GrepResult | undefined> {
+  const { files } = at;
   const start = dirOf(path);
   const matches: GrepMatch[] = [];
   let type: string;
   try {
     type = (await files.stat(start)).type;
   } catch (error) {
-    if (isOutside(error)) return undefined;
+    if (isOutside(at, path, error)) return undefined;
     if (isMissing(error)) return { matches: [] };
     return { error: `Error searching '${path}': ${messageOf(error)}` };
   }
@@ -185,17 +206,14 @@ export async function grepFiles(
 }
 
 /** The entries beneath `path` whose path relative to it matches `pattern`, directories included. */
-export async function globFiles(
-  files: SandboxFiles,
-  pattern: string,
-  path: string,
-): Promise<GlobResult | undefined> {
+export async function globFiles(at: FilesAt, pattern: string, path: string): Promise<GlobResult | undefined> {
+  const { files } = at;
   const start = dirOf(path);
   let walked: Awaited<ReturnType<typeof walkFiles>>;
   try {
     walked = await walkFiles(files, start);
   } catch (error) {
-    if (isOutside(error)) return undefined;
+    if (isOutside(at, path, error)) return undefined;
     if (isMissing(error)) return { files: [] };
     return { error: `Error matching '${pattern}' in '${path}': ${messageOf(error)}` };
   }
@@ -219,12 +237,13 @@ export async function globFiles(
 
 /** Replaces `oldString` in the file (every occurrence with `replaceAll`), keeping its mode. */
 export async function editFile(
-  files: SandboxFiles,
+  at: FilesAt,
   path: string,
   oldString: string,
   newString: string,
   replaceAll = false,
 ): Promise<EditResult> {
+  const { files } = at;
   let text: string;
   try {
     text = decode(await files.readFile(path));
@@ -245,7 +264,8 @@ export async function editFile(
 }
 
 /** Deletes a file, a link (not what it points at) or a directory with all it holds. */
-export async function deleteFile(files: SandboxFiles, path: string): Promise<DeleteResult> {
+export async function deleteFile(at: FilesAt, path: string): Promise<DeleteResult> {
+  const { files } = at;
   try {
     const st = await files.stat(path, { followSymlinks: false });
     await files.delete(path, { recursive: st.type === 'directory' });

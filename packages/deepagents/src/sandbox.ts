@@ -47,6 +47,7 @@ import { DerivedCommandError, executeIn } from './execute.js';
 import {
   deleteFile,
   editFile,
+  type FilesAt,
   globFiles,
   grepFiles,
   lsFiles,
@@ -128,6 +129,10 @@ export class AlephSandbox extends BaseSandbox {
   readonly #tracker = new ApprovalTracker();
   readonly #agentFiles = new AgentFiles();
   #running = true;
+
+  get #files(): FilesAt {
+    return { files: this.#held.session.files, workspace: this.#held.workspace };
+  }
 
   private constructor(held: AdapterSession, commandCapabilities: CommandCapabilities | undefined) {
     super();
@@ -212,8 +217,7 @@ export class AlephSandbox extends BaseSandbox {
 
   override async ls(path: string): Promise<LsResult> {
     if (isAgentFile(path)) return this.#agentFiles.ls(path);
-    const listed =
-      (await lsFiles(this.#held.session.files, path)) ?? (await this.#inSandbox(() => super.ls(path)));
+    const listed = (await lsFiles(this.#files, path)) ?? (await this.#inSandbox(() => super.ls(path)));
     if (listed.error !== undefined || !coversAgentFiles(path)) return listed;
     return { ...listed, files: [...(listed.files ?? []), ...(await this.#agentFiles.roots())] };
   }
@@ -221,14 +225,14 @@ export class AlephSandbox extends BaseSandbox {
   override async read(filePath: string, offset?: number, limit?: number): Promise<ReadResult> {
     if (isAgentFile(filePath)) return this.#agentFiles.read(filePath, offset, limit);
     return (
-      (await readFromFiles(this.#held.session.files, filePath, offset, limit)) ??
+      (await readFromFiles(this.#files, filePath, offset, limit)) ??
       (await this.#inSandbox(() => super.read(filePath, offset, limit)))
     );
   }
 
   override readRaw(filePath: string): Promise<ReadRawResult> {
     if (isAgentFile(filePath)) return this.#agentFiles.readRaw(filePath);
-    return readRawFromFiles(this.#held.session.files, filePath);
+    return readRawFromFiles(this.#files, filePath);
   }
 
   override async grep(
@@ -239,7 +243,7 @@ export class AlephSandbox extends BaseSandbox {
   ): Promise<GrepResult> {
     if (isAgentFile(path)) return this.#agentFiles.grep(pattern, path, glob, maxCount);
     const found =
-      (await grepFiles(this.#held.session.files, pattern, path, glob, maxCount)) ??
+      (await grepFiles(this.#files, pattern, path, glob, maxCount)) ??
       (await this.#inSandbox(() => super.grep(pattern, path, glob, maxCount)));
     if (found.error !== undefined || !coversAgentFiles(path)) return found;
     const mine = await this.#agentFiles.grep(pattern, '/', glob, maxCount);
@@ -250,7 +254,7 @@ export class AlephSandbox extends BaseSandbox {
   override async glob(pattern: string, path = '/'): Promise<GlobResult> {
     if (isAgentFile(path)) return this.#agentFiles.glob(pattern, path);
     return (
-      (await globFiles(this.#held.session.files, pattern, path)) ??
+      (await globFiles(this.#files, pattern, path)) ??
       (await this.#inSandbox(() => super.glob(pattern, path)))
     );
   }
@@ -267,12 +271,12 @@ export class AlephSandbox extends BaseSandbox {
     replaceAll?: boolean,
   ): Promise<EditResult> {
     if (isAgentFile(filePath)) return this.#agentFiles.edit(filePath, oldString, newString, replaceAll);
-    return editFile(this.#held.session.files, filePath, oldString, newString, replaceAll);
+    return editFile(this.#files, filePath, oldString, newString, replaceAll);
   }
 
   override delete(filePath: string): Promise<DeleteResult> {
     if (isAgentFile(filePath)) return this.#agentFiles.delete(filePath);
-    return deleteFile(this.#held.session.files, filePath);
+    return deleteFile(this.#files, filePath);
   }
 
   uploadFiles(files: Array<[string, Uint8Array]>): Promise<FileUploadResponse[]> {

@@ -170,7 +170,9 @@ describe.runIf(posix)(`file tools on the session's files${POSIX_ONLY}`, () => {
     symlinkSync(path.join(secretDir, 'key'), path.join(ws, 'innocent.txt'));
     symlinkSync(secretDir, path.join(ws, 'outdir'));
     const read = await sandbox.read('innocent.txt');
+    expect(read.error).toMatch(/ALEPH_PATH_OUTSIDE_WORKSPACE|outside/);
     expect(JSON.stringify(read)).not.toContain('SECRET');
+    expect((await sandbox.ls('outdir')).error).toMatch(/outside/);
     expect((await sandbox.readRaw('innocent.txt')).error).toBeDefined();
     expect((await sandbox.edit('innocent.txt', 'SECRET', 'x')).error).toBeDefined();
     const grep = await sandbox.grep('SECRET', '.');
