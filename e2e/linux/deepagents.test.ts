@@ -9,7 +9,7 @@ import { processesWith } from './session-run.js';
 /**
  * @aleph/deepagents in the real sandbox (issue 25): createDeepAgent's own loop with fakeModel() over
  * several steps, its tools running through AlephSandbox — deepagents' file tools through the session's files
- * (POSIX sh in the sandbox) and through upload/download, execute, three executes at once, an approval
+ * (a system file outside the workspace through deepagents' own command in the sandbox), execute, three executes at once, an approval
  * granted and one rejected through interruptOn + Command({ resume }), the agent's abort killing a whole
  * tree, the timeout, a network call that fails and one refused for want of approval (both reach the
  * model), file tools refusing links a command planted to a host secret (the host's own read as the
