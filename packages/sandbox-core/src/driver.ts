@@ -189,6 +189,12 @@ export interface OsSandboxDriver {
   files?(context: FilesContext): DriverFiles;
   /** Prepares a freshly created session workspace (for example, ownership for a sandbox uid). */
   prepareWorkspace?(dir: string): Promise<void>;
+  /**
+   * The session ended (the last open handle of `sessionId` was closed, or the sandbox disposed): release
+   * what the driver keeps for it between its commands (the Linux driver: its private `/tmp`). Commands of
+   * the session started later get fresh ones. Never throws.
+   */
+  closeSession?(sessionId: SessionId): Promise<void>;
   dispose?(): Promise<void>;
 }
 

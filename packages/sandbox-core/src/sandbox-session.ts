@@ -28,6 +28,8 @@ export interface SessionOwner {
   /** Every running process of the sandbox (a dispose kills them). */
   readonly live: Set<Killable>;
   workspace(sessionId: SessionId): Promise<string>;
+  /** A handle of `sessionId` closed (after its processes were killed). */
+  handleClosed(sessionId: SessionId): Promise<void>;
   execute(input: unknown, runtime: RunRuntime): Promise<SandboxOutput>;
   spawn(
     input: unknown,
@@ -135,6 +137,7 @@ export class SessionHandle implements SandboxSession {
     this.#closing ??= (async () => {
       this.#closed = true;
       await Promise.all([...this.#live].map((p) => p.kill()));
+      await this.#owner.handleClosed(this.sessionId);
     })();
     return this.#closing;
   }
