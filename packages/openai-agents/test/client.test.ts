@@ -88,6 +88,50 @@ describe('AlephSandboxClient.create', () => {
     }
   });
 
+  it("gives entries the SDK's modes: 0755 by default, their permissions, executable, a dir's permissions", async () => {
+    const { client: c } = client();
+    const manifest = new Manifest({
+      entries: {
+        'run.sh': { type: 'file', content: '#!/bin/sh\necho ran\n' },
+        'plain.txt': { type: 'file', content: 'x', permissions: 0o644 },
+        'tool.sh': {
+          type: 'file',
+          content: '#!/bin/sh\necho tool\n',
+          permissions: 0o644,
+          executable: true,
+        } as never,
+        private: { type: 'dir', permissions: 0o700, children: { 'k.txt': { type: 'file', content: 'k' } } },
+        drop: { type: 'dir', permissions: { owner: 7, group: 7, other: 7, directory: true, sticky: true } },
+        plainDir: { type: 'dir' },
+      },
+    });
+    const s = await c.create({ manifest });
+    try {
+      const mode = (p: string) => statSync(path.join(s.workspacePath, p)).mode & 0o7777;
+      expect(mode('run.sh')).toBe(0o755);
+      expect(mode('plain.txt')).toBe(0o644);
+      expect(mode('tool.sh')).toBe(0o755);
+      expect(mode('private')).toBe(0o700);
+      expect(mode('private/k.txt')).toBe(0o755);
+      expect(mode('drop')).toBe(0o1777);
+      expect(mode('plainDir')).toBe(0o755);
+      expect((await s.exec({ cmd: './run.sh && ./tool.sh', login: false })).output).toBe('ran\ntool\n');
+      for (const [delta, message] of [
+        [new Manifest({ users: [{ name: 'dev' }] }), /manifest\.users is not supported/],
+        [
+          new Manifest({ extraPathGrants: [{ path: '/data' }] }),
+          /manifest\.extraPathGrants is not supported/,
+        ],
+      ] as const) {
+        await expect(s.applyManifest(delta)).rejects.toThrow(message);
+        await expect(s.applyManifest(delta)).rejects.toBeInstanceOf(SandboxUnsupportedFeatureError);
+      }
+      expect(s.state.manifest.users).toEqual([]);
+    } finally {
+      await s.close();
+    }
+  });
+
   it('refuses what the Aleph sandbox does not provide, naming it and the alternative', async () => {
     const { client: c, base } = client();
     const cases: [Manifest, RegExp, typeof SandboxConfigurationError][] = [
