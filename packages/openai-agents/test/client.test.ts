@@ -204,8 +204,9 @@ describe('AlephSandboxClient: serialize, deserialize, resume', () => {
       userWorkspace: null,
       workspacePath: s.workspacePath,
       environment: {},
+      manifest: { version: 1, root: '/workspace', entries: {}, environment: {} },
     });
-    const state = await c.deserializeSessionState({ ...serialized, manifest: { root: '/workspace' } });
+    const state = await c.deserializeSessionState(JSON.parse(JSON.stringify(serialized)));
     const other = new AlephSandboxClient(testOptions(base, createPlainDriver()));
     const resumed = await other.resume(state);
     try {
@@ -213,6 +214,33 @@ describe('AlephSandboxClient: serialize, deserialize, resume', () => {
       expect((await resumed.exec({ cmd: 'cat /workspace/note.txt', login: false })).output).toBe('kept\n');
     } finally {
       await resumed.close();
+    }
+  });
+
+  it('deserializeSessionState(serializeSessionState(state)) round-trips on its own, entries and environment', async () => {
+    const { client: c } = client();
+    const manifest = new Manifest({
+      entries: {
+        'a.txt': { type: 'file', content: 'alpha', permissions: 0o600 },
+        'b.bin': { type: 'file', content: new Uint8Array([0, 255, 7]) },
+        d: { type: 'dir', children: { 'c.txt': { type: 'file', content: 'c' } } },
+      },
+      environment: { GREETING: 'hello', TOKEN: { value: 'secret', ephemeral: true } },
+    });
+    const s = await c.create({ manifest });
+    try {
+      const serialized = await c.serializeSessionState(s.state);
+      expect(JSON.stringify(serialized)).not.toContain('secret');
+      const back = await c.deserializeSessionState(JSON.parse(JSON.stringify(serialized)));
+      expect(back.alephSessionId).toBe(s.state.alephSessionId);
+      expect(back.manifest.root).toBe(s.state.manifest.root);
+      expect(Object.keys(back.manifest.entries).sort()).toEqual(['a.txt', 'b.bin', 'd']);
+      expect([...(back.manifest.entries['b.bin'] as { content: Uint8Array }).content]).toEqual([0, 255, 7]);
+      expect(back.environment?.GREETING).toBe('hello');
+      expect(back.environment?.TOKEN).toBeUndefined();
+      expect(await c.serializeSessionState(back)).toEqual(serialized);
+    } finally {
+      await s.close();
     }
   });
 
