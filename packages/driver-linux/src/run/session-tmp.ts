@@ -76,7 +76,14 @@ export class SessionTmps {
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       }
-      if (this.#isRoot) chownSync(dir, SESSION_TMP_OWNER, SESSION_TMP_OWNER);
+      if (this.#isRoot) {
+        try {
+          chownSync(dir, SESSION_TMP_OWNER, SESSION_TMP_OWNER);
+        } catch {
+          // 65534 is not mapped here (a user namespace of a container): the directory stays the host
+          // user's; mode 1777 still lets every run write it.
+        }
+      }
       chmodSync(dir, 0o1777);
       this.#made.add(dir);
     }
