@@ -236,6 +236,18 @@ describe('AlephSandboxSession: files', () => {
     });
     await expect(s.viewImage({ path: 'n.txt' })).rejects.toThrow(/not a supported image/);
     await expect(s.viewImage({ path: 'none.png' })).rejects.toThrow(/Image file not found: none\.png/);
+    const svg = '<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>\n';
+    writeFileSync(path.join(s.workspacePath, 'logo.xml'), svg);
+    writeFileSync(path.join(s.workspacePath, 'plain.svg'), 'not even xml');
+    for (const p of ['logo.xml', 'plain.svg']) {
+      expect(await s.viewImage({ path: p })).toMatchObject({
+        type: 'image',
+        image: { mediaType: 'image/svg+xml' },
+      });
+    }
+    expect((await s.viewImage({ path: 'logo.xml' })).image).toMatchObject({
+      data: Buffer.from(svg).toString('base64'),
+    });
   });
 
   it('adds manifest entries to a live session through the file API', async () => {
