@@ -11,7 +11,6 @@ import {
   type SandboxClientCreateArgs,
   type SandboxClientResumeOptions,
   SandboxConfigurationError,
-  SandboxUnsupportedFeatureError,
 } from '@openai/agents/sandbox';
 import { checkManifest, manifestTarget } from './manifest-target.js';
 import { materializeManifest } from './materialize.js';
