@@ -18,6 +18,7 @@ import {
   normalizeReadPagination,
   type ReadRawResult,
   type ReadResult,
+  type WriteResult,
 } from 'deepagents';
 import { joinPath, resolvedType, walkFiles } from './file-walk.js';
 import { globMatcher } from './glob-match.js';
@@ -233,6 +234,21 @@ export async function globFiles(at: FilesAt, pattern: string, path: string): Pro
     } catch {}
   }
   return { files: infos, truncated: walked.truncated };
+}
+
+/**
+ * Writes the file (parents made; text as UTF-8, a media file's content as base64, as deepagents' write
+ * tool gives it); a refusal is the `error` with Aleph's reason.
+ */
+export async function writeToFiles(at: FilesAt, path: string, content: string): Promise<WriteResult> {
+  const { files } = at;
+  const bytes = mimeTypeOf(path).text ? new TextEncoder().encode(content) : Buffer.from(content, 'base64');
+  try {
+    await files.writeFile(path, bytes);
+    return { path, filesUpdate: null };
+  } catch (error) {
+    return { error: `Failed to write to ${path}: ${messageOf(error)}` };
+  }
 }
 
 /** Replaces `oldString` in the file (every occurrence with `replaceAll`), keeping its mode. */

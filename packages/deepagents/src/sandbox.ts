@@ -53,6 +53,7 @@ import {
   lsFiles,
   readFromFiles,
   readRawFromFiles,
+  writeToFiles,
 } from './file-tools.js';
 import { checkInitialFiles, type InitialFiles, writeInitialFiles } from './initial-files.js';
 import { downloadFiles, uploadFiles } from './transfer.js';
@@ -261,7 +262,7 @@ export class AlephSandbox extends BaseSandbox {
 
   override write(filePath: string, content: string): Promise<WriteResult> {
     if (isAgentFile(filePath)) return this.#agentFiles.write(filePath, content);
-    return super.write(filePath, content);
+    return writeToFiles(this.#files, filePath, content);
   }
 
   override edit(

@@ -159,6 +159,15 @@ describe.runIf(posix)(`file tools on the session's files${POSIX_ONLY}`, () => {
     expect(await sandbox.delete('x')).toEqual({ path: 'x', filesUpdate: null });
     expect((await sandbox.delete('x')).error).toBe("Error: 'x' not found");
     expect((await sandbox.delete('.git/config')).error).toBeDefined();
+    expect((await sandbox.write('.git/hooks/pre-commit', 'x')).error).toMatch(
+      /^Failed to write to \.git\/hooks\/pre-commit: .*protected/,
+    );
+    expect(await sandbox.write('w/new.txt', 'héllo')).toEqual({ path: 'w/new.txt', filesUpdate: null });
+    expect(readFileSync(path.join(ws, 'w/new.txt'), 'utf8')).toBe('héllo');
+    expect(await sandbox.write('w/p.png', Buffer.from([1, 2, 3]).toString('base64'))).toMatchObject({
+      path: 'w/p.png',
+    });
+    expect([...readFileSync(path.join(ws, 'w/p.png'))]).toEqual([1, 2, 3]);
     expect(driver.runCount).toBe(0);
   });
 
