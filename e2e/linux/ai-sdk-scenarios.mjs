@@ -1,6 +1,6 @@
 // AI SDK scenarios of the agent-loop harness: generateText/streamText loops with MockLanguageModelV4 whose
 // tool calls run in the real sandbox through @aleph/ai-sdk; each returns what the model (and the host) saw.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { anthropic } from '@ai-sdk/anthropic';
 import { alephShellApproval, createAlephSandboxSession, createAlephShellTool } from '@aleph/ai-sdk';
@@ -106,6 +106,57 @@ async function answerApprovals(common, messages, result, approved, reason) {
 }
 
 export const scenarios = {
+  // A session's /tmp persists between its commands (a script left there runs in the next), TMPDIR is
+  // /tmp, another session never sees it, and it is gone from the host once the session closes.
+  async tmp(plan) {
+    const config = { sandbox: { workspace_root: path.join(plan.base, 'workspaces') } };
+    const root = path.join(process.env.HOME, '.aleph', 'run', 'session-tmp');
+    const onHost = () =>
+      readdirSync(root).flatMap((instance) =>
+        readdirSync(path.join(root, instance)).map((key) => path.join(root, instance, key)),
+      );
+    const a = await createAlephSandboxSession({ config });
+    const b = await createAlephSandboxSession({ config });
+    try {
+      const first = await a.run({
+        command:
+          'mkdir /tmp/x && echo kept > /tmp/x/f && printf \'#!/bin/sh\\necho ran-from-tmp\\n\' > /tmp/s.sh && chmod +x /tmp/s.sh && echo "$TMPDIR"',
+      });
+      const second = await a.run({ command: 'cat /tmp/x/f && /tmp/s.sh && echo more >> /tmp/x/f && mktemp' });
+      const parallel = await Promise.all(
+        [0, 1, 2].map((i) => a.run({ command: `echo ${i} > /tmp/p${i} && cat /tmp/x/f | head -1` })),
+      );
+      const other = await b.run({ command: 'test -e /tmp/x || test -e /tmp/s.sh; echo $?; touch /tmp/mine' });
+      const third = await a.run({ command: 'cat /tmp/p0 /tmp/p1 /tmp/p2; test -e /tmp/mine; echo $?' });
+      const setid = await a.run({ command: 'chmod u+s /tmp/s.sh; stat -c %a /tmp/s.sh' });
+      const dirs = onHost();
+      const hostModes = dirs.map((d) => (statSync(d).mode & 0o7777).toString(8));
+      const setidOnHost = dirs
+        .filter((d) => readdirSync(d).includes('s.sh'))
+        .map((d) => (statSync(path.join(d, 's.sh')).mode & 0o7777).toString(8));
+      await a.close();
+      const afterA = onHost().length;
+      await b.close();
+      const afterBoth = onHost().length;
+      return {
+        first,
+        second,
+        parallel,
+        other,
+        third,
+        setid,
+        sessions: dirs.length,
+        hostModes,
+        setidOnHost,
+        afterA,
+        afterBoth,
+      };
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  },
+
   // Several steps: the shell tool, a file tool, the Anthropic bash tool's default executor, then three
   // shell calls at once in one step, in a workspace used in place.
   async loop(plan) {

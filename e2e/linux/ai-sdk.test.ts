@@ -18,6 +18,7 @@ import { processesWith } from './session-run.js';
 
 const stack = linuxStack();
 const SCENARIOS = [
+  'tmp',
   'loop',
   'streaming',
   'stdin',
@@ -53,6 +54,27 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
 
         it('ran as the identity', () => {
           expect(run?.output.uid).toBe(identity.uid);
+        });
+
+        it("a session's /tmp persists between its commands, private to it, gone from the host once it closes", () => {
+          const r = result('tmp') as Record<string, { exitCode: number; stdout: string; stderr: string }>;
+          expect(r.first).toMatchObject({ exitCode: 0, stdout: '/tmp\n' });
+          expect(r.second?.exitCode).toBe(0);
+          expect(r.second?.stdout).toMatch(/^kept\nran-from-tmp\n\/tmp\/tmp\.\w+\n$/);
+          expect((r.parallel as unknown as { stdout: string }[]).map((p) => p.stdout)).toEqual([
+            'kept\n',
+            'kept\n',
+            'kept\n',
+          ]);
+          expect(r.other).toMatchObject({ exitCode: 0, stdout: '1\n' });
+          expect(r.third).toMatchObject({ exitCode: 0, stdout: '0\n1\n2\n1\n' });
+          expect(r.setid?.stdout).not.toMatch(/^4\d\d\d/);
+          expect(r.sessions).toBe(2);
+          expect(r.hostModes).toEqual(['1777', '1777']);
+          for (const mode of r.setidOnHost as unknown as string[])
+            expect(Number.parseInt(mode, 8) & 0o6000).toBe(0);
+          expect(r.afterA).toBe(1);
+          expect(r.afterBoth).toBe(0);
         });
 
         it('a loop of several steps: shell, a file tool, the Anthropic bash tool, three calls at once', () => {

@@ -44,7 +44,7 @@ const toolResults = (messages) =>
   );
 
 export const scenarios = {
-  // deepagents' file tools (derived through execute in the sandbox, or through upload/download), execute,
+  // deepagents' file tools (through the session's files), execute,
   // and three executes at once, in a workspace used in place.
   async loop(plan) {
     const workspace = path.join(plan.base, 'project');
@@ -85,6 +85,79 @@ export const scenarios = {
       },
       { workspace },
     );
+  },
+
+  // deepagents' file tools in one burst of 200 calls (50 at once through the agent's own loop, 150 on the
+  // backend directly) with the default configuration: none refused by the session rate limit, none empty.
+  async burst(plan) {
+    return withSandbox(plan, async (sandbox) => {
+      const ws = sandbox.workspace;
+      await sandbox.execute('mkdir -p b && for i in $(seq 0 19); do echo line $i > b/f$i.txt; done');
+      const kinds = [
+        (i) => ({ name: 'ls', args: { path: path.join(ws, 'b') }, id: `q${i}` }),
+        (i) => ({ name: 'read_file', args: { file_path: `b/f${i % 20}.txt` }, id: `q${i}` }),
+        (i) => ({ name: 'grep', args: { pattern: 'line', path: 'b' }, id: `q${i}` }),
+        (i) => ({ name: 'glob', args: { pattern: '*.txt', path: path.join(ws, 'b') }, id: `q${i}` }),
+        (i) => ({ name: 'write_file', args: { file_path: `b/w${i}.txt`, content: `w${i}` }, id: `q${i}` }),
+      ];
+      const calls = Array.from({ length: 50 }, (_, i) => kinds[i % kinds.length](i));
+      const result = await createDeepAgent({ model: scripted(calls, 'done'), backend: sandbox }).invoke({
+        messages: [{ role: 'user', content: 'go' }],
+      });
+      const direct = [];
+      for (let i = 0; i < 30; i++) {
+        direct.push(sandbox.ls('b'), sandbox.read(`b/f${i % 20}.txt`), sandbox.grep('line', ws));
+        direct.push(sandbox.glob('**/*.txt', 'b'), sandbox.edit(`b/f${i % 20}.txt`, 'line', 'line'));
+      }
+      const settled = await Promise.all(direct);
+      return {
+        tools: toolResults(result.messages),
+        direct: settled.map((r) => ({
+          error: r.error ?? null,
+          empty: (r.files ?? r.matches ?? [1]).length === 0 || r.content === '',
+        })),
+        after: await sandbox.execute('echo still-running'),
+      };
+    });
+  },
+
+  // What LangChain's sandbox standard tests ask of a provider: isRunning, initialFiles before the first
+  // command, ls/read/grep/glob with relative and absolute paths, unicode names and a large directory made
+  // by a command; a system file read through the sandbox's own view; a path the sandbox cannot see is an
+  // error or empty, never another file's content.
+  async standard(plan) {
+    const workspace = path.join(plan.base, 'std');
+    const sandbox = await AlephSandbox.create({
+      config: config(plan),
+      workspace,
+      initialFiles: { 'init.txt': 'Hello from initial file!', 'nested/dir/file.txt': 'Nested content' },
+    });
+    try {
+      const ws = sandbox.workspace;
+      const running = sandbox.isRunning;
+      const init = await sandbox.execute('cat init.txt nested/dir/file.txt');
+      await sandbox.execute(
+        "mkdir -p big && cd big && for i in $(seq 0 299); do echo c > f_$(printf '%03d' $i).txt; done",
+      );
+      await sandbox.write(`${ws}/u/测试文件.txt`, 'unicode 世界');
+      await sandbox.write('u/файл.txt', 'content');
+      return {
+        running,
+        init,
+        bigLs: (await sandbox.ls(path.join(ws, 'big'))).files?.length,
+        bigLsRel: (await sandbox.ls('big/')).files?.map((f) => f.path).slice(0, 2),
+        uLs: (await sandbox.ls('u')).files?.map((f) => f.path).sort(),
+        uGrep: await sandbox.grep('世界', ws),
+        uGlob: (await sandbox.glob('**/*.txt', 'u')).files?.map((f) => f.path).sort(),
+        uRead: await sandbox.read(`${ws}/u/测试文件.txt`),
+        system: await sandbox.read('/etc/os-release'),
+        systemLs: (await sandbox.ls('/usr')).files?.some((f) => f.path === '/usr/bin/'),
+        hidden: await sandbox.read(plan.secret),
+        closedAfter: await sandbox.close().then(() => sandbox.isRunning),
+      };
+    } finally {
+      await sandbox.close();
+    }
   },
 
   // A command asking to read a path outside the workspace: interrupted, approved, it reads it; the same

@@ -4,6 +4,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { RunState } from '@openai/agents';
+import { Manifest } from '@openai/agents/sandbox';
 import { assistantMessage, functionCall } from '@openai/agents/testing';
 import { agentWith, clientFor, runWith, seen } from './openai-agents-run.mjs';
 
@@ -35,6 +36,27 @@ function recordingRequester() {
 }
 
 export const fileScenarios = {
+  // The SDK's manifest modes in the real sandbox: a script entry runs (0755 by default), a dir's
+  // permissions and sticky bit are set; create_file of an existing file fails and leaves it alone.
+  async manifest(plan) {
+    const workspace = dirIn(plan, 'manifested');
+    const manifest = new Manifest({
+      entries: {
+        'run.sh': { type: 'file', content: '#!/bin/sh\necho ran-from-manifest\n' },
+        private: { type: 'dir', permissions: 0o700, children: { 'k.txt': { type: 'file', content: 'k' } } },
+        drop: { type: 'dir', permissions: { owner: 7, group: 7, other: 7, directory: true, sticky: true } },
+      },
+    });
+    const { agent, model } = agentWith([
+      exec('m1', './run.sh && stat -c "%a %n" run.sh private drop'),
+      patch('m2', { type: 'create_file', path: 'run.sh', diff: '+replaced\n' }),
+      [assistantMessage('done')],
+    ]);
+    agent.defaultManifest = manifest;
+    await runWith(agent, 'go', clientFor(plan, { workspace }));
+    return { ...seen(model), script: readFileSync(path.join(workspace, 'run.sh'), 'utf8') };
+  },
+
   // apply_patch creates, updates (V4A), moves and deletes files in the user's own directory.
   async editor(plan) {
     const workspace = dirIn(plan, 'project');

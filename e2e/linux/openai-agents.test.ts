@@ -17,7 +17,7 @@ import { asIdentityTitle, identities } from './hosts.js';
 
 const stack = linuxStack();
 const FIRST = ['long-output', 'interactive', 'interrupt', 'abort', 'timeout', 'network', 'parallel'];
-const FILES = ['editor', 'symlink', 'approval', 'resume-a'];
+const FILES = ['manifest', 'editor', 'symlink', 'approval', 'resume-a'];
 
 interface Run {
   base: string;
@@ -121,6 +121,15 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
             expect(r[`p${i}`]).toMatch(
               new RegExp(`Process exited with code 0\\nOutput:\\ntogether-${i}\\n$`),
             );
+        });
+
+        it("manifest entries get the SDK's modes in the sandbox; create_file never replaces an existing file", () => {
+          const r = result('manifest');
+          expect(r.m1).toMatch(
+            /Process exited with code 0\nOutput:\nran-from-manifest\n755 run\.sh\n700 private\n1777 drop\n$/,
+          );
+          expect(r.m2).toBe('failed: create_file "run.sh" failed: File already exists.');
+          expect(r.script).toBe('#!/bin/sh\necho ran-from-manifest\n');
         });
 
         it("apply_patch creates, updates, moves and deletes files in the user's directory through the file API", () => {

@@ -20,8 +20,17 @@ function runSignal(): AbortSignal | undefined {
 export interface ExecuteRequest {
   readonly command: string;
   readonly capabilities: SandboxCapabilities;
-  /** Derived file tools (ls, read, grep, glob, delete) parse stdout: their stderr is left out. */
+  /**
+   * A derived file tool's command (deepagents' own ls, read, grep, glob outside the workspace): its stdout
+   * is parsed, so stderr is left out, and a refusal, a timeout or a kill throws a
+   * {@link DerivedCommandError} instead of becoming output the tool would parse as an empty result.
+   */
   readonly stdoutOnly: boolean;
+}
+
+/** A derived file tool's command did not run to its end: the sandbox refused, or it timed out or was killed. */
+export class DerivedCommandError extends Error {
+  override readonly name = 'DerivedCommandError';
 }
 
 function joined(stdout: string, stderr: string, notes: readonly string[]): string {
@@ -49,15 +58,23 @@ export async function executeIn(held: AdapterSession, request: ExecuteRequest): 
       { program: '/bin/sh', args: ['-c', request.command], capabilities: request.capabilities },
       signal === undefined ? {} : { signal },
     );
-    const notes = request.stdoutOnly ? [] : outputNotes(out, held.defaultTimeoutSeconds);
+    const notes = outputNotes(out, held.defaultTimeoutSeconds);
+    if (request.stdoutOnly && (out.timedOut || (out.exitCode === null && out.signal !== null))) {
+      throw new DerivedCommandError(notes.join('; ') || `the command ended by signal ${out.signal}`);
+    }
+    if (request.stdoutOnly) {
+      return { output: out.stdoutText, exitCode: shellExitCode(out), truncated: out.stdoutTruncated };
+    }
     return {
-      output: joined(out.stdoutText, request.stdoutOnly ? '' : out.stderrText, notes),
+      output: joined(out.stdoutText, out.stderrText, notes),
       exitCode: shellExitCode(out),
       truncated: out.stdoutTruncated || out.stderrTruncated,
     };
   } catch (error) {
     if (isAlephError(error, 'ALEPH_ABORTED') || !isAlephError(error)) throw error;
     const refusal = denialText(error, HOW_TO_ASK);
+    if (request.stdoutOnly)
+      throw new DerivedCommandError(refusal ?? `aleph-sandbox: ${error.code}: ${error.message}`);
     if (refusal !== undefined) return { output: refusal, exitCode: 126, truncated: false };
     return { output: `aleph-sandbox: ${error.code}: ${error.message}`, exitCode: 125, truncated: false };
   }

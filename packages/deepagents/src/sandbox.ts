@@ -1,7 +1,8 @@
 // AlephSandbox: a deepagents 1.14 BaseSandbox backend on one Aleph session. `execute` runs through the
-// session API (policy, capabilities and approval, audit, the OS sandbox); ls/read/grep/glob/delete are
-// deepagents' own, derived through `execute` (POSIX sh, at the baseline); upload/download go through the
-// session's files. Commands of the `execute` tool may ask for more than the baseline
+// session API (policy, capabilities and approval, audit, the OS sandbox); the file tools
+// (ls/read/grep/glob/write/edit/delete, upload/download) go through the session's files (file-tools.ts:
+// never a command, so never rate limited, and a failure is an `error`), and only a path outside the
+// workspace and its grants (a system file) falls back to deepagents' own command in the sandbox. Commands of the `execute` tool may ask for more than the baseline
 // (`commandCapabilities`); a person approves them through `interruptOn()` + `approvalMiddleware()`. deepagents'
 // own files (large tool results, conversation history) stay in the agent's state (agent-files.ts).
 import { AsyncLocalStorage } from 'node:async_hooks';
@@ -47,7 +48,19 @@ import {
   executeApprovalMiddleware,
   interruptOnExecute,
 } from './approval.js';
-import { executeIn } from './execute.js';
+import { DerivedCommandError, executeIn } from './execute.js';
+import {
+  deleteFile,
+  editFile,
+  type FilesAt,
+  globFiles,
+  grepFiles,
+  lsFiles,
+  readFromFiles,
+  readRawFromFiles,
+  writeToFiles,
+} from './file-tools.js';
+import { checkInitialFiles, type InitialFiles, writeInitialFiles } from './initial-files.js';
 import { downloadFiles, uploadFiles } from './transfer.js';
 
 /** What the commands of the `execute` tool ask for beyond the baseline: fixed, or per command. */
@@ -65,6 +78,12 @@ export interface AlephSandboxOptions extends AdapterSessionOptions {
    * `approvalRequester` decides (default: denied). Default: nothing beyond the baseline.
    */
   readonly commandCapabilities?: CommandCapabilities;
+  /**
+   * Files the sandbox starts with (a path relative to the workspace, or absolute inside it → its content),
+   * written through the session's files before `create` resolves. A file that cannot be written fails
+   * `create` (`ALEPH_CONFIG_INVALID` naming it) and leaves none of them behind.
+   */
+  readonly initialFiles?: InitialFiles;
 }
 
 function checkCommandCapabilities(value: unknown): CommandCapabilities | undefined {
@@ -115,6 +134,11 @@ export class AlephSandbox extends BaseSandbox {
   readonly #derived = new AsyncLocalStorage<true>();
   readonly #tracker = new ApprovalTracker();
   readonly #agentFiles = new AgentFiles();
+  #running = true;
+
+  get #files(): FilesAt {
+    return { files: this.#held.session.files, workspace: this.#held.workspace };
+  }
 
   private constructor(held: AdapterSession, commandCapabilities: CommandCapabilities | undefined) {
     super();
@@ -136,9 +160,11 @@ export class AlephSandbox extends BaseSandbox {
     const commandCapabilities = checkCommandCapabilities(
       (options as { commandCapabilities?: unknown } | undefined)?.commandCapabilities,
     );
-    const held = await openAdapterSession(options, ['commandCapabilities']);
+    const initialFiles = checkInitialFiles((options as { initialFiles?: unknown } | undefined)?.initialFiles);
+    const held = await openAdapterSession(options, ['commandCapabilities', 'initialFiles']);
     try {
       checkWorkspaceBesideAgentFiles(held.workspace);
+      if (initialFiles !== undefined) await writeInitialFiles(held.session.files, initialFiles);
     } catch (error) {
       await held.close();
       throw error;
@@ -196,45 +222,66 @@ export class AlephSandbox extends BaseSandbox {
   // deepagents' own files (large tool results, conversation history) are kept in the agent's state
   // (agent-files.ts); everything else is the workspace's, through the sandbox.
 
+  /**
+   * Runs deepagents' own command for a derived file tool (a path outside the workspace and its grants) in
+   * the sandbox; a refusal, timeout or kill of that command is the tool's `error`, never an empty result.
+   */
+  async #inSandbox<T extends { error?: string }>(call: () => Promise<T>): Promise<T> {
+    try {
+      return await this.#derived.run(true, call);
+    } catch (error) {
+      if (error instanceof DerivedCommandError) return { error: error.message } as T;
+      throw error;
+    }
+  }
+
   override async ls(path: string): Promise<LsResult> {
     if (isAgentFile(path)) return this.#agentFiles.ls(path);
-    const listed = await this.#derived.run(true, () => super.ls(path));
+    const listed = (await lsFiles(this.#files, path)) ?? (await this.#inSandbox(() => super.ls(path)));
     if (listed.error !== undefined || !coversAgentFiles(path)) return listed;
     return { ...listed, files: [...(listed.files ?? []), ...(await this.#agentFiles.roots())] };
   }
 
-  override read(filePath: string, offset?: number, limit?: number): Promise<ReadResult> {
+  override async read(filePath: string, offset?: number, limit?: number): Promise<ReadResult> {
     if (isAgentFile(filePath)) return this.#agentFiles.read(filePath, offset, limit);
-    return this.#derived.run(true, () => super.read(filePath, offset, limit));
+    return (
+      (await readFromFiles(this.#files, filePath, offset, limit)) ??
+      (await this.#inSandbox(() => super.read(filePath, offset, limit)))
+    );
   }
 
   override readRaw(filePath: string): Promise<ReadRawResult> {
     if (isAgentFile(filePath)) return this.#agentFiles.readRaw(filePath);
-    return super.readRaw(filePath);
+    return readRawFromFiles(this.#files, filePath);
   }
 
   override async grep(
     pattern: string,
-    path?: string,
+    path = '/',
     glob?: string | null,
     maxCount?: number | null,
   ): Promise<GrepResult> {
     if (isAgentFile(path)) return this.#agentFiles.grep(pattern, path, glob, maxCount);
-    const found = await this.#derived.run(true, () => super.grep(pattern, path, glob, maxCount));
+    const found =
+      (await grepFiles(this.#files, pattern, path, glob, maxCount)) ??
+      (await this.#inSandbox(() => super.grep(pattern, path, glob, maxCount)));
     if (found.error !== undefined || !coversAgentFiles(path)) return found;
     const mine = await this.#agentFiles.grep(pattern, '/', glob, maxCount);
     const matches = [...(found.matches ?? []), ...(mine.matches ?? [])];
     return applyGrepMaxCount({ result: { ...found, matches }, maxCount });
   }
 
-  override async glob(pattern: string, path?: string): Promise<GlobResult> {
+  override async glob(pattern: string, path = '/'): Promise<GlobResult> {
     if (isAgentFile(path)) return this.#agentFiles.glob(pattern, path);
-    return this.#derived.run(true, () => super.glob(pattern, path));
+    return (
+      (await globFiles(this.#files, pattern, path)) ??
+      (await this.#inSandbox(() => super.glob(pattern, path)))
+    );
   }
 
   override write(filePath: string, content: string): Promise<WriteResult> {
     if (isAgentFile(filePath)) return this.#agentFiles.write(filePath, content);
-    return super.write(filePath, content);
+    return writeToFiles(this.#files, filePath, content);
   }
 
   override edit(
@@ -244,12 +291,12 @@ export class AlephSandbox extends BaseSandbox {
     replaceAll?: boolean,
   ): Promise<EditResult> {
     if (isAgentFile(filePath)) return this.#agentFiles.edit(filePath, oldString, newString, replaceAll);
-    return super.edit(filePath, oldString, newString, replaceAll);
+    return editFile(this.#files, filePath, oldString, newString, replaceAll);
   }
 
   override delete(filePath: string): Promise<DeleteResult> {
     if (isAgentFile(filePath)) return this.#agentFiles.delete(filePath);
-    return this.#derived.run(true, () => super.delete(filePath));
+    return deleteFile(this.#files, filePath);
   }
 
   uploadFiles(files: Array<[string, Uint8Array]>): Promise<FileUploadResponse[]> {
@@ -288,8 +335,14 @@ export class AlephSandbox extends BaseSandbox {
     return executeApprovalMiddleware(this.#tracker);
   }
 
+  /** Whether the sandbox is open: true from `create` until {@link close}. */
+  get isRunning(): boolean {
+    return this.#running;
+  }
+
   /** Kills what still runs and releases the sandbox (proxies, sockets). Idempotent. */
   close(): Promise<void> {
+    this.#running = false;
     return this.#held.close();
   }
 }

@@ -11,8 +11,8 @@ import {
   type SandboxClientCreateArgs,
   type SandboxClientResumeOptions,
   SandboxConfigurationError,
-  SandboxUnsupportedFeatureError,
 } from '@openai/agents/sandbox';
+import { checkManifest, manifestTarget } from './manifest-target.js';
 import { materializeManifest } from './materialize.js';
 import { type OpenedSandbox, openSandbox } from './open-sandbox.js';
 import {
@@ -29,24 +29,6 @@ import {
   serializeState,
 } from './session-state.js';
 import { checkRoot } from './workspace-paths.js';
-
-function checkManifest(manifest: Manifest): void {
-  for (const key of ['users', 'groups', 'extraPathGrants'] as const) {
-    if (manifest[key].length > 0) {
-      const fix =
-        key === 'extraPathGrants'
-          ? 'grant paths with options.capabilities (fsRead/fsWrite) instead'
-          : "drop them (and runAs): commands run as the sandbox's own unprivileged user";
-      throw new SandboxUnsupportedFeatureError(
-        `manifest.${key} is not supported by the Aleph sandbox; ${fix}`,
-        {
-          provider: 'aleph',
-          feature: `manifest.${key}`,
-        },
-      );
-    }
-  }
-}
 
 /**
  * A `SandboxClient` for `@openai/agents` 0.20 that runs every command of a `SandboxAgent` in the Aleph
@@ -95,10 +77,7 @@ export class AlephSandboxClient implements SandboxClient<AlephSandboxClientOptio
     const opened = await openSandbox(options, sessionId);
     try {
       checkRoot(manifest.root, opened.workspace, opened.baseline.fsWrite.concat(opened.baseline.fsRead));
-      await materializeManifest(manifest, {
-        files: opened.session.files,
-        writable: [opened.workspace, ...opened.baseline.fsWrite],
-      });
+      await materializeManifest(manifest, manifestTarget(opened));
       const state: AlephSessionState = {
         manifest,
         environment: await manifest.resolveEnvironment(),

@@ -41,6 +41,17 @@ async function readText(files: SandboxFiles, path: string): Promise<string> {
   }
 }
 
+/** Whether `path` names something (a link itself counts); errors other than not-found propagate. */
+async function exists(files: SandboxFiles, path: string): Promise<boolean> {
+  try {
+    await files.stat(path, { followSymlinks: false });
+    return true;
+  } catch (error) {
+    if ((error as { code?: unknown })?.code === 'ALEPH_FILE_NOT_FOUND') return false;
+    throw error;
+  }
+}
+
 /**
  * An {@link Editor} over `files` (paths relative to the workspace, or absolute inside it or a grant;
  * `toFiles` maps the agent's paths to those, `shown` the real paths in messages back to the agent's).
@@ -60,6 +71,13 @@ export function createFilesEditor(
     async createFile(operation: Op<'create_file'>): Promise<ApplyPatchResult> {
       try {
         const target = checkPath('path', operation.path);
+        // As the SDK's own editors: create_file never replaces what is there (a link included).
+        if (await exists(files, toFiles(target))) {
+          return {
+            status: 'failed',
+            output: shown(`create_file ${JSON.stringify(target)} failed: File already exists.`),
+          };
+        }
         await files.writeFile(toFiles(target), applyDiff('', operation.diff ?? '', 'create'));
         return { status: 'completed', output: `Created ${target}` };
       } catch (error) {

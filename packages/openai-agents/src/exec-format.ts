@@ -10,15 +10,30 @@ const BYTES_PER_TOKEN = 4;
 const encoder = new TextEncoder();
 const byteLength = (s: string) => encoder.encode(s).byteLength;
 
+/** The notice `TrackedProcess` puts in front of output it had to drop between two looks. */
+const DROPPED_NOTICE = /^\[\.\.\.\d+ characters truncated from process output\.\.\.\]\n/;
+
 /**
  * `output` cut to about `maxOutputTokens` tokens (4 bytes each): its head and tail kept, a marker saying
- * how many tokens were left out between them, and the total line count in front.
+ * how many tokens were left out between them, and the total line count in front. A notice of output
+ * dropped before (`[...N characters truncated from process output...]`) is kept whole, in front.
  */
 export function truncateToTokens(
   output: string,
   maxOutputTokens: number | undefined,
 ): { text: string; originalTokenCount?: number } {
   if (maxOutputTokens === undefined) return { text: output };
+  const notice = DROPPED_NOTICE.exec(output)?.[0];
+  if (notice !== undefined) {
+    const noticeTokens = Math.ceil(byteLength(notice) / BYTES_PER_TOKEN);
+    const rest = cutToTokens(output.slice(notice.length), Math.max(0, maxOutputTokens - noticeTokens));
+    if (rest.originalTokenCount === undefined) return { text: output };
+    return { text: notice + rest.text, originalTokenCount: rest.originalTokenCount + noticeTokens };
+  }
+  return cutToTokens(output, maxOutputTokens);
+}
+
+function cutToTokens(output: string, maxOutputTokens: number): { text: string; originalTokenCount?: number } {
   const budget = Math.max(0, Math.floor(maxOutputTokens)) * BYTES_PER_TOKEN;
   const total = byteLength(output);
   if (total <= budget) return { text: output };

@@ -7,8 +7,17 @@ import { UserError } from '@openai/agents';
 /** The largest image view_image returns. */
 export const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
 
-/** The media type of `bytes` by their signature, or undefined when it is no image format models read. */
-export function imageMediaType(bytes: Uint8Array): string | undefined {
+/** Whether `bytes` begin (after white space, within 512 bytes) as an SVG document does. */
+function looksLikeSvg(bytes: Uint8Array): boolean {
+  const head = new TextDecoder().decode(bytes.subarray(0, 512)).trimStart().toLowerCase();
+  return head.startsWith('<svg') || /^<\?xml[\s\S]*<svg/u.test(head);
+}
+
+/**
+ * The media type of `bytes` by their signature (PNG, JPEG, GIF, WebP, BMP, TIFF, SVG by its text or, as
+ * the SDK does, a `.svg`/`.svgz` name), or undefined when it is no image format the SDK sends.
+ */
+export function imageMediaType(bytes: Uint8Array, path = ''): string | undefined {
   const starts = (...sig: number[]) => sig.every((b, i) => bytes[i] === b);
   if (starts(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a)) return 'image/png';
   if (starts(0xff, 0xd8, 0xff)) return 'image/jpeg';
@@ -22,6 +31,10 @@ export function imageMediaType(bytes: Uint8Array): string | undefined {
   ) {
     return 'image/webp';
   }
+  if (starts(0x42, 0x4d)) return 'image/bmp';
+  if (starts(0x49, 0x49, 0x2a, 0x00) || starts(0x4d, 0x4d, 0x00, 0x2a)) return 'image/tiff';
+  if (starts(0x49, 0x49, 0x2b, 0x00) || starts(0x4d, 0x4d, 0x00, 0x2b)) return 'image/tiff';
+  if (looksLikeSvg(bytes) || /\.svgz?$/i.test(path.trim())) return 'image/svg+xml';
   return undefined;
 }
 
@@ -42,10 +55,10 @@ export async function readImage(files: SandboxFiles, at: string, path = at): Pro
     if (code === 'ALEPH_FILE_TOO_LARGE') throw new UserError(`Image file exceeds the 10 MB limit: ${path}`);
     throw error;
   }
-  const mediaType = imageMediaType(bytes);
+  const mediaType = imageMediaType(bytes, path);
   if (mediaType === undefined) {
     throw new UserError(
-      `Unsupported image format: ${path} is not a supported image (PNG, JPEG, GIF or WebP)`,
+      `Unsupported image format: ${path} is not a supported image (PNG, JPEG, GIF, WebP, BMP, TIFF or SVG)`,
     );
   }
   return { type: 'image', image: { data: Buffer.from(bytes).toString('base64'), mediaType } };

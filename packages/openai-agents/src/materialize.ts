@@ -11,7 +11,7 @@ import {
   type Entry,
   type Manifest,
   normalizeRelativePath,
-  Permissions,
+  permissionsForSandboxEntry,
   SandboxConfigurationError,
   SandboxUnsupportedFeatureError,
 } from '@openai/agents/sandbox';
@@ -21,7 +21,15 @@ export interface MaterializeTarget {
   readonly files: SandboxFiles;
   /** Paths sandboxed commands may write (the workspace, write grants): never a local source. */
   readonly writable: readonly string[];
+  /**
+   * Sets directories' permission bits (the file API writes files with a mode, not directories): run as
+   * one command in the sandbox per mode, after every entry is written.
+   */
+  readonly chmodDirs?: (mode: number, paths: readonly string[]) => Promise<void>;
 }
+
+/** Directories whose entry asked for other bits than the 0755 the file API gives them, by mode. */
+type DirModes = Map<number, string[]>;
 
 function entryError(where: string, message: string, cause?: unknown): SandboxConfigurationError {
   const error = new SandboxConfigurationError(`manifest entry ${JSON.stringify(where)}: ${message}`, {
@@ -33,9 +41,19 @@ function entryError(where: string, message: string, cause?: unknown): SandboxCon
   return error;
 }
 
-function modeOf(entry: Entry): number | undefined {
-  if (entry.permissions === undefined) return undefined;
-  return new Permissions(entry.permissions).toMode() & 0o777;
+/**
+ * The permission bits the SDK gives an entry: its `permissions`, else the SDK's default (0755, as its own
+ * local sandbox applies to every entry); `executable: true` adds the execute bits.
+ */
+function modeOf(entry: Entry): number {
+  const mode = permissionsForSandboxEntry(entry.permissions).toMode() & 0o1777;
+  return (entry as { executable?: unknown }).executable === true ? mode | 0o111 : mode;
+}
+
+function rememberDir(dirs: DirModes, where: string, entry: Entry): void {
+  const mode = modeOf(entry);
+  if (mode === 0o755) return;
+  dirs.set(mode, [...(dirs.get(mode) ?? []), where]);
 }
 
 async function write(target: MaterializeTarget, where: string, content: string | Uint8Array, mode?: number) {
@@ -125,7 +143,12 @@ async function copyDir(target: MaterializeTarget, where: string, dir: string, de
   }
 }
 
-async function materializeEntry(target: MaterializeTarget, where: string, entry: Entry): Promise<void> {
+async function materializeEntry(
+  target: MaterializeTarget,
+  where: string,
+  entry: Entry,
+  dirs: DirModes,
+): Promise<void> {
   if (entry.group !== undefined) {
     throw new SandboxUnsupportedFeatureError(
       `manifest entry ${JSON.stringify(where)}: group ownership is not supported by the Aleph sandbox (files belong to the workspace's owner); drop entry.group`,
@@ -137,19 +160,21 @@ async function materializeEntry(target: MaterializeTarget, where: string, entry:
       if (entry.children === undefined || Object.keys(entry.children).length === 0)
         await ensureDir(target, where);
       for (const [name, child] of Object.entries(entry.children ?? {})) {
-        await materializeEntry(target, `${where}/${normalizeRelativePath(name)}`, child);
+        await materializeEntry(target, `${where}/${normalizeRelativePath(name)}`, child, dirs);
       }
+      rememberDir(dirs, where, entry);
       return;
     case 'file':
-      await write(target, where, entry.content, modeOf(entry));
+      await write(target, where, entry.content, modeOf(entry) & 0o777);
       return;
     case 'local_file': {
       const src = await trustedSource(target, where, entry.src);
-      await write(target, where, await readHostFile(where, src), modeOf(entry));
+      await write(target, where, await readHostFile(where, src), modeOf(entry) & 0o777);
       return;
     }
     case 'local_dir':
       await copyDir(target, where, await trustedSource(target, where, entry.src), 0);
+      rememberDir(dirs, where, entry);
       return;
     default:
       throw new SandboxUnsupportedFeatureError(
@@ -166,6 +191,7 @@ async function materializeEntry(target: MaterializeTarget, where: string, entry:
  * @throws {SandboxUnsupportedFeatureError} an entry kind the Aleph sandbox does not provide.
  */
 export async function materializeManifest(manifest: Manifest, target: MaterializeTarget): Promise<void> {
+  const dirs: DirModes = new Map();
   for (const [key, entry] of Object.entries(manifest.entries)) {
     let where: string;
     try {
@@ -179,6 +205,20 @@ export async function materializeManifest(manifest: Manifest, target: Materializ
     }
     if (where === '' || where === '.')
       throw entryError(key, 'names the workspace root itself; name a path inside it');
-    await materializeEntry(target, where, entry);
+    await materializeEntry(target, where, entry, dirs);
+  }
+  for (const [mode, paths] of dirs) {
+    if (target.chmodDirs === undefined) {
+      throw entryError(paths[0] as string, `directory permissions ${mode.toString(8)} cannot be set here`);
+    }
+    try {
+      await target.chmodDirs(mode, paths);
+    } catch (error) {
+      throw entryError(
+        paths[0] as string,
+        `setting its permissions to ${mode.toString(8)}: ${(error as Error).message}`,
+        error,
+      );
+    }
   }
 }

@@ -21,12 +21,47 @@ export interface AlephSessionState extends SandboxSessionState {
   workspacePath: string;
 }
 
-/** What a RunState keeps of a session (the SDK adds the manifest). */
+/**
+ * What a RunState keeps of a session. The manifest is in it too, so that `deserializeSessionState` takes
+ * back what `serializeSessionState` gave outside a runner (the runner's envelope carries its own copy).
+ */
 export interface SerializedAlephState extends Record<string, unknown> {
   alephSessionId: string;
   userWorkspace: string | null;
   workspacePath: string;
   environment: Record<string, string>;
+  manifest: Record<string, unknown>;
+}
+
+/** Entries as JSON (file bytes as `{ type: 'base64', data }`, which `decodeEntries` reads back). */
+function encodeEntries(entries: Record<string, unknown>, depth = 0): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, e] of Object.entries(entries)) {
+    const entry = { ...(e as Record<string, unknown>) };
+    if (entry.content instanceof Uint8Array) {
+      entry.content = { type: 'base64', data: Buffer.from(entry.content).toString('base64') };
+    }
+    if (entry.type === 'dir' && entry.children !== undefined && depth < 64) {
+      entry.children = encodeEntries(entry.children as Record<string, unknown>, depth + 1);
+    }
+    out[k] = entry;
+  }
+  return out;
+}
+
+/** The manifest as JSON: its entries and the environment values that may be persisted. */
+function manifestRecord(manifest: Manifest): Record<string, unknown> {
+  const environment: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(manifest.environment)) {
+    if (value.ephemeral || isEnvValueReference(value)) continue;
+    environment[key] = value.init();
+  }
+  return {
+    version: manifest.version,
+    root: manifest.root,
+    entries: encodeEntries(manifest.entries as Record<string, unknown>),
+    environment,
+  };
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -59,6 +94,7 @@ export function serializeState(state: AlephSessionState): SerializedAlephState {
     userWorkspace: state.userWorkspace,
     workspacePath: state.workspacePath,
     environment,
+    manifest: manifestRecord(state.manifest),
   };
 }
 

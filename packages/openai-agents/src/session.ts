@@ -28,6 +28,7 @@ import { createFilesEditor } from './editor.js';
 import { closedError, mapErrors } from './errors.js';
 import { formatExecResponse } from './exec-format.js';
 import { readImage } from './image.js';
+import { checkManifest, manifestTarget } from './manifest-target.js';
 import { materializeManifest } from './materialize.js';
 import type { OpenedSandbox } from './open-sandbox.js';
 import type { AlephSessionState } from './session-state.js';
@@ -223,10 +224,8 @@ export class AlephSandboxSession implements SandboxSession<AlephSessionState> {
   async applyManifest(manifest: Manifest, runAs?: string): Promise<void> {
     this.#assertOpen();
     if (runAs !== undefined && runAs.trim() !== '') throw unsupportedRunAs(runAs);
-    await materializeManifest(manifest, {
-      files: this.#opened.session.files,
-      writable: [this.#opened.workspace, ...this.#opened.baseline.fsWrite],
-    });
+    checkManifest(manifest);
+    await materializeManifest(manifest, manifestTarget(this.#opened));
     this.state.environment = { ...this.state.environment, ...(await manifest.resolveEnvironment()) };
     const current = this.state.manifest;
     this.state.manifest = new Manifest({

@@ -88,6 +88,50 @@ describe('AlephSandboxClient.create', () => {
     }
   });
 
+  it("gives entries the SDK's modes: 0755 by default, their permissions, executable, a dir's permissions", async () => {
+    const { client: c } = client();
+    const manifest = new Manifest({
+      entries: {
+        'run.sh': { type: 'file', content: '#!/bin/sh\necho ran\n' },
+        'plain.txt': { type: 'file', content: 'x', permissions: 0o644 },
+        'tool.sh': {
+          type: 'file',
+          content: '#!/bin/sh\necho tool\n',
+          permissions: 0o644,
+          executable: true,
+        } as never,
+        private: { type: 'dir', permissions: 0o700, children: { 'k.txt': { type: 'file', content: 'k' } } },
+        drop: { type: 'dir', permissions: { owner: 7, group: 7, other: 7, directory: true, sticky: true } },
+        plainDir: { type: 'dir' },
+      },
+    });
+    const s = await c.create({ manifest });
+    try {
+      const mode = (p: string) => statSync(path.join(s.workspacePath, p)).mode & 0o7777;
+      expect(mode('run.sh')).toBe(0o755);
+      expect(mode('plain.txt')).toBe(0o644);
+      expect(mode('tool.sh')).toBe(0o755);
+      expect(mode('private')).toBe(0o700);
+      expect(mode('private/k.txt')).toBe(0o755);
+      expect(mode('drop')).toBe(0o1777);
+      expect(mode('plainDir')).toBe(0o755);
+      expect((await s.exec({ cmd: './run.sh && ./tool.sh', login: false })).output).toBe('ran\ntool\n');
+      for (const [delta, message] of [
+        [new Manifest({ users: [{ name: 'dev' }] }), /manifest\.users is not supported/],
+        [
+          new Manifest({ extraPathGrants: [{ path: '/data' }] }),
+          /manifest\.extraPathGrants is not supported/,
+        ],
+      ] as const) {
+        await expect(s.applyManifest(delta)).rejects.toThrow(message);
+        await expect(s.applyManifest(delta)).rejects.toBeInstanceOf(SandboxUnsupportedFeatureError);
+      }
+      expect(s.state.manifest.users).toEqual([]);
+    } finally {
+      await s.close();
+    }
+  });
+
   it('refuses what the Aleph sandbox does not provide, naming it and the alternative', async () => {
     const { client: c, base } = client();
     const cases: [Manifest, RegExp, typeof SandboxConfigurationError][] = [
@@ -160,8 +204,9 @@ describe('AlephSandboxClient: serialize, deserialize, resume', () => {
       userWorkspace: null,
       workspacePath: s.workspacePath,
       environment: {},
+      manifest: { version: 1, root: '/workspace', entries: {}, environment: {} },
     });
-    const state = await c.deserializeSessionState({ ...serialized, manifest: { root: '/workspace' } });
+    const state = await c.deserializeSessionState(JSON.parse(JSON.stringify(serialized)));
     const other = new AlephSandboxClient(testOptions(base, createPlainDriver()));
     const resumed = await other.resume(state);
     try {
@@ -169,6 +214,33 @@ describe('AlephSandboxClient: serialize, deserialize, resume', () => {
       expect((await resumed.exec({ cmd: 'cat /workspace/note.txt', login: false })).output).toBe('kept\n');
     } finally {
       await resumed.close();
+    }
+  });
+
+  it('deserializeSessionState(serializeSessionState(state)) round-trips on its own, entries and environment', async () => {
+    const { client: c } = client();
+    const manifest = new Manifest({
+      entries: {
+        'a.txt': { type: 'file', content: 'alpha', permissions: 0o600 },
+        'b.bin': { type: 'file', content: new Uint8Array([0, 255, 7]) },
+        d: { type: 'dir', children: { 'c.txt': { type: 'file', content: 'c' } } },
+      },
+      environment: { GREETING: 'hello', TOKEN: { value: 'secret', ephemeral: true } },
+    });
+    const s = await c.create({ manifest });
+    try {
+      const serialized = await c.serializeSessionState(s.state);
+      expect(JSON.stringify(serialized)).not.toContain('secret');
+      const back = await c.deserializeSessionState(JSON.parse(JSON.stringify(serialized)));
+      expect(back.alephSessionId).toBe(s.state.alephSessionId);
+      expect(back.manifest.root).toBe(s.state.manifest.root);
+      expect(Object.keys(back.manifest.entries).sort()).toEqual(['a.txt', 'b.bin', 'd']);
+      expect([...(back.manifest.entries['b.bin'] as { content: Uint8Array }).content]).toEqual([0, 255, 7]);
+      expect(back.environment?.GREETING).toBe('hello');
+      expect(back.environment?.TOKEN).toBeUndefined();
+      expect(await c.serializeSessionState(back)).toEqual(serialized);
+    } finally {
+      await s.close();
     }
   });
 

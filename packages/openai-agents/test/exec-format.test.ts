@@ -24,6 +24,18 @@ describe('truncateToTokens', () => {
     expect(cut.text.length).toBeLessThan(50 * 4 + 40);
   });
 
+  it('keeps a notice of output dropped between two looks whole, in front, however small the budget', () => {
+    const notice = '[...2048 characters truncated from process output...]\n';
+    const body = Array.from({ length: 500 }, (_, i) => `row-${i}`).join('\n');
+    for (const budget of [1, 5, 40]) {
+      const cut = truncateToTokens(notice + body, budget);
+      expect(cut.text.startsWith(notice)).toBe(true);
+      expect(cut.text).toMatch(/…\d+ tokens truncated…/);
+      expect(cut.originalTokenCount).toBe(Math.ceil(notice.length / 4) + Math.ceil(body.length / 4));
+    }
+    expect(truncateToTokens(`${notice}short`, 1000)).toEqual({ text: `${notice}short` });
+  });
+
   it('never splits a multi-byte character', () => {
     const cut = truncateToTokens('é'.repeat(500), 20);
     expect(cut.text).not.toMatch(/\uFFFD/);

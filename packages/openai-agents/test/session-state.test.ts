@@ -34,7 +34,9 @@ describe('session state', () => {
       userWorkspace: '/home/u/project',
       workspacePath: '/home/u/project',
       environment: { KEPT: 'a', ADDED: 'b' },
+      manifest: { version: 1, root: '/workspace', entries: {}, environment: { KEPT: { value: 'a' } } },
     });
+    expect(JSON.stringify(serializeState(state))).not.toContain('s3cret');
   });
 
   it('reads a state back: the manifest (root, entries, base64 contents) and the environment', async () => {

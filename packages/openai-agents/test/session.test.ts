@@ -206,6 +206,25 @@ describe('AlephSandboxSession: files', () => {
     expect(diff).toMatchObject({ status: 'failed', output: expect.stringMatching(/ALEPH_PATH_PROTECTED/) });
   });
 
+  it('create_file of an existing file or link fails "File already exists." and leaves it as it was', async () => {
+    const { s } = await session();
+    const editor = s.createEditor();
+    writeFileSync(path.join(s.workspacePath, 'kept.txt'), 'original\n');
+    symlinkSync('nowhere', path.join(s.workspacePath, 'dangling'));
+    for (const p of ['kept.txt', '/workspace/kept.txt', 'dangling']) {
+      expect(await editor.createFile({ type: 'create_file', path: p, diff: '+new\n' })).toEqual({
+        status: 'failed',
+        output: `create_file ${JSON.stringify(p)} failed: File already exists.`,
+      });
+    }
+    expect(readFileSync(path.join(s.workspacePath, 'kept.txt'), 'utf8')).toBe('original\n');
+    expect(await editor.createFile({ type: 'create_file', path: 'fresh.txt', diff: '+new\n' })).toMatchObject(
+      {
+        status: 'completed',
+      },
+    );
+  });
+
   it('views images by their signature, with the messages the SDK recognises', async () => {
     const { s } = await session();
     const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0]);
@@ -217,6 +236,18 @@ describe('AlephSandboxSession: files', () => {
     });
     await expect(s.viewImage({ path: 'n.txt' })).rejects.toThrow(/not a supported image/);
     await expect(s.viewImage({ path: 'none.png' })).rejects.toThrow(/Image file not found: none\.png/);
+    const svg = '<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>\n';
+    writeFileSync(path.join(s.workspacePath, 'logo.xml'), svg);
+    writeFileSync(path.join(s.workspacePath, 'plain.svg'), 'not even xml');
+    for (const p of ['logo.xml', 'plain.svg']) {
+      expect(await s.viewImage({ path: p })).toMatchObject({
+        type: 'image',
+        image: { mediaType: 'image/svg+xml' },
+      });
+    }
+    expect((await s.viewImage({ path: 'logo.xml' })).image).toMatchObject({
+      data: Buffer.from(svg).toString('base64'),
+    });
   });
 
   it('adds manifest entries to a live session through the file API', async () => {

@@ -200,6 +200,12 @@ export interface OsSandboxDriver {
   changes?(request: ChangesRequest): Promise<readonly KeptRun[]>;
   /** Prepares a freshly created session workspace (for example, ownership for a sandbox uid). */
   prepareWorkspace?(dir: string): Promise<void>;
+  /**
+   * The session ended (the last open handle of `sessionId` was closed, or the sandbox disposed): release
+   * what the driver keeps for it between its commands (the Linux driver: its private `/tmp`). Commands of
+   * the session started later get fresh ones. Never throws.
+   */
+  closeSession?(sessionId: SessionId): Promise<void>;
   dispose?(): Promise<void>;
 }
 

@@ -30,6 +30,8 @@ export interface SessionOwner {
   /** Every running process of the sandbox (a dispose kills them). */
   readonly live: Set<Killable>;
   workspace(sessionId: SessionId): Promise<string>;
+  /** A handle of `sessionId` closed (after its processes were killed). */
+  handleClosed(sessionId: SessionId): Promise<void>;
   execute(input: unknown, runtime: RunRuntime): Promise<SandboxOutput>;
   /** `undo` of the sandbox, limited to `scope`'s runs. */
   undo(runId: string, options: UndoOptions, scope: RunScope): Promise<UndoResult>;
@@ -162,6 +164,7 @@ export class SessionHandle implements SandboxSession {
     this.#closing ??= (async () => {
       this.#closed = true;
       await Promise.all([...this.#live].map((p) => p.kill()));
+      await this.#owner.handleClosed(this.sessionId);
     })();
     return this.#closing;
   }

@@ -31,7 +31,7 @@ import type { MutableSessionWorkspace, SessionWorkspace } from './pipeline-steps
 import type { ExecuteOptions, Sandbox } from './sandbox.js';
 import type { Killable } from './sandbox-process.js';
 import { SessionHandle, type SessionOwner } from './sandbox-session.js';
-import { assertSessionId, type SessionId, sessionKeyToFilename } from './session.js';
+import { assertSessionId, canonicalJson, type SessionId, sessionKeyToFilename } from './session.js';
 import type {
   PipedSpawnCommandInput,
   SandboxProcess,
@@ -70,6 +70,8 @@ interface SharedState {
   readonly pendingApprovals: Map<string, Promise<ApprovalOutcome>>;
   /** Every process still running (spawned, or executed through a session handle), for dispose. */
   readonly live: Set<Killable>;
+  /** Open session handles per session (canonical id); the last one closed ends the session's driver state. */
+  readonly handles: Map<string, { readonly id: SessionId; count: number }>;
   disposed: boolean;
 }
 
@@ -119,6 +121,7 @@ export class WorkspaceSandbox implements Sandbox {
       sessions: new Map(),
       pendingApprovals: new Map(),
       live: new Set(),
+      handles: new Map(),
       disposed: false,
     };
     this.#ctx = {
@@ -143,6 +146,7 @@ export class WorkspaceSandbox implements Sandbox {
       assertUsable,
       live: this.#state.live,
       workspace: async (id) => (await this.forSession(id)).cwd,
+      handleClosed: (id) => this.#handleClosed(id),
       execute: (input, runtime) => this.#execute(input, runtime),
       undo: (runId, opts, scope) => {
         this.#assertUsable();
@@ -265,8 +269,22 @@ export class WorkspaceSandbox implements Sandbox {
    */
   session(sessionId?: SessionId): SandboxSession {
     this.#assertUsable();
-    const id = sessionId ?? currentSession() ?? randomUUID();
-    return new SessionHandle(this.#owner, assertSessionId(id, 'sessionId'));
+    const id = assertSessionId(sessionId ?? currentSession() ?? randomUUID(), 'sessionId');
+    const handle = new SessionHandle(this.#owner, id);
+    const key = canonicalJson(id);
+    const open = this.#state.handles.get(key);
+    if (open === undefined) this.#state.handles.set(key, { id, count: 1 });
+    else open.count++;
+    return handle;
+  }
+
+  /** One handle of `id` fewer: the last one ends the session's state in the driver (its /tmp). */
+  async #handleClosed(id: SessionId): Promise<void> {
+    const key = canonicalJson(id);
+    const open = this.#state.handles.get(key);
+    if (open === undefined || --open.count > 0) return;
+    this.#state.handles.delete(key);
+    await this.#driver.closeSession?.(id).catch(() => undefined);
   }
 
   /**
@@ -306,6 +324,9 @@ export class WorkspaceSandbox implements Sandbox {
     if (this.#state.disposed) return;
     this.#state.disposed = true;
     await Promise.all([...this.#state.live].map((p) => p.kill()));
+    const sessions = [...this.#state.handles.values()];
+    this.#state.handles.clear();
+    await Promise.all(sessions.map((s) => this.#driver.closeSession?.(s.id).catch(() => undefined)));
     await this.#driver.dispose?.();
   }
 

@@ -11,6 +11,8 @@ import {
   type OsSandboxDriver,
   type ProfileContext,
   type SandboxCapabilities,
+  type SessionId,
+  sessionKeyToFilename,
 } from '@aleph/sandbox-core';
 import { linuxDriverFiles } from '../files/driver-files.js';
 import { type LinuxProbe, probeLinux } from '../host/probe.js';
@@ -19,6 +21,7 @@ import type { LinuxProfile } from '../profile/profile-types.js';
 import { createForkServer } from '../run/fork-server.js';
 import { ProxyPools } from '../run/proxy-pools.js';
 import { CommandRunner } from '../run/run-command.js';
+import { SessionTmps } from '../run/session-tmp.js';
 import { withTiers } from '../tiers/with-tiers.js';
 import { ChoiceCache } from './choice-cache.js';
 import { type DriverSettings, resolveSettings } from './driver-settings.js';
@@ -70,7 +73,10 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
     : undefined;
   const pools = new ProxyPools(settings.poolOptions, settings.host.isRoot);
   const facts = mechanismFacts(settings);
-  const plans = new PlanBuilder(settings, facts, pools);
+  // Each session's /tmp (tier 3: TMPDIR), kept until the session ends; those of a crashed process pruned.
+  const sessionTmps = new SessionTmps(settings.stateDir, settings.host.isRoot);
+  sessionTmps.prune();
+  const plans = new PlanBuilder(settings, facts, pools, (key) => sessionTmps.dirFor(key));
   // Report names no other driver instance (or an earlier process of this pid) can have used.
   const runner = new CommandRunner(
     settings,
@@ -80,6 +86,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       cgroupManager: async () => (await facts()).manager,
       seccompBytes: plans.seccompBytes,
       landlockAbi: async () => (await facts()).landlockAbi,
+      sessionTmps,
     },
     `report-${process.pid}-${randomBytes(4).toString('hex')}`,
   );
@@ -99,9 +106,17 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       tiers.profileFor(caps, cwd, context),
     run: (request) => runRevalidating(request, runner, tiers, plans),
     files: () => linuxDriverFiles(settings),
+    async closeSession(sessionId: SessionId): Promise<void> {
+      try {
+        sessionTmps.close(sessionKeyToFilename(sessionId));
+      } catch {}
+    },
     async dispose(): Promise<void> {
       runner.dispose();
       await Promise.all([pools.dispose(), forkServer?.dispose()]);
+      try {
+        sessionTmps.dispose();
+      } catch {}
     },
   });
   return driver;

@@ -34,6 +34,8 @@ export class PlanBuilder {
     readonly settings: DriverSettings,
     readonly facts: () => Promise<MechanismFacts>,
     readonly pools: ProxyPools,
+    /** Where each session's scratch space is (its /tmp, or tier 3's TMPDIR). */
+    readonly sessionTmpFor: (sessionKey: string) => string,
   ) {}
 
   /** The plan of one execution in `tier`. */
@@ -55,7 +57,7 @@ export class PlanBuilder {
         ...inputs(),
         proxySocket: undefined,
         landlockAbi: facts.landlockAbi,
-        tmpDir: path.join(this.settings.stateDir, 'tmp', sessionKey ?? 'preflight'),
+        tmpDir: this.sessionTmpFor(sessionKey ?? 'preflight'),
       });
     }
     const proxySocket =
@@ -122,6 +124,7 @@ export class PlanBuilder {
       stateDir: s.stateDir,
       sessionHome:
         s.homeRoot === undefined || sessionKey === undefined ? undefined : path.join(s.homeRoot, sessionKey),
+      sessionTmp: sessionKey === undefined ? undefined : this.sessionTmpFor(sessionKey),
       // A root host's helper makes /dev where it can make device nodes, else bwrap binds the host's.
       devInHelper: facts.mknod,
       journal: facts.journal && s.changeJournal,

@@ -18,6 +18,11 @@ export type MountOp =
       readonly fd?: string;
       /** What `src` is (for a mount point the helper creates). Default `dir`. */
       readonly kind?: 'dir' | 'file';
+      /**
+       * The mount points of the mounts beneath it are made before the launch (the session's `/tmp`,
+       * `profile/session-tmp-mount.ts`): they are not the host paths themselves, so no same-inode check.
+       */
+      readonly scratch?: boolean;
     }
   | { readonly op: 'mask-file'; readonly dest: string }
   | {
@@ -120,7 +125,7 @@ class MountRenderer {
       this.#emit(op, user, container?.host === true);
       this.#mounted.push({
         dest: op.dest,
-        host: op.op === 'ro-bind' || op.op === 'bind',
+        host: (op.op === 'ro-bind' || op.op === 'bind') && op.scratch !== true,
         user: user || (this.devInHelper && op.op === 'dev'),
       });
       this.#created.add(op.dest);

@@ -22,6 +22,7 @@ import { limitsSection, seccompSection } from './profile-sections.js';
 import { describeMounts, namespaceSummary } from './profile-summary.js';
 import type { LinuxProfile, ProfileInputs } from './profile-types.js';
 import { protectWritableRoots, type WritableRootsProtection } from './protected-mounts.js';
+import { addSessionTmp, sessionTmpMountPoints } from './session-tmp-mount.js';
 import { addSystemMounts } from './system-mounts.js';
 
 /**
@@ -110,6 +111,9 @@ export function buildLinuxProfile(
     protectedPaths: [...fsPlan.protection.paths, ...fsPlan.homeProtection.paths],
     cwd,
     workspace,
+    ...(inputs.sessionTmp === undefined
+      ? {}
+      : { sessionTmp: inputs.sessionTmp, sessionTmpMountPoints: sessionTmpMountPoints(draft.mounts) }),
   };
 }
 
@@ -182,6 +186,7 @@ function planFilesystem(
   privileged: boolean,
 ): WritableRootsProtection & { readonly vaultHidden: readonly string[] } {
   addSystemMounts(draft, inputs.host, caps.maxMemoryMb, inputs);
+  addSessionTmp(draft, inputs.sessionTmp);
   addGrants(draft, caps, workspace, inputs.sessionHome);
   const vaultHidden = hidePaths(draft, caps, workspace, inputs, privileged);
   const protection = protectWritableRoots(draft, caps, workspace, inputs);

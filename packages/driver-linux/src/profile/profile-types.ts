@@ -3,6 +3,7 @@
  * itself (`LinuxProfile`), the JSON `aleph-sandbox profile` prints. Built by `build-profile.ts` (tiers 1
  * and 2) and `direct-profile.ts` (tier 3).
  */
+
 import type { HiddenPath, SandboxCapabilities, SandboxProfile } from '@aleph/sandbox-core';
 import type { HostFacts } from '../host/host-facts.js';
 import type { FsView } from '../mounts/fs-view.js';
@@ -11,6 +12,7 @@ import type { SeccompNetworkMode } from '../seccomp/seccomp-program.js';
 import type { LinuxTierId } from '../tiers/tiers.js';
 import type { NetworkInputs, NetworkPlan } from './network-plan.js';
 import type { NamespaceLimits } from './ns-limits.js';
+import type { SessionTmpMountPoint } from './session-tmp-mount.js';
 
 /** Everything a profile depends on besides the capabilities. */
 export interface ProfileInputs {
@@ -41,6 +43,11 @@ export interface ProfileInputs {
   readonly journal?: boolean | undefined;
   /** The session's HOME on the host (mounted at `INNER_HOME`), or `undefined` for none. */
   readonly sessionHome: string | undefined;
+  /**
+   * Tiers 1–2: the session's scratch space on the host (`run/session-tmp.ts`), bound at `/tmp` and kept
+   * between its commands; `undefined`: a private tmpfs for each command.
+   */
+  readonly sessionTmp?: string | undefined;
   /**
    * Root host: names the session to the fork server, which keeps its network namespace between its runs
    * (native/linux/spawner/netpool.c). Sessions never share one. Default: runs make their own.
@@ -137,6 +144,10 @@ export interface LinuxProfile extends SandboxProfile {
   readonly launch: readonly string[];
   /** HOME inside the sandbox and the host directory behind it. */
   readonly home: { readonly inner: string; readonly host: string } | null;
+  /** Tiers 1–2: the session's scratch space behind `/tmp` (made before the run); absent: a tmpfs. */
+  readonly sessionTmp?: string;
+  /** The mount points beneath `/tmp` the run makes in `sessionTmp` first (a workspace in the host's /tmp). */
+  readonly sessionTmpMountPoints?: readonly SessionTmpMountPoint[];
   /** bwrap arguments up to and including the helper invocation and its `--`. */
   readonly bwrapArgs: readonly string[];
   readonly helperArgs: readonly string[];

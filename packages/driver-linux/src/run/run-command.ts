@@ -30,11 +30,11 @@ import { commandEnv, encodeEnv, refuseLoaderEnv } from './command-env.js';
 import type { ForkServer } from './fork-server.js';
 import { GitIdentitySync } from './git-identity.js';
 import { limitDenials, processesSeen, readLeafEvents, watchPidsArgs } from './limit-denials.js';
-import { PrivateTmps } from './private-tmp.js';
 import type { ProxyPools } from './proxy-pools.js';
 import { launchOutput } from './run-result.js';
 import { checkRunnable, type Runnable } from './runnable.js';
 import { ensureSessionHome } from './session-home.js';
+import type { SessionTmps } from './session-tmp.js';
 
 const RESOLV_CONF_BYTES = Buffer.from(RESOLV_CONF);
 const HOSTS_BYTES = Buffer.from(HOSTS_FILE);
@@ -63,6 +63,8 @@ export interface RunParts {
   readonly seccompBytes: (profile: LinuxProfile) => Buffer;
   /** The host's Landlock ABI (0: none), as the probe found it: the run names the same gaps as doctor. */
   readonly landlockAbi?: () => Promise<number>;
+  /** Each session's scratch space (its /tmp, tier 3's TMPDIR): made before its first run, kept after. */
+  readonly sessionTmps: SessionTmps;
 }
 
 /** Runs commands by their plans, for one driver. */
@@ -73,7 +75,6 @@ export class CommandRunner {
   #stateReady = false;
   #gitIdentity: GitIdentitySync | undefined;
   #runs = 0;
-  readonly #tmps = new PrivateTmps();
 
   constructor(
     readonly settings: RunSettings,
@@ -146,7 +147,6 @@ export class CommandRunner {
       if (reportFile !== undefined && existsSync(reportFile)) rmSync(reportFile, { force: true });
       lease?.release();
       if (leaf !== undefined) await this.#cgroups?.destroyLeaf(leaf);
-      if (tmpDir !== undefined) this.#tmps.release(tmpDir);
     }
   }
 
@@ -184,6 +184,8 @@ export class CommandRunner {
       mkdirSync(quarantineRoot, { recursive: true, mode: 0o700 });
       this.#stateReady = true;
     }
+    const sessionTmp = profile.sessionTmp ?? (profile.tmpDir as string | undefined);
+    if (sessionTmp !== undefined) this.parts.sessionTmps.ensure(sessionTmp, profile.sessionTmpMountPoints);
     if (profile.home !== null && homeRoot !== undefined) {
       // The user's git identity as it is now, in a new HOME or the driver's lines of an existing one.
       this.#gitIdentity ??= new GitIdentitySync(host.home);
@@ -197,7 +199,7 @@ export class CommandRunner {
 
   /**
    * The command's environment (`commandEnv`), which goes to the helper on a pipe and is set only at its
-   * final execve, with the proxy variables of an allowHosts run; tier 3's private TMPDIR is made here.
+   * final execve, with the proxy variables of an allowHosts run.
    */
   #environment(
     profile: LinuxProfile,
@@ -206,7 +208,6 @@ export class CommandRunner {
     lease: ProxyLease | undefined,
   ): { env: Record<string, string>; proxyPort: number | undefined } {
     const env = commandEnv(profile, request, this.settings.envAllowlist, tmpDir);
-    if (tmpDir !== undefined) this.#tmps.acquire(tmpDir);
     // Tier 3 connects to the run's entrance on loopback; tiers 1–2 to the bridge inside.
     const proxyPort = lease?.entrance?.address?.port;
     if (lease !== undefined)
