@@ -12,7 +12,9 @@
  *   4. on a root host (--clone), replaces each descriptor with a detached mount of it (open_tree), made
  *      read-only where asked and idmapped so the directory's owner appears as the run's uid: clone.c,
  *      idmap.c;
- *   5. replaces the arguments @NAME (a descriptor's number), @UID and @GID in PROGRAM's arguments: args.c;
+ *   5. replaces the arguments @NAME (a descriptor's number), @UID and @GID in PROGRAM's arguments: args.c,
+ *      and @STATUS by the helper's set-up status channel, whose first line the report gives as
+ *      `setup started|failed: WHY|none` after PROGRAM: setup-status.c;
  *   6. runs PROGRAM with a fixed environment, waits for it, cleans up and exits as PROGRAM did. SIGTERM,
  *      SIGINT, SIGHUP and the death of its own parent kill PROGRAM first, so the cleanup still runs:
  *      program.c.
@@ -51,6 +53,7 @@
 #include "program.h"
 #include "publish.h"
 #include "roots.h"
+#include "setup-status.h"
 #include "state.h"
 
 int launch_joined_net;
@@ -68,6 +71,7 @@ int launch_main(int argc, char **argv) {
   unlock_roots_mutex();
   if (o.net_pool && launch_joined_net) drop_unshare_net(prog);
   publish_pass_on(prog);
+  setup_status_open(prog);
   substitute_args(prog, o.uid);
   /* The descriptors PROGRAM passes on to the helper inside; every other one of ours is close-on-exec. */
   pass_nodes_on();
@@ -78,8 +82,10 @@ int launch_main(int argc, char **argv) {
   struct timespec start;
   pid_t c = start_program(prog, &old_mask, &start, o.outer_ns);
   close_nodes();
+  setup_status_started();
   /* Published ports have a wait loop of their own, which drains the change journal too. */
   int status = publish_active() ? publish_serve(c, check_poll_fd(), check_poll_ready) : check_wait(c);
+  setup_status_report(report);
   idmap_reap();
   if (o.reap) reap_descendants();
   check_after(&start, report);
