@@ -63,6 +63,7 @@ int launch_main(int argc, char **argv) {
   hold_stop_signals(&old_mask);
   const char *report_path = launch_option(argc, argv, "--report");
   FILE *report = report_path == NULL ? NULL : report_open(report_path);
+  read_early_options(argc, argv);
   /* Runs killed whole before their check after the run are checked for first (inflight.c). */
   inflight_sweep(argc, argv, report);
   struct launch_options o;

@@ -15,6 +15,9 @@ struct launch_options {
   int outer_ns;       /* --outer-ns: PROGRAM in user and network namespaces made by the launcher */
 };
 
+/* The options that act before the others and before the check of interrupted earlier runs
+ * (--quarantine-budget). */
+void read_early_options(int argc, char **argv);
 /* Reads and carries out the options of ARGV (from ARGV[2] on); the index of PROGRAM, after `--`. Dies on
  * an unknown or incomplete option, or when no PROGRAM follows. */
 int read_launch_options(int argc, char **argv, struct launch_options *o);

@@ -35,6 +35,8 @@ export interface LaunchReport {
   restored: string[];
   /** `PATH: reason`: what could not be set aside or put back. */
   failed: string[];
+  /** `PATH: reason`: what was not kept in the quarantine (over its budget, say): removed all the same. */
+  notKept: string[];
   /** Tier 3, `PATH: reason`: protected paths whose originals are not put back (gone, or not kept). */
   unrestored: string[];
   /** Files whose set-id bits were cleared. */
@@ -68,6 +70,7 @@ function take(out: LaunchReport, kind: string, rest: string): void {
       leads: fields[2] as SymlinkOut['leads'],
     });
   else if (kind === 'setid') out.setId.push(rest);
+  else if (kind === 'notkept') out.notKept.push(rest);
   else if (kind === 'removed' || kind === 'restored' || kind === 'failed' || kind === 'unrestored')
     out[kind].push(rest);
   else if (kind === 'incomplete' || kind === 'walked' || kind === 'checked') out[kind].push(rest);
@@ -89,6 +92,7 @@ function emptyReport(): LaunchReport {
     removed: [],
     restored: [],
     failed: [],
+    notKept: [],
     unrestored: [],
     setId: [],
     symlinks: [],
@@ -102,7 +106,7 @@ function emptyReport(): LaunchReport {
  * What the launcher's check after the run (native/linux/after-run/check.c) and tier 3's guard of protected
  * paths (native/linux/after-run/guard.c) did, one line each (`setup started|failed: WHY|none`: the
  * helper's set-up status, {@link LaunchReport.setup}; `quarantined PATH<TAB>WHERE`, `removed PATH`,
- * `setid PATH`, `symlink PATH<TAB>TARGET<TAB>LEADS`, `restored PATH`, `failed PATH: reason`, …), and what
+ * `notkept PATH: reason`, `setid PATH`, `symlink PATH<TAB>TARGET<TAB>LEADS`, `restored PATH`, `failed PATH: reason`, …), and what
  * the check of interrupted earlier runs did before it (the same lines as `earlier-KIND`, with
  * `earlier-checked ROOT` for each root walked: {@link LaunchReport.earlier}). The report lives in the
  * host-only state directory; most runs write none.

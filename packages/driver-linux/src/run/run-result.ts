@@ -127,6 +127,7 @@ function setupFailure(result: BoundedRunResult, profile: LinuxProfile, setup: Se
  * change journal, or walked whole, with why and with what could not be examined), and only when there is
  * something to say: `quarantined` (original paths set aside), `quarantine` (each with where it went: the
  * session's quarantine), `removed`, `setIdCleared`, `symlinksOut`, `restored`, `quarantineFailed`,
+ * `quarantineNotKept` (`PATH: reason`: removed, but not kept in the quarantine: over its budget),
  * `notRestored`.
  */
 export function afterRunDetails(report: LaunchReport, journal: boolean): Record<string, unknown> {
@@ -147,6 +148,7 @@ export function afterRunDetails(report: LaunchReport, journal: boolean): Record<
     ...nonEmpty('symlinksOut', report.symlinks),
     ...nonEmpty('restored', report.restored),
     ...nonEmpty('quarantineFailed', report.failed),
+    ...nonEmpty('quarantineNotKept', report.notKept),
     ...nonEmpty('notRestored', report.unrestored),
   };
 }
