@@ -1,7 +1,8 @@
 /*
  * Copies into the quarantine (keep.h). A file or directory a (non-root) launcher may not read is opened
  * O_PATH without following a symlink, checked by fstat, made readable through that descriptor
- * (/proc/self/fd/N names that very inode) and reopened from it: never a mode change by name.
+ * (/proc/self/fd/N names that very inode) and reopened from it: never a mode change by name, and never
+ * of a file with other links (not kept then: only this link of it is removed).
  */
 #define _GNU_SOURCE
 #include "keep.h"
@@ -81,7 +82,9 @@ static int open_readable(int from, const char *name, int flags, mode_t type, mod
   if (fd >= 0 || errno != EACCES) return fd;
   int p = openat(from, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
   struct stat st;
-  if (p < 0 || fstat(p, &st) < 0 || (st.st_mode & S_IFMT) != type || chmod_opened(p, mode) < 0) {
+  /* A file with other links may be one of the user's own, linked here by the command: its mode stays. */
+  if (p < 0 || fstat(p, &st) < 0 || (st.st_mode & S_IFMT) != type || (type == S_IFREG && st.st_nlink > 1) ||
+      chmod_opened(p, mode) < 0) {
     if (p >= 0) close(p);
     errno = EACCES;
     return -1;
