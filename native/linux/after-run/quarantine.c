@@ -3,11 +3,12 @@
  * the absent protected paths, tier 3's guard) leaves the user's tree for `~/.aleph/quarantine/<session>`,
  * where no host tool reads it and `git add -A` cannot commit it. Each path keeps one copy there, at the
  * same path below the quarantine (a later plant of the same path replaces the earlier copy; a path too long
- * or odd for that goes under `long/` by a hash of it). The move is a copy (keep.c: new files, owner-only,
- * never executable, within the run's and the session's budgets) and a removal of the original, never a
- * rename: a command that held a descriptor on a planted directory cannot reach the copy. What a budget
- * cannot take is removed all the same and reported `notkept PATH: why`. Concurrent runs of a session take
- * the directory's lock.
+ * or odd for that goes under `long/` by a hash of it). The original is first renamed into the session's
+ * trash (`.aleph-trash`, same filesystem: out of the user's tree at once), then copied from there (keep.c:
+ * new files, owner-only, never executable, within the run's and the session's budgets) and removed: a
+ * command that held a descriptor on a planted directory reaches the trash, never the copy. Across
+ * filesystems it is copied and removed in place. What a budget cannot take is removed all the same and
+ * reported `notkept PATH: why`. Concurrent runs of a session take the directory's lock.
  */
 #define _GNU_SOURCE
 #include "quarantine.h"
@@ -27,6 +28,8 @@
 #include "tree.h"
 
 #define QUARANTINE_PATH_MAX 3072
+/* Below the session's quarantine: where an original is renamed first, out of every run's reach by name. */
+#define TRASH ".aleph-trash"
 
 static const char *qpath;
 static int qfd = -2; /* -2: not opened yet; -1: could not be */
@@ -72,7 +75,8 @@ static int quarantine_fd(void) {
   if (fd >= 0 && (st.st_mode & 07777) != 0700) fchmod(fd, 0700);
   if (fd >= 0) {
     flock(fd, LOCK_EX);
-    keep_session(fd); /* what the session's quarantine holds already counts against its budget */
+    remove_tree(fd, TRASH); /* what an earlier set-aside could not remove (a run kept writing into it) */
+    keep_session(fd);       /* what the session's quarantine holds already counts against its budget */
     flock(fd, LOCK_UN);
   }
   return qfd = fd;
@@ -116,10 +120,40 @@ static int dest_dir(const char *path, char *rel, size_t size, const char **base)
   return cur;
 }
 
-/* Copies NAME beneath DIRFD to BASE beneath TO (keep.c) and removes it. 0 moved; 1 removed only, not kept
- * (*WHY: why); -1 failed (errno). */
+/* NAME beneath DIRFD renamed to *TMP (a new name) in the session's trash, whose descriptor it returns: out
+ * of the user's tree at once, where no run reaches it by name. -1 (errno) when it cannot be (EXDEV: another
+ * filesystem). A directory must be writable to move (its ".." changes): a command may have made it 0000,
+ * so its owner (a non-root launcher) makes it rwx through its descriptor and tries again. */
+static int detach(int dirfd, const char *name, char *tmp, size_t size) {
+  static unsigned serial;
+  if (mkdirat(qfd, TRASH, 0700) < 0 && errno != EEXIST) return -1;
+  int t = openat(qfd, TRASH, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (t < 0) return -1;
+  snprintf(tmp, size, "%d-%u", (int)getpid(), ++serial);
+  int rc = renameat2(dirfd, name, t, tmp, RENAME_NOREPLACE);
+  if (rc < 0 && errno == EACCES && owner_rwx(dirfd, name) == 0) rc = renameat2(dirfd, name, t, tmp, RENAME_NOREPLACE);
+  if (rc == 0) return t;
+  int e = errno;
+  close(t);
+  errno = e;
+  return -1;
+}
+
+/* Sets NAME beneath DIRFD aside to BASE beneath TO: renamed into the trash, copied from there (keep.c: a
+ * descriptor a run held on the original reaches the trash, never the copy) and removed. Where no rename
+ * reaches (another filesystem), copied and removed in place. 0 moved; 1 removed only, not kept (*WHY:
+ * why); -1 failed (errno). */
 static int move_in(int dirfd, const char *name, int to, const char *base, const char **why) {
   remove_tree(to, base); /* the earlier copy of the same path */
+  char tmp[32];
+  int t = detach(dirfd, name, tmp, sizeof tmp);
+  if (t >= 0) {
+    int rc = keep_copy(t, tmp, to, base, why) == 0 ? 0 : 1;
+    remove_tree(t, tmp); /* what stays (a run writing into it meanwhile) goes with the next set-aside */
+    close(t);
+    return rc;
+  }
+  if (errno == ENOENT) return -1; /* gone meanwhile (another run set it aside first) */
   if (keep_copy(dirfd, name, to, base, why) == 0) return remove_tree(dirfd, name) == 0 ? 0 : -1;
   struct stat st;
   if (errno == ENOENT && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)

@@ -21,8 +21,7 @@ int chmod_opened(int fd, mode_t mode) {
   return chmod(proc, mode);
 }
 
-/* The directory NAME beneath DIRFD (never through a symlink) made rwx for its owner; 0 when it is. */
-static int owner_rwx(int dirfd, const char *name) {
+int owner_rwx(int dirfd, const char *name) {
   int p = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
   struct stat st;
   int rc = p < 0 || fstat(p, &st) < 0 || !S_ISDIR(st.st_mode) ? -1 : 0;
