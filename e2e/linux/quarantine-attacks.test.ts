@@ -45,12 +45,17 @@ import { identities as allIdentities, asIdentityTitle } from './hosts.js';
 const stack = linuxStack();
 const ROUNDS = 3;
 
-/** Every entry below DIR: its path relative to DIR, type and mode, and a file's content. */
+/**
+ * Every entry below DIR (the quarantine root): its path relative to DIR, type and mode, and a file's content.
+ * Each session's `.aleph-trash` is left out: what is set aside is renamed there first and removed once
+ * copied, and a run holding a descriptor on it may write there until then; the copies are what is kept.
+ */
 function snapshot(dir: string): string[] {
   if (!existsSync(dir)) return [];
   const out: string[] = [];
   const walk = (d: string) => {
     for (const name of readdirSync(d).sort()) {
+      if (name === '.aleph-trash' && path.dirname(d) === dir) continue;
       const p = path.join(d, name);
       const st = lstatSync(p);
       const rel = path.relative(dir, p);
