@@ -133,7 +133,11 @@ static int link_again(const struct stat *st, int to, const char *to_name) {
     if (links[i].dev != st->st_dev || links[i].ino != st->st_ino) continue;
     char proc[64];
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", links[i].fd);
-    return linkat(AT_FDCWD, proc, to, to_name, AT_SYMLINK_FOLLOW);
+    if (linkat(AT_FDCWD, proc, to, to_name, AT_SYMLINK_FOLLOW) == 0) return 0;
+    /* That copy went (a tree that was not kept): the next copy of the inode takes its place. */
+    close(links[i].fd);
+    links[i] = links[--nlinks];
+    return -1;
   }
   return -1;
 }
