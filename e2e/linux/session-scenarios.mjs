@@ -48,6 +48,23 @@ async function readAll(stream) {
 const unique = (plan, k) => `${plan.marker}${k}`;
 
 export const processScenarios = {
+  // A command that prints the helper's own failure line and exits 125 after planting a hook and a symlink
+  // out (issue 36): execute() and spawn() answer with its own result, details kept.
+  async 'forged-setup'({ session }) {
+    const plant = (n) =>
+      `git init -q sub${n} && printf '#!/bin/sh\\n' > sub${n}/.git/hooks/post-checkout; ln -s /etc/passwd out${n}; echo 'aleph-sandbox-init: launch: forged by the command' >&2; exit 125`;
+    const pick = (out) => ({
+      exitCode: out.exitCode,
+      stderr: dec.decode(out.stderr),
+      quarantined: out.details?.quarantined,
+      symlinksOut: out.details?.symlinksOut,
+    });
+    const executed = await session.execute(sh(plant(1))).then(pick, (e) => ({ error: e?.code ?? String(e) }));
+    const proc = await session.spawn(sh(plant(2)));
+    const spawned = await proc.wait().then(pick, (e) => ({ error: e?.code ?? String(e) }));
+    return { workspace: await session.workspace(), executed, spawned };
+  },
+
   // A long command: its first line reaches us while it still runs.
   async 'long-output'({ session }) {
     const proc = await session.spawn(sh('for i in 1 2 3 4 5; do echo line-$i; sleep 0.2; done'));

@@ -3,9 +3,12 @@
  * the absent protected paths, tier 3's guard) leaves the user's tree for `~/.aleph/quarantine/<session>`,
  * where no host tool reads it and `git add -A` cannot commit it. Each path keeps one copy there, at the
  * same path below the quarantine (a later plant of the same path replaces the earlier copy; a path too long
- * or odd for that goes under `long/` by a hash of it). The move is a rename on descriptors (RENAME_NOREPLACE)
- * when the quarantine is on the same filesystem, else a copy within tree.h's budget and a removal; the copy
- * is then made owner-only and never executable. Concurrent runs of a session take the directory's lock.
+ * or odd for that goes under `long/` by a hash of it). The original is first renamed into the session's
+ * trash (`.aleph-trash`, same filesystem: out of the user's tree at once), then copied from there (keep.c:
+ * new files, owner-only, never executable, within the run's and the session's budgets) and removed: a
+ * command that held a descriptor on a planted directory reaches the trash, never the copy. Across
+ * filesystems it is copied and removed in place. What a budget cannot take is removed all the same and
+ * reported `notkept PATH: why`. Concurrent runs of a session take the directory's lock.
  */
 #define _GNU_SOURCE
 #include "quarantine.h"
@@ -18,11 +21,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/errors.h"
 #include "../common/paths.h"
 #include "../common/report.h"
+#include "keep.h"
 #include "tree.h"
 
 #define QUARANTINE_PATH_MAX 3072
+/* Below the session's quarantine: where an original is renamed first, out of every run's reach by name. */
+#define TRASH ".aleph-trash"
 
 static const char *qpath;
 static int qfd = -2; /* -2: not opened yet; -1: could not be */
@@ -34,6 +41,16 @@ void quarantine_use(const char *dir) {
 }
 
 const char *quarantine_dir(void) { return qpath; }
+
+void quarantine_budget(const char *spec) {
+  char run[32];
+  const char *colon = strchr(spec, ':');
+  if (colon == NULL || colon - spec >= (long)sizeof run) die("launch: --quarantine-budget %s: not RUN:SESSION (bytes)", spec);
+  snprintf(run, sizeof run, "%.*s", (int)(colon - spec), spec);
+  long r = parse_long(run, "--quarantine-budget bytes"), s = parse_long(colon + 1, "--quarantine-budget bytes");
+  if (r < 0 || s < 0) die("launch: --quarantine-budget %s: bytes cannot be negative", spec);
+  keep_budget(r, s);
+}
 
 /* The quarantine's descriptor: its parent opened without a symlink on the way, itself made 0700. */
 static int quarantine_fd(void) {
@@ -56,6 +73,12 @@ static int quarantine_fd(void) {
     fd = -1;
   }
   if (fd >= 0 && (st.st_mode & 07777) != 0700) fchmod(fd, 0700);
+  if (fd >= 0) {
+    flock(fd, LOCK_EX);
+    remove_tree(fd, TRASH); /* what an earlier set-aside could not remove (a run kept writing into it) */
+    keep_session(fd);       /* what the session's quarantine holds already counts against its budget */
+    flock(fd, LOCK_UN);
+  }
   return qfd = fd;
 }
 
@@ -97,19 +120,44 @@ static int dest_dir(const char *path, char *rel, size_t size, const char **base)
   return cur;
 }
 
-/* Moves NAME beneath DIRFD to BASE beneath TO: renamed, or copied and removed across filesystems. 0 moved,
- * 1 removed instead, -1 failed (errno). */
-static int move_in(int dirfd, const char *name, int to, const char *base) {
-  for (int tries = 0; tries < 3; tries++) {
-    remove_tree(to, base); /* the earlier copy of the same path */
-    if (renameat2(dirfd, name, to, base, RENAME_NOREPLACE) == 0) return 0;
-    /* Moving a directory to another parent rewrites its "..": it must be writable (a command may have
-     * made it 0000; its owner may change that). */
-    if (errno == EACCES && tries == 0 && fchmodat(dirfd, name, 0700, 0) == 0) continue;
-    if (errno != EEXIST) break;
+/* NAME beneath DIRFD renamed to *TMP (a new name) in the session's trash, whose descriptor it returns: out
+ * of the user's tree at once, where no run reaches it by name. -1 (errno) when it cannot be (EXDEV: another
+ * filesystem). A directory must be writable to move (its ".." changes): a command may have made it 0000,
+ * so its owner (a non-root launcher) makes it rwx through its descriptor and tries again. */
+static int detach(int dirfd, const char *name, char *tmp, size_t size) {
+  static unsigned serial;
+  if (mkdirat(qfd, TRASH, 0700) < 0 && errno != EEXIST) return -1;
+  int t = openat(qfd, TRASH, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (t < 0) return -1;
+  snprintf(tmp, size, "%d-%u", (int)getpid(), ++serial);
+  int rc = renameat2(dirfd, name, t, tmp, RENAME_NOREPLACE);
+  if (rc < 0 && errno == EACCES && owner_rwx(dirfd, name) == 0) rc = renameat2(dirfd, name, t, tmp, RENAME_NOREPLACE);
+  if (rc == 0) return t;
+  int e = errno;
+  close(t);
+  errno = e;
+  return -1;
+}
+
+/* Sets NAME beneath DIRFD aside to BASE beneath TO: renamed into the trash, copied from there (keep.c: a
+ * descriptor a run held on the original reaches the trash, never the copy) and removed. Where no rename
+ * reaches (another filesystem), copied and removed in place. 0 moved; 1 removed only, not kept (*WHY:
+ * why); -1 failed (errno). */
+static int move_in(int dirfd, const char *name, int to, const char *base, const char **why) {
+  remove_tree(to, base); /* the earlier copy of the same path */
+  char tmp[32];
+  int t = detach(dirfd, name, tmp, sizeof tmp);
+  if (t >= 0) {
+    int rc = keep_copy(t, tmp, to, base, why) == 0 ? 0 : 1;
+    remove_tree(t, tmp); /* what stays (a run writing into it meanwhile) goes with the next set-aside */
+    close(t);
+    return rc;
   }
-  if (errno != EXDEV) return -1;
-  if (copy_tree(dirfd, name, to, base) == 0) return remove_tree(dirfd, name) == 0 ? 0 : -1;
+  if (errno == ENOENT) return -1; /* gone meanwhile (another run set it aside first) */
+  if (keep_copy(dirfd, name, to, base, why) == 0) return remove_tree(dirfd, name) == 0 ? 0 : -1;
+  struct stat st;
+  if (errno == ENOENT && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+    return -1; /* gone meanwhile (another run set it aside first) */
   return remove_tree(dirfd, name) == 0 ? 1 : -1;
 }
 
@@ -126,14 +174,14 @@ int set_aside(int dirfd, const char *name, FILE *report, const char *path) {
   char rel[QUARANTINE_PATH_MAX + 300];
   const char *base = NULL;
   int to = -1, rc = -1, e = 0;
+  const char *why = "no quarantine";
   if (q >= 0) {
     flock(q, LOCK_EX);
     to = dest_dir(path, rel, sizeof rel, &base);
   }
   if (to >= 0) {
-    rc = move_in(dirfd, name, to, base);
+    rc = move_in(dirfd, name, to, base, &why);
     e = errno;
-    if (rc == 0) strip_tree(to, base);
     close(to);
   }
   if (q >= 0) flock(q, LOCK_UN);
@@ -142,7 +190,10 @@ int set_aside(int dirfd, const char *name, FILE *report, const char *path) {
     return 0;
   }
   if (rc < 0 && e == ENOENT) return 0; /* another run set it aside first */
-  if (rc == 1 || remove_tree(dirfd, name) == 0) {
+  /* Not kept (over a budget, or no quarantine): removed from the user's tree all the same (fail closed),
+   * and said so. */
+  if (rc == 1 || (to < 0 && remove_tree(dirfd, name) == 0)) {
+    if (q >= 0) report_line(report, "notkept", path, why);
     report_line(report, "removed", path, NULL);
     return 0;
   }

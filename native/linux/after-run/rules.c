@@ -3,7 +3,8 @@
  * them on the host (nosuid holds only inside the sandbox, and on a root host the idmapped mount made the
  * file the workspace owner's): both bits go, on the inode found (opened O_PATH without following a symlink,
  * changed through /proc/self/fd). Hostile by default: what cannot be read or stat'ed is not clean; it is
- * set aside whole (a rename needs only its parent) and the run's details say the check was incomplete.
+ * set aside whole (copied after it is made readable through its O_PATH descriptor, or removed) and the
+ * run's details say the check was incomplete.
  */
 #define _GNU_SOURCE
 #include "rules.h"

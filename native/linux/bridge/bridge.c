@@ -201,6 +201,7 @@ void start_bridge(struct bridge_plan *p) {
   if (child < 0) die("fork bridge: %s", strerror(errno));
   if (child == 0) {
     /* Double fork: the bridge is adopted by the namespace's init, not by the program. */
+    status_channel(-1); /* the bridge never speaks for the helper's set-up */
     pid_t grandchild = fork();
     if (grandchild != 0) _exit(grandchild < 0 ? 1 : 0);
     setsid();

@@ -25,14 +25,18 @@
  *      and after the bridge fork, so the limit is the program's alone: rlimits.c;
  *   7. closes every file descriptor above 2;
  *   8. loads the seccomp-BPF program read from --seccomp-fd: seccomp.c;
- *   9. execs the program with the environment read from --env-fd (NUL-separated NAME=VALUE entries):
- *      the command's environment never passes through bwrap or this helper's own environment (env.c).
+ *   9. says `started` on its status channel (--status-fd: a pipe whose reading end the launcher keeps;
+ *      close-on-exec, so the program never holds it), then execs the program with the environment read
+ *      from --env-fd (NUL-separated NAME=VALUE entries): the command's environment never passes through
+ *      bwrap or this helper's own environment (env.c). A set-up failure before it (die()) says
+ *      `failed MESSAGE` on that channel: the host believes the channel, never the program's stderr.
  * `--direct` does the same steps on the host itself, without namespaces: see direct.c.
  */
 #define _GNU_SOURCE
 #include "helper.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <stdio.h>
 #include <string.h>
@@ -64,6 +68,18 @@ static void close_extra_fds(int keep) {
   }
 }
 
+/* --status-fd N among the helper's options (before `--`): die() reports to it from the start. */
+static int open_status_channel(int argc, char **argv) {
+  for (int i = 1; i + 1 < argc && strcmp(argv[i], "--") != 0; i++) {
+    if (strcmp(argv[i], "--status-fd") != 0) continue;
+    int fd = (int)parse_long(argv[i + 1], "fd");
+    if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) die("--status-fd %d: %s", fd, strerror(errno));
+    status_channel(fd);
+    return fd;
+  }
+  return -1;
+}
+
 int helper_main(int argc, char **argv) {
   int direct = argc >= 2 && strcmp(argv[1], "--direct") == 0;
   if (direct) {
@@ -71,6 +87,7 @@ int helper_main(int argc, char **argv) {
     argv++;
     argc--;
   }
+  int status_fd = open_status_channel(argc, argv);
   struct options o;
   parse_args(argc, argv, &o);
 
@@ -97,9 +114,10 @@ int helper_main(int argc, char **argv) {
     prog = read_seccomp(o.seccomp_fd);
     close(o.seccomp_fd);
   }
-  close_extra_fds(-1);
+  close_extra_fds(status_fd);
   load_seccomp(&prog);
   if (env != NULL) environ = env;
+  status_started();
   execvp(o.argv[0], o.argv);
   int e = errno;
   fprintf(stderr, "aleph-sandbox-init: cannot execute %s: %s\n", o.argv[0], strerror(e));

@@ -1,8 +1,8 @@
 /*
  * The helper's command line (options.h): --uid, --gid, --rlimit, --landlock and the --ll-* rules, the
  * bridge's (--bridge PORT:PATH, --egress-port, --dns, --dns-allow, --dns-deny, --own-netns, --publish-fd),
- * --seccomp-fd, --env-fd, --chdir, the namespace limits (ns-limits.c: --sysctl-kernel, --sysctl-user,
- * --pid-max, --userns-limit) and the mount operations (mounts.c).
+ * --seccomp-fd, --env-fd, --status-fd (read first, by helper.c), --chdir, the namespace limits (ns-limits.c:
+ * --sysctl-kernel, --sysctl-user, --pid-max, --userns-limit) and the mount operations (mounts.c).
  */
 #define _GNU_SOURCE
 #include "options.h"
@@ -86,6 +86,8 @@ void parse_args(int argc, char **argv, struct options *o) {
     } else if (strcmp(a, "--seccomp-fd") == 0) o->seccomp_fd = (int)parse_long(v, "fd");
     else if (strcmp(a, "--env-fd") == 0) o->env_fd = (int)parse_long(v, "fd");
     else if (strcmp(a, "--chdir") == 0) o->chdir = v;
+    else if (strcmp(a, "--status-fd") == 0) { /* read first, by helper.c */
+    }
     else if (mount_op_parse(a, argv, argc, &i)) continue;
     else if (!ns_limits_option(&o->ns_limits, a, v)) die("unknown option %s", a);
     i++;

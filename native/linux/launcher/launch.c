@@ -12,7 +12,9 @@
  *   4. on a root host (--clone), replaces each descriptor with a detached mount of it (open_tree), made
  *      read-only where asked and idmapped so the directory's owner appears as the run's uid: clone.c,
  *      idmap.c;
- *   5. replaces the arguments @NAME (a descriptor's number), @UID and @GID in PROGRAM's arguments: args.c;
+ *   5. replaces the arguments @NAME (a descriptor's number), @UID and @GID in PROGRAM's arguments: args.c,
+ *      and @STATUS by the helper's set-up status channel, whose first line the report gives as
+ *      `setup started|failed: WHY|none` after PROGRAM: setup-status.c;
  *   6. runs PROGRAM with a fixed environment, waits for it, cleans up and exits as PROGRAM did. SIGTERM,
  *      SIGINT, SIGHUP and the death of its own parent kill PROGRAM first, so the cleanup still runs:
  *      program.c.
@@ -55,6 +57,7 @@
 #include "program.h"
 #include "publish.h"
 #include "roots.h"
+#include "setup-status.h"
 #include "state.h"
 #include "watch.h"
 
@@ -65,6 +68,7 @@ int launch_main(int argc, char **argv) {
   hold_stop_signals(&old_mask);
   const char *report_path = launch_option(argc, argv, "--report");
   FILE *report = report_path == NULL ? NULL : report_open(report_path);
+  read_early_options(argc, argv);
   /* Runs killed whole before their check after the run are checked for first (inflight.c). */
   inflight_sweep(argc, argv, report);
   struct launch_options o;
@@ -73,6 +77,7 @@ int launch_main(int argc, char **argv) {
   unlock_roots_mutex();
   if (o.net_pool && launch_joined_net) drop_unshare_net(prog);
   publish_pass_on(prog);
+  setup_status_open(prog);
   substitute_args(prog, o.uid);
   /* The descriptors PROGRAM passes on to the helper inside; every other one of ours is close-on-exec. */
   pass_nodes_on();
@@ -83,6 +88,7 @@ int launch_main(int argc, char **argv) {
   struct timespec start;
   pid_t c = start_program(prog, &old_mask, &start, o.outer_ns);
   close_nodes();
+  setup_status_started();
   watch_start(o.reap ? getpid() : c, o.watch_pids);
   /* Published ports have a wait loop of their own, which drains the change journal too. */
   int status = publish_active() ? publish_serve(c, check_poll_fd(), check_poll_ready) : check_wait(c);
@@ -92,6 +98,7 @@ int launch_main(int argc, char **argv) {
     snprintf(text, sizeof text, "processes %ld %ld", seen, o.watch_pids);
     report_line(report, "limit", text, NULL);
   }
+  setup_status_report(report);
   idmap_reap();
   if (o.reap) reap_descendants();
   check_after(&start, report);

@@ -11,6 +11,7 @@
  *   --check-root NAME            check the writable root NAME after the run (after-run/check.c)
  *   --journal                    keep a change journal for that check (a root host: fanotify)
  *   --quarantine DIR             where what the checks set aside goes (after-run/quarantine.c)
+ *   --quarantine-budget RUN:SESSION  what its copies may cost, in bytes (read first: read_early_options)
  *   --guard NAME REL             tier 3: guard REL below NAME (roots.c, after-run/guard.c)
  *   --report FILE                what the checks after the run did (common/report.c)
  *   --clone NAME ro|rw           a root host's detached, idmapped mount of NAME (clone.c)
@@ -52,6 +53,11 @@ static void guard_option(const char *name, const char *rel) {
   guard_root(l, nodes[k].path, &nodes[k].st, rel);
 }
 
+void read_early_options(int argc, char **argv) {
+  for (int i = 2; i + 1 < argc && strcmp(argv[i], "--") != 0; i++)
+    if (strcmp(argv[i], "--quarantine-budget") == 0) quarantine_budget(argv[i + 1]);
+}
+
 int read_launch_options(int argc, char **argv, struct launch_options *o) {
   memset(o, 0, sizeof *o);
   o->uid = -1;
@@ -90,6 +96,8 @@ int read_launch_options(int argc, char **argv, struct launch_options *o) {
       check_use_journal();
     } else if (strcmp(a, "--quarantine") == 0 && left >= 1) {
       quarantine_use(argv[++i]);
+    } else if (strcmp(a, "--quarantine-budget") == 0 && left >= 1) {
+      i++; /* read first (read_early_options) */
     } else if (strcmp(a, "--guard") == 0 && left >= 2) {
       guard_option(argv[i + 1], argv[i + 2]);
       i += 2;

@@ -17,6 +17,9 @@ struct launch_options {
   long watch_slack;
 };
 
+/* The options that act before the others and before the check of interrupted earlier runs
+ * (--quarantine-budget). */
+void read_early_options(int argc, char **argv);
 /* Reads and carries out the options of ARGV (from ARGV[2] on); the index of PROGRAM, after `--`. Dies on
  * an unknown or incomplete option, or when no PROGRAM follows. */
 int read_launch_options(int argc, char **argv, struct launch_options *o);

@@ -6,6 +6,13 @@
  * options and constants.
  */
 export { createLinuxDriver, LINUX_CAPABILITIES, type LinuxDriver } from './driver/create-linux-driver.js';
+export {
+  DEFAULT_QUARANTINE_RUN_BYTES,
+  DEFAULT_QUARANTINE_SESSION_BYTES,
+  type QuarantineBudget,
+  quarantineRoot,
+  sessionQuarantine,
+} from './driver/quarantine-layout.js';
 export { type FileRuleSettings, linuxDriverFiles, linuxFileRules } from './files/driver-files.js';
 export { createLinuxFiles, type LinuxFilesOptions, procFdUsable } from './files/linux-files.js';
 export {

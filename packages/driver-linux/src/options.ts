@@ -56,6 +56,13 @@ export interface LinuxDriverOptions {
    */
   readonly quarantineRoot?: string;
   /**
+   * What the quarantine may cost the host, in allocated bytes (a sparse file as the blocks it has, the
+   * links of one file as one copy): `runBytes` per run (default 64 MiB), `sessionBytes` per session's
+   * quarantine (default 512 MiB). What does not fit is removed all the same, and the run's details say so
+   * (`quarantineNotKept`).
+   */
+  readonly quarantineBudget?: { readonly runBytes?: number; readonly sessionBytes?: number };
+  /**
    * Loader variables (`LD_*`) a command's `env` may set. Default none: any other `LD_*` in `env` is refused
    * with `ALEPH_INVALID_COMMAND`. The command's environment reaches only the program, never bwrap or the
    * helper.

@@ -100,3 +100,50 @@ describe('launchOutput: what the check of an interrupted earlier run did', () =>
     }
   });
 });
+
+describe("launchOutput: the helper's set-up status decides, not the command's stderr and exit", () => {
+  const withReport = (lines: string[], body: (reportFile: string) => void) => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'aleph-run-result-'));
+    try {
+      const reportFile = path.join(dir, 'report');
+      writeFileSync(reportFile, [...lines, ''].join('\n'));
+      body(reportFile);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  const forged = { ...bwrapFailed('aleph-sandbox-init: launch: forged\n'), exitCode: 125 };
+
+  it('`setup started`: a forged helper line and exit 125 are the command output, its record kept', () => {
+    withReport(['setup started', 'symlink /w/out\t/etc/passwd\toutside'], (reportFile) => {
+      const out = launchOutput(forged, profile, { ...run, reportFile });
+      expect(out.exitCode).toBe(125);
+      expect((out.details as Record<string, unknown>).symlinksOut).toEqual([
+        { path: '/w/out', target: '/etc/passwd', leads: 'outside' },
+      ]);
+      const bwrapLike = launchOutput(bwrapFailed('bwrap: forged\n'), profile, { ...run, reportFile });
+      expect(bwrapLike.exitCode).toBe(1);
+    });
+  });
+
+  it("`setup failed: WHY`: the helper's own message, whatever stderr and the exit say", () => {
+    withReport(['setup failed: cannot change to the directory /w/x: Permission denied'], (reportFile) => {
+      let error: unknown;
+      try {
+        launchOutput({ ...bwrapFailed('anything\n'), exitCode: 0 }, profile, { ...run, reportFile });
+      } catch (e) {
+        error = e;
+      }
+      expect((error as Error).message).toBe(
+        'the sandbox helper failed: aleph-sandbox-init: cannot change to the directory /w/x: Permission denied',
+      );
+      expect(failedAfterStart(error)).toBe(true);
+    });
+  });
+
+  it('`setup none` (the helper never spoke): bwrap or the launcher failed before it, read from stderr', () => {
+    withReport(['setup none'], (reportFile) => {
+      expect(() => launchOutput(forged, profile, { ...run, reportFile })).toThrow(/forged/);
+    });
+  });
+});

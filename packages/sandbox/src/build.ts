@@ -107,6 +107,10 @@ async function platformDriver(
       protectedPaths: config.linux.protectedPaths,
       protectAllGit: config.linux.protectAllGit,
       maxPids: config.linux.maxPids,
+      quarantineBudget: {
+        runBytes: config.linux.quarantineRunMb * 1024 * 1024,
+        sessionBytes: config.linux.quarantineSessionMb * 1024 * 1024,
+      },
       ...(config.linux.sandboxUid === undefined ? {} : { sandboxUid: config.linux.sandboxUid }),
       sandboxUidRange: config.linux.sandboxUidRange,
       ...(config.linux.homeRoot === undefined ? {} : { homeRoot: config.linux.homeRoot }),

@@ -53,6 +53,9 @@ export interface AlephConfig {
     readonly maxOpenFiles?: number;
     readonly maxFileMb?: number;
     readonly tmpfsSizeMb?: number;
+    /** The quarantine's budgets, in MiB: per run and per session. */
+    readonly quarantineRunMb: number;
+    readonly quarantineSessionMb: number;
     readonly protectedPaths: readonly string[];
     readonly protectAllGit: boolean;
     readonly landlock: 'best-effort' | 'required';
@@ -146,6 +149,8 @@ export function toConfig(file: FileConfig, home: string, source?: string): Aleph
       ...(file.linux.max_open_files === undefined ? {} : { maxOpenFiles: file.linux.max_open_files }),
       ...(file.linux.max_file_mb === undefined ? {} : { maxFileMb: file.linux.max_file_mb }),
       ...(file.linux.tmpfs_size_mb === undefined ? {} : { tmpfsSizeMb: file.linux.tmpfs_size_mb }),
+      quarantineRunMb: file.linux.quarantine_run_mb,
+      quarantineSessionMb: file.linux.quarantine_session_mb,
       protectedPaths: file.linux.protected_paths,
       protectAllGit: file.linux.protect_all_git,
       landlock: file.linux.landlock,

@@ -220,6 +220,14 @@ export const ConfigFileSchema = z
               .describe(
                 'Size of each of the private /tmp and /dev/shm. Default 512; a command with a memory limit gets at most half of it for each.',
               ),
+            quarantine_run_mb: positiveInt('MiB', 64)
+              .default(64)
+              .describe(
+                'What the quarantine keeps of one run at most (allocated bytes: sparse files and hard links as they cost the disk); what does not fit is removed all the same and the run says so (details.quarantineNotKept).',
+              ),
+            quarantine_session_mb: positiveInt('MiB', 512)
+              .default(512)
+              .describe("What one session's quarantine holds at most (allocated bytes)."),
             ...protectedPathFields,
             landlock: z
               .enum(['best-effort', 'required'], { error: 'must be "best-effort" or "required"' })

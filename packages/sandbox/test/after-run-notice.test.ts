@@ -24,6 +24,17 @@ describe('afterRunNotice', () => {
     );
   });
 
+  it('says what was removed without being kept in the quarantine, and why', () => {
+    expect(
+      afterRunNotice({
+        removed: ['/w/d/.git/hooks'],
+        quarantineNotKept: ["/w/d/.git/hooks: over the quarantine's budget for a run"],
+      }),
+    ).toBe(
+      "aleph-sandbox: after the run: removed /w/d/.git/hooks; not kept in the quarantine: /w/d/.git/hooks: over the quarantine's budget for a run; see --json for every path\n",
+    );
+  });
+
   it('counts what it does not name', () => {
     const quarantine = Array.from({ length: 5 }, (_, i) => ({ path: `/w/${i}`, movedTo: `/q/w/${i}` }));
     expect(afterRunNotice({ quarantine })).toMatch(

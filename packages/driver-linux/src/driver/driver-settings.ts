@@ -22,6 +22,11 @@ import type { NetworkInputs } from '../profile/network-plan.js';
 import type { SeccompArch } from '../seccomp/bpf.js';
 import { hostSeccompArch } from '../seccomp/seccomp-program.js';
 import type { LinuxTierNumber } from '../tiers/tiers.js';
+import {
+  type QuarantineBudget,
+  quarantineBudget,
+  quarantineRoot as quarantineRootOf,
+} from './quarantine-layout.js';
 
 /** Everything a driver instance was configured with, defaults applied. */
 export interface DriverSettings {
@@ -39,6 +44,8 @@ export interface DriverSettings {
   readonly stateDir: string;
   /** Where each session's quarantine lives (`<quarantineRoot>/<session key>`). */
   readonly quarantineRoot: string;
+  /** What the quarantine may cost the host per run and per session. */
+  readonly quarantineBudget: QuarantineBudget;
   readonly allowLoaderEnv: readonly string[];
   readonly maxPids: number;
   readonly maxOpenFiles: number;
@@ -97,11 +104,11 @@ export function resolveSettings(options: LinuxDriverOptions): DriverSettings {
   const protectedPaths = resolveProtectedPaths(options);
   const stateDir = options.stateDir ?? path.join(host.home, '.aleph', 'run');
   // Beside the default state directory; inside one of the caller's own, so a test's stays its own.
-  const quarantineRoot =
-    options.quarantineRoot ??
-    (options.stateDir === undefined
-      ? path.join(host.home, '.aleph', 'quarantine')
-      : path.join(stateDir, 'quarantine'));
+  const quarantineRoot = quarantineRootOf({
+    home: host.home,
+    stateDir: options.stateDir,
+    quarantineRoot: options.quarantineRoot,
+  });
   const hidden = hiddenPaths({
     home: host.home,
     // The quarantine holds what commands planted: no grant may reach it.
@@ -122,6 +129,7 @@ export function resolveSettings(options: LinuxDriverOptions): DriverSettings {
     homeRoot,
     stateDir,
     quarantineRoot,
+    quarantineBudget: quarantineBudget(options.quarantineBudget),
     allowLoaderEnv: options.allowLoaderEnv ?? [],
     maxPids,
     maxOpenFiles:

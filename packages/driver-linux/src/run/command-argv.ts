@@ -1,6 +1,7 @@
 /**
  * What the launcher runs after its `--`: bwrap and its arguments up to the helper (tiers 1–2) or the
- * helper `--direct` (tier 3), the run's process limit, then the program and its arguments.
+ * helper `--direct` (tier 3), the run's process limit and the helper's set-up status channel, then the
+ * program and its arguments.
  */
 import type { DriverRunRequest } from '@aleph/sandbox-core';
 import type { HostFacts } from '../host/host-facts.js';
@@ -29,8 +30,16 @@ export function commandArgv(profile: LinuxProfile, request: DriverRunRequest, ct
           '--',
         ]
       : [ctx.bwrapPath, ...withSocket(profile.bwrapArgs, profile.network.proxySocket, ctx.proxySocket)];
-  // Both end in the helper's `--`: the process limit is one of its options.
-  args.splice(args.length - 1, 0, '--rlimit', `NPROC=${processLimit(profile, ctx.host)}`);
+  // Both end in the helper's `--`: the process limit is one of its options, and so is its set-up status
+  // channel, a pipe the launcher makes in place of @STATUS (native/linux/launcher/setup-status.c).
+  args.splice(
+    args.length - 1,
+    0,
+    '--rlimit',
+    `NPROC=${processLimit(profile, ctx.host)}`,
+    '--status-fd',
+    '@STATUS',
+  );
   args.push(request.program, ...request.args);
   return args;
 }

@@ -13,8 +13,20 @@ export interface SymlinkOut {
   readonly leads: 'outside' | 'dangling' | 'unresolvable';
 }
 
+/**
+ * What the helper said of its set-up on its status channel, a pipe the command never holds
+ * (native/linux/launcher/setup-status.c): `started` (the command was executed next), `failed` with the
+ * helper's own message, or `none` (nothing: bwrap failed before the helper ran, or it was killed).
+ */
+export type SetupStatus =
+  | { readonly state: 'started' }
+  | { readonly state: 'failed'; readonly reason: string }
+  | { readonly state: 'none' };
+
 /** What the launcher did after the run (see {@link readLaunchReport}). */
 export interface LaunchReport {
+  /** The helper's set-up status; absent when the launcher did not say (it failed before PROGRAM ran). */
+  setup?: SetupStatus;
   /** What was set aside: each original path and where it went (the session's quarantine). */
   quarantine: { path: string; movedTo: string }[];
   /** Paths removed instead of set aside (no quarantine, or too large to copy to another filesystem). */
@@ -23,6 +35,8 @@ export interface LaunchReport {
   restored: string[];
   /** `PATH: reason`: what could not be set aside or put back. */
   failed: string[];
+  /** `PATH: reason`: what was not kept in the quarantine (over its budget, say): removed all the same. */
+  notKept: string[];
   /** Tier 3, `PATH: reason`: protected paths whose originals are not put back (gone, or not kept). */
   unrestored: string[];
   /** Files whose set-id bits were cleared. */
@@ -56,9 +70,18 @@ function take(out: LaunchReport, kind: string, rest: string): void {
       leads: fields[2] as SymlinkOut['leads'],
     });
   else if (kind === 'setid') out.setId.push(rest);
+  else if (kind === 'notkept') out.notKept.push(rest);
   else if (kind === 'removed' || kind === 'restored' || kind === 'failed' || kind === 'unrestored')
     out[kind].push(rest);
   else if (kind === 'incomplete' || kind === 'walked' || kind === 'checked') out[kind].push(rest);
+  else if (kind === 'setup' && out.setup === undefined) out.setup = setupStatus(rest);
+}
+
+/** `started`, `failed: WHY` or `none` (anything else: none). */
+function setupStatus(rest: string): SetupStatus {
+  if (rest === 'started') return { state: 'started' };
+  if (rest.startsWith('failed: ')) return { state: 'failed', reason: rest.slice('failed: '.length) };
+  return { state: 'none' };
 }
 
 const EARLIER = 'earlier-';
@@ -69,6 +92,7 @@ function emptyReport(): LaunchReport {
     removed: [],
     restored: [],
     failed: [],
+    notKept: [],
     unrestored: [],
     setId: [],
     symlinks: [],
@@ -80,8 +104,9 @@ function emptyReport(): LaunchReport {
 
 /**
  * What the launcher's check after the run (native/linux/after-run/check.c) and tier 3's guard of protected
- * paths (native/linux/after-run/guard.c) did, one line each (`quarantined PATH<TAB>WHERE`, `removed PATH`,
- * `setid PATH`, `symlink PATH<TAB>TARGET<TAB>LEADS`, `restored PATH`, `failed PATH: reason`, …), and what
+ * paths (native/linux/after-run/guard.c) did, one line each (`setup started|failed: WHY|none`: the
+ * helper's set-up status, {@link LaunchReport.setup}; `quarantined PATH<TAB>WHERE`, `removed PATH`,
+ * `notkept PATH: reason`, `setid PATH`, `symlink PATH<TAB>TARGET<TAB>LEADS`, `restored PATH`, `failed PATH: reason`, …), and what
  * the check of interrupted earlier runs did before it (the same lines as `earlier-KIND`, with
  * `earlier-checked ROOT` for each root walked: {@link LaunchReport.earlier}). The report lives in the
  * host-only state directory; most runs write none.

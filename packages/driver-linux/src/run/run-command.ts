@@ -19,6 +19,7 @@ import {
   type SandboxOutput,
   sessionKeyToFilename,
 } from '@aleph/sandbox-core';
+import { type QuarantineBudget, quarantineBudgetArgs } from '../driver/quarantine-layout.js';
 import type { CgroupLimits, CgroupManager } from '../host/cgroup.js';
 import type { HostFacts } from '../host/host-facts.js';
 import { BRIDGE_PORT, HOST_SIDE_ENV } from '../options.js';
@@ -47,6 +48,8 @@ export interface RunSettings {
   readonly stateDir: string;
   /** Sessions' quarantines are made in it by the launcher (one directory each). */
   readonly quarantineRoot: string;
+  /** What each run's copies into the quarantine, and each session's quarantine, may cost the host. */
+  readonly quarantineBudget: QuarantineBudget;
   readonly homeRoot: string | undefined;
   readonly allowLoaderEnv: readonly string[];
   readonly envAllowlist: readonly string[];
@@ -116,7 +119,12 @@ export class CommandRunner {
       });
       // Written only when the sweep has something to say, under a name of this run's own.
       reportFile = path.join(this.settings.stateDir, `${this.reportPrefix}-${++this.#runs}`);
-      const launch = [...profile.launch, '--report', reportFile];
+      const launch = [
+        ...profile.launch,
+        '--report',
+        reportFile,
+        ...quarantineBudgetArgs(this.settings.quarantineBudget),
+      ];
       leaf = await this.#enterLeaf(profile, request, launch);
       launch.push(...watchPidsArgs(profile, leaf !== undefined));
       const result = await runBoundedProcess(this.#launcherRun(request, profile, launch, argv, env));

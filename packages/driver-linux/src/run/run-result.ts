@@ -13,19 +13,19 @@ import {
 import type { LinuxProfile } from '../profile/profile-types.js';
 import { fixFor } from '../tiers/tier-fixes.js';
 import type { LinuxTierId } from '../tiers/tiers.js';
-import { type LaunchReport, readLaunchReport } from './launch-report.js';
+import { type LaunchReport, readLaunchReport, type SetupStatus } from './launch-report.js';
 
 const seenAfterStart = new WeakSet<DriverError>();
 
-/** Marks a set-up failure read from the run's own exit status and stderr, which the command could forge. */
+/** Marks a set-up failure of bwrap or the helper: the sandbox was partly made, so it is not replayed. */
 function afterStart(error: DriverError): DriverError {
   seenAfterStart.add(error);
   return error;
 }
 
 /**
- * Whether `error` was read from what the sandboxed process left (exit status and stderr): the command may
- * have started and printed it itself, so the run must not be repeated on its account.
+ * Whether `error` is a set-up failure of bwrap or the helper (the launcher had started PROGRAM): a command
+ * never runs twice, so the run is not repeated on its account.
  */
 export const failedAfterStart = (error: unknown): boolean =>
   error instanceof DriverError && seenAfterStart.has(error);
@@ -34,7 +34,8 @@ export const failedAfterStart = (error: unknown): boolean =>
  * What one run through the launcher came to: a set-up failure of the helper or of bubblewrap (thrown,
  * with its fix), or the command's output with the run's details (tier, identity, what is not enforced,
  * and what the check after the run and tier 3's guard set aside, cleared, reported or put back, read from
- * the launcher's report: see {@link afterRunDetails}).
+ * the launcher's report: see {@link afterRunDetails}). Which of the two is decided by the launcher's
+ * report ({@link setupFailure}), never by what the command could print or its exit status alone.
  *
  * @throws {DriverError} `ALEPH_DRIVER_FAILED` when the helper or bubblewrap could not set the sandbox up.
  */
@@ -49,31 +50,13 @@ export function launchOutput(
     readonly denials?: readonly SandboxDenial[];
   },
 ): SandboxOutput {
-  const stderr = Buffer.from(result.stderr).toString('utf8');
-  if (
-    result.killedBy === null &&
-    result.exitCode === 125 &&
-    /^aleph-sandbox-init: (?!cannot execute)/m.test(stderr)
-  ) {
-    throw afterStart(
-      new DriverError('ALEPH_DRIVER_FAILED', 'linux', `the sandbox helper failed: ${stderr.trim()}`),
-    );
-  }
-  if (result.killedBy === null && result.exitCode === 1 && stderr.startsWith('bwrap: ')) {
-    throw afterStart(
-      new DriverError(
-        'ALEPH_DRIVER_FAILED',
-        'linux',
-        `bubblewrap could not set up the sandbox: ${stderr.trim()}; fix: ${bwrapFix(stderr, profile.tier)}`,
-      ),
-    );
-  }
+  const report = readLaunchReport(run.reportFile);
+  setupFailure(result, profile, report.setup);
   // bwrap reports a program killed by signal N as exit status 128+N (as a shell does for a child).
   const killedBySignal =
     result.signal === null && result.exitCode !== null && result.exitCode > 128 && result.exitCode <= 128 + 64
       ? signalName(result.exitCode - 128)
       : undefined;
-  const report = readLaunchReport(run.reportFile);
   return createSandboxOutput({
     exitCode: killedBySignal === undefined ? result.exitCode : null,
     signal: killedBySignal ?? result.signal,
@@ -100,10 +83,51 @@ export function launchOutput(
 }
 
 /**
+ * Throws the run's set-up failure, if it had one, as the helper's status channel tells it (the launcher's
+ * report: `setup …`, read from a pipe the command never holds). `started`: the command ran, and whatever
+ * it printed or exited with is its own result. `failed`: the helper's own message. When the helper said
+ * nothing (`none`: bwrap failed before it, or the launcher failed before PROGRAM and wrote no `setup`
+ * line), the command never ran, so the exit status and stderr are bwrap's, the helper's or the launcher's.
+ *
+ * @throws {DriverError} `ALEPH_DRIVER_FAILED` with the failure and its fix.
+ */
+function setupFailure(result: BoundedRunResult, profile: LinuxProfile, setup: SetupStatus | undefined): void {
+  if (setup?.state === 'started') return;
+  if (setup?.state === 'failed')
+    throw afterStart(
+      new DriverError(
+        'ALEPH_DRIVER_FAILED',
+        'linux',
+        `the sandbox helper failed: aleph-sandbox-init: ${setup.reason}`,
+      ),
+    );
+  const stderr = Buffer.from(result.stderr).toString('utf8');
+  if (
+    result.killedBy === null &&
+    result.exitCode === 125 &&
+    /^aleph-sandbox-init: (?!cannot execute)/m.test(stderr)
+  ) {
+    throw afterStart(
+      new DriverError('ALEPH_DRIVER_FAILED', 'linux', `the sandbox helper failed: ${stderr.trim()}`),
+    );
+  }
+  if (result.killedBy === null && result.exitCode === 1 && stderr.startsWith('bwrap: ')) {
+    throw afterStart(
+      new DriverError(
+        'ALEPH_DRIVER_FAILED',
+        'linux',
+        `bubblewrap could not set up the sandbox: ${stderr.trim()}; fix: ${bwrapFix(stderr, profile.tier)}`,
+      ),
+    );
+  }
+}
+
+/**
  * The check after the run, in the run's details: `afterRun` (how the writable roots were checked: by the
  * change journal, or walked whole, with why and with what could not be examined), and only when there is
  * something to say: `quarantined` (original paths set aside), `quarantine` (each with where it went: the
  * session's quarantine), `removed`, `setIdCleared`, `symlinksOut`, `restored`, `quarantineFailed`,
+ * `quarantineNotKept` (`PATH: reason`: removed, but not kept in the quarantine: over its budget),
  * `notRestored`.
  */
 export function afterRunDetails(report: LaunchReport, journal: boolean): Record<string, unknown> {
@@ -124,6 +148,7 @@ export function afterRunDetails(report: LaunchReport, journal: boolean): Record<
     ...nonEmpty('symlinksOut', report.symlinks),
     ...nonEmpty('restored', report.restored),
     ...nonEmpty('quarantineFailed', report.failed),
+    ...nonEmpty('quarantineNotKept', report.notKept),
     ...nonEmpty('notRestored', report.unrestored),
   };
 }

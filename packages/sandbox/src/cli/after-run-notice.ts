@@ -1,7 +1,7 @@
 /**
  * The line `aleph-sandbox run` prints on stderr, after the command's own output, when the check after the
  * run set something aside, cleared set-id bits, found symlinks leading out of the workspace or could not
- * examine a part (the driver's `details`: `quarantine`, `removed`, `setIdCleared`, `symlinksOut`,
+ * examine a part (the driver's `details`: `quarantine`, `removed`, `quarantineNotKept`, `setIdCleared`, `symlinksOut`,
  * `afterRun.incomplete`), and before it a line for what the check of an interrupted earlier run set aside
  * (`interruptedRun`, in the same shape).
  */
@@ -9,6 +9,8 @@
 interface AfterRunDetails {
   readonly quarantine?: readonly { readonly path: string; readonly movedTo: string }[];
   readonly removed?: readonly string[];
+  /** `PATH: why`: removed, but not kept in the quarantine (over its budget, say). */
+  readonly quarantineNotKept?: readonly string[];
   readonly setIdCleared?: readonly string[];
   readonly symlinksOut?: readonly {
     readonly path: string;
@@ -59,6 +61,8 @@ function noticeParts(d: AfterRunDetails): string[] {
   if (moved.length > 0)
     parts.push(`set aside ${some(moved, (q) => q.path)} (moved to ${quarantineDir(moved)})`);
   if ((d.removed ?? []).length > 0) parts.push(`removed ${some(d.removed ?? [], (p) => p)}`);
+  if ((d.quarantineNotKept ?? []).length > 0)
+    parts.push(`not kept in the quarantine: ${some(d.quarantineNotKept ?? [], (p) => p)}`);
   if ((d.setIdCleared ?? []).length > 0)
     parts.push(`cleared the set-id bits of ${some(d.setIdCleared ?? [], (p) => p)}`);
   if ((d.symlinksOut ?? []).length > 0)
