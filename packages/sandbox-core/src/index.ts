@@ -41,6 +41,15 @@ export {
 export { expandHome, parseSandboxConfig, type SandboxConfig, SandboxConfigSchema } from './config.js';
 export { currentSession, withSession } from './context.js';
 export {
+  boundDetails,
+  boundOutputDetails,
+  type DroppedDenials,
+  detailsBudgetBytes,
+  MAX_DETAIL_ITEMS,
+  MAX_DETAIL_STRING,
+  MAX_DROPPED_TARGETS,
+} from './details-bound.js';
+export {
   DRIVER_CAPABILITY_IDS,
   type DriverCapabilityId,
   type DriverRunRequest,

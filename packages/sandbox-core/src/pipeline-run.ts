@@ -5,6 +5,7 @@ import type { ApprovalGate, ApprovalOutcome } from './approval.js';
 import type { AuditDraft } from './audit-draft.js';
 import { parseSandboxCommand } from './command.js';
 import { currentSession } from './context.js';
+import { boundOutputDetails } from './details-bound.js';
 import type { DriverCapabilityId, DriverRunRequest, OsSandboxDriver } from './driver.js';
 import { AlephError, DriverError, InvalidInputError, isAlephError, PolicyDeniedError } from './errors.js';
 import { HIDDEN_PATHS_FOLD_CASE, refuseHiddenGrants } from './hidden-paths.js';
@@ -207,6 +208,7 @@ export async function runPrepared(
       { cause: error },
     );
   }
+  output = boundOutputDetails(output, prepared.maxOutputBytes);
   // A driver that does not know kill requests reports the handle's kill as an abort.
   if (runtime.kill?.aborted && !runtime.signal?.aborted && output.details?.killedBy === 'abort') {
     output = createSandboxOutput({ ...output, details: { ...output.details, killedBy: 'kill' } });
