@@ -114,8 +114,9 @@ describe('the pipeline bounds every output and its audit record', () => {
     const out = await sandbox.execute({ sessionId: 's', program: 'true', args: [] });
     expect(size(out.details)).toBeLessThanOrEqual(65536);
     expect(size(out.toJSON())).toBeLessThan(65536 + 4096);
-    expect((out.details?.denialsDropped as { count: number }).count).toBe(
-      4000 - (out.details?.denials as unknown[]).length,
+    const details = out.details ?? {};
+    expect((details.denialsDropped as { count: number }).count).toBe(
+      4000 - (details.denials as unknown[]).length,
     );
     const record = records.find((r) => r.type === 'capability_ledger');
     expect(size(record)).toBeLessThan(65536 + 8192);
