@@ -17,13 +17,14 @@ const repo = fileURLToPath(new URL('../..', import.meta.url));
 const cli = path.join(repo, 'packages/sandbox/dist/cli-bundle/aleph-sandbox.cjs');
 
 /**
- * Starts a server with `flags` and connects a client to it: with `elicit`, a client that declares form
- * elicitation and answers with it; without, one that declares none.
+ * Starts a server with `flags` (and the config file `config`, the plan's by default) and connects a client
+ * to it: with `elicit`, a client that declares form elicitation and answers with it; without, one that
+ * declares none.
  */
-async function open(flags = [], { elicit } = {}) {
+async function open(flags = [], { elicit, config = plan.config } = {}) {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [cli, 'mcp', '--config', plan.config, ...flags],
+    args: [cli, 'mcp', '--config', config, ...flags],
     env: { HOME: plan.home, PATH: process.env.PATH ?? '/usr/bin:/bin' },
     stderr: 'pipe',
   });

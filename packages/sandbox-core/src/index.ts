@@ -105,6 +105,7 @@ export type {
   DirectoryEntry,
   FileStat,
   FileType,
+  ListOptions,
   ReadFileOptions,
   ReadFileStreamOptions,
   ReadTextFileOptions,
@@ -113,6 +114,7 @@ export type {
   WriteFileContent,
   WriteFileOptions,
 } from './files/types.js';
+export { pageOfEntries } from './files/types.js';
 export {
   MAX_SYMLINK_HOPS,
   releaseWalk,
