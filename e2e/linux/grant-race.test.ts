@@ -8,7 +8,6 @@ import {
   readFileSync,
   writeFileSync,
 } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { sessionKeyToFilename } from '@aleph/sandbox-core';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -111,12 +110,10 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           beforeAll(async () => {
             const base = tempDir('aleph-grant-race-');
             chmodSync(base, 0o755);
-            let home = os.homedir();
-            if (host.uid !== 0 || host.wrap.length > 0) {
-              home = path.join(base, 'home');
-              mkdirSync(home, { mode: 0o700 });
-              chownSync(home, host.uid, host.uid);
-            }
+            // A HOME of the test's own: the session homes and the quarantine go with the base.
+            const home = path.join(base, 'home');
+            mkdirSync(home, { mode: 0o700 });
+            chownSync(home, host.uid, host.uid);
             // The parent: the workspace root. Writable by anyone, so only the sandbox stands in the way.
             parent = path.join(base, 'par');
             mkdirSync(parent, { mode: 0o777 });
