@@ -9,7 +9,7 @@
 //     and background (an attacker: it is not waited for before `stopFile` is created),
 //   stopFile?: created on the host once every step that is not `background` has finished,
 //   workspaces?: { session: path } (workspaceFor), approve?: 'all' (default) | 'none',
-//   maxOutputBytes?: the sandbox's output budget }
+//   maxOutputBytes?: the sandbox's output budget, spawnWithoutApproval?: spawning is in the baseline }
 // Each result also says the size of the output's details and JSON (`detailsBytes`, `jsonBytes`) and what
 // the bound on details left out (`omitted`, `denialsDropped`).
 // A step run on its own (not parallel) also returns `audit`: the outcome and details.denials of the
@@ -19,7 +19,12 @@ import { existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLinuxDriver } from '@aleph/driver-linux';
 import { createStaticResolver } from '@aleph/proxy';
-import { ApprovalGate, CAPABILITY_LEDGER_CHANNEL, WorkspaceSandbox } from '@aleph/sandbox-core';
+import {
+  ApprovalGate,
+  CAPABILITY_LEDGER_CHANNEL,
+  strictCapabilities,
+  WorkspaceSandbox,
+} from '@aleph/sandbox-core';
 
 const plan = JSON.parse(readFileSync(0, 'utf8'));
 const { resolve, proxy, ...driverOptions } = plan.driver ?? {};
@@ -36,6 +41,7 @@ const sandbox = new WorkspaceSandbox({
   approvalGate: new ApprovalGate({ requester: { requestApproval: async () => ({ outcome }) } }),
   defaultTimeoutMs: 20_000,
   ...(plan.maxOutputBytes === undefined ? {} : { maxOutputBytes: plan.maxOutputBytes }),
+  ...(plan.spawnWithoutApproval ? { baseline: { ...strictCapabilities(), spawnSubprocess: true } } : {}),
   ...(plan.workspaces ? { workspaceFor: (id) => workspaces[id] } : {}),
 });
 // An open descriptor on a secret, to prove descriptors do not leak into the sandbox.

@@ -101,6 +101,8 @@ interface HarnessPlan {
   stopFile?: string;
   workspaces?: Record<string, string>;
   approve?: 'all' | 'none';
+  /** Spawning is in the baseline: the victims' shells run without an approval (which 'none' denies). */
+  spawnWithoutApproval?: boolean;
 }
 
 async function runPlan(
@@ -279,6 +281,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
                 workspaceRoot: root,
                 parallel: true,
                 approve: 'none',
+                spawnWithoutApproval: true,
                 stopFile: `${gv}/.stop`,
                 steps: [
                   attacker('b-attacker', 'gv', {
@@ -306,6 +309,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
                 workspaceRoot: root,
                 parallel: true,
                 approve: 'none',
+                spawnWithoutApproval: true,
                 stopFile: `${catk}/.stop`,
                 workspaces: {
                   catk,
@@ -370,11 +374,10 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
             const evil = path.join(gv, '.git', 'evil');
             if (existsSync(evil) && lstatSync(evil).isDirectory()) expect(readdirSync(evil)).toEqual([]);
             expect(existsSync(path.join(gv, '.git', 'config'))).toBe(false);
-            expect(
-              [path.join(gv, 'sub'), path.join(gv, 'sub-link')].some((p) =>
-                existsSync(path.join(p, 'kept.txt')),
-              ),
-            ).toBe(true);
+            // The granted directory kept its file, wherever the exchange left it, unless a check after a
+            // run that could not examine it mid-exchange set it aside whole (failing closed).
+            for (const p of [path.join(gv, 'sub'), path.join(gv, 'sub-link')])
+              if (existsSync(p) && lstatSync(p).isDirectory()) expect(readdirSync(p)).toContain('kept.txt');
             for (const ws of [proj, gv])
               for (const name of ['.aleph', '.codex', '.agents'])
                 expect(existsSync(path.join(ws, name))).toBe(false);
