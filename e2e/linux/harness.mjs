@@ -8,7 +8,10 @@
 //     repeat (run N times in a row, ids `id#k`, `{k}` in its session replaced by k), waitFor (a host path that must exist before it starts)
 //     and background (an attacker: it is not waited for before `stopFile` is created),
 //   stopFile?: created on the host once every step that is not `background` has finished,
-//   workspaces?: { session: path } (workspaceFor), approve?: 'all' (default) | 'none' }
+//   workspaces?: { session: path } (workspaceFor), approve?: 'all' (default) | 'none',
+//   maxOutputBytes?: the sandbox's output budget, spawnWithoutApproval?: spawning is in the baseline }
+// Each result also says the size of the output's details and JSON (`detailsBytes`, `jsonBytes`) and what
+// the bound on details left out (`omitted`, `denialsDropped`).
 // A step run on its own (not parallel) also returns `audit`: the outcome and details.denials of the
 // capability_ledger record its execution published.
 import diagnosticsChannel from 'node:diagnostics_channel';
@@ -16,7 +19,12 @@ import { existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLinuxDriver } from '@aleph/driver-linux';
 import { createStaticResolver } from '@aleph/proxy';
-import { ApprovalGate, CAPABILITY_LEDGER_CHANNEL, WorkspaceSandbox } from '@aleph/sandbox-core';
+import {
+  ApprovalGate,
+  CAPABILITY_LEDGER_CHANNEL,
+  strictCapabilities,
+  WorkspaceSandbox,
+} from '@aleph/sandbox-core';
 
 const plan = JSON.parse(readFileSync(0, 'utf8'));
 const { resolve, proxy, ...driverOptions } = plan.driver ?? {};
@@ -32,6 +40,8 @@ const sandbox = new WorkspaceSandbox({
   workspaceRoot: plan.workspaceRoot,
   approvalGate: new ApprovalGate({ requester: { requestApproval: async () => ({ outcome }) } }),
   defaultTimeoutMs: 20_000,
+  ...(plan.maxOutputBytes === undefined ? {} : { maxOutputBytes: plan.maxOutputBytes }),
+  ...(plan.spawnWithoutApproval ? { baseline: { ...strictCapabilities(), spawnSubprocess: true } } : {}),
   ...(plan.workspaces ? { workspaceFor: (id) => workspaces[id] } : {}),
 });
 // An open descriptor on a secret, to prove descriptors do not leak into the sandbox.
@@ -80,7 +90,17 @@ async function runStep(step, id, k = 0) {
       denials: out.details.denials ?? [],
       ...(record === undefined
         ? {}
-        : { audit: { outcome: record.outcome, denials: record.details?.denials ?? [] } }),
+        : {
+            audit: {
+              outcome: record.outcome,
+              denials: record.details?.denials ?? [],
+              bytes: Buffer.byteLength(JSON.stringify(record)),
+            },
+          }),
+      detailsBytes: Buffer.byteLength(JSON.stringify(out.details ?? {})),
+      jsonBytes: Buffer.byteLength(JSON.stringify(out)),
+      omitted: out.details.omitted,
+      denialsDropped: out.details.denialsDropped,
       afterRun: out.details.afterRun,
       quarantine: out.details.quarantine,
       setIdCleared: out.details.setIdCleared,

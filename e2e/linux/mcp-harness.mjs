@@ -21,12 +21,13 @@ const mcpBin = path.join(repo, 'packages/mcp/dist/cli.js');
 /**
  * Starts a server with `flags` and connects a client to it: with `elicit`, a client that declares form
  * elicitation and answers with it; without, one that declares none. `asWritten`: the `@aleph/mcp` bin
- * with `flags` alone, as a client's config starts it (no --config: the HOME's default config).
+ * with `flags` alone, as a client's config starts it (no --config: the HOME's default config). `config`:
+ * the config file (the plan's by default).
  */
-async function open(flags = [], { elicit, asWritten = false } = {}) {
+async function open(flags = [], { elicit, asWritten = false, config = plan.config } = {}) {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: asWritten ? [mcpBin, ...flags] : [cli, 'mcp', '--config', plan.config, ...flags],
+    args: asWritten ? [mcpBin, ...flags] : [cli, 'mcp', '--config', config, ...flags],
     env: { HOME: plan.home, PATH: process.env.PATH ?? '/usr/bin:/bin' },
     stderr: 'pipe',
   });

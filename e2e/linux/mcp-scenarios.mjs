@@ -1,6 +1,6 @@
 // Scenarios of the MCP harness: each starts the built server (or ten), talks to it through the SDK's
 // Client over stdio, and returns what it observed; the test asserts on it.
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { processesWith } from './host-processes.mjs';
@@ -41,7 +41,78 @@ async function closing(session, body) {
 
 const ws = (plan, name) => path.join(plan.base, `ws-${name}`);
 
+/** A name of `length` characters ending in `i`, five digits. */
+const longName = (i, length) => `${'n'.repeat(length - 6)}-${String(i).padStart(5, '0')}`;
+
 export const mcpScenarios = {
+  /**
+   * list_directory of a directory with 20,000 names of 200 characters, under max_output_bytes = 65536:
+   * every answer's size, then every page read through nextCursor (at most 1,000 calls), a small limit,
+   * and a cursor the server never gave.
+   */
+  async 'big-directory'({ plan, open }) {
+    const dir = ws(plan, 'big');
+    mkdirSync(path.join(dir, 'big'), { recursive: true });
+    for (let i = 0; i < 20_000; i++) writeFileSync(path.join(dir, 'big', longName(i, 200)), '');
+    const config = path.join(plan.base, 'config-budget.toml');
+    writeFileSync(config, `${readFileSync(plan.config, 'utf8')}max_output_bytes = 65536\n`);
+    /** Up to `max` pages of big/ (following nextCursor), each as the test reads it, and every name. */
+    const pages = async (call, max) => {
+      const seen = [];
+      let cursor;
+      for (let i = 0; i < max; i++) {
+        const r = await call('list_directory', { path: 'big', ...(cursor === undefined ? {} : { cursor }) });
+        const s = r.structuredContent ?? {};
+        seen.push({
+          bytes: Buffer.byteLength(JSON.stringify(r)),
+          count: s.entries?.length ?? 0,
+          truncated: s.truncated === true,
+          hasCursor: typeof s.nextCursor === 'string',
+          textTail: text(r).split('\n').at(-1),
+          isError: r.isError === true,
+          names: (s.entries ?? []).map((e) => e.name),
+        });
+        cursor = s.nextCursor;
+        if (cursor === undefined) break;
+      }
+      const names = seen.flatMap((p) => p.names);
+      return { pages: seen.map(({ names: _n, ...p }) => p), names };
+    };
+    const budgeted = await closing(await open(['--workspace', dir], { config }), async ({ call }) => {
+      const first = await pages(call, 3);
+      const small = (await call('list_directory', { path: 'big', limit: 10 })).structuredContent;
+      let badCursor;
+      try {
+        badCursor = brief(await call('list_directory', { path: 'big', cursor: '!!not-a-cursor!!' }));
+      } catch (error) {
+        badCursor = failure(error);
+      }
+      return {
+        pages: first.pages,
+        firstNames: first.names.length,
+        continuous: first.names.every((n, i) => i === 0 || first.names[i - 1] < n),
+        small: {
+          count: small.entries.length,
+          truncated: small.truncated,
+          hasCursor: typeof small.nextCursor === 'string',
+        },
+        badCursor,
+      };
+    });
+    // Every page, under the default budget (1 MiB: pages of 1,000, the default limit).
+    const whole = await closing(await open(['--workspace', dir]), async ({ call }) => pages(call, 100));
+    const names = whole.names;
+    return {
+      ...budgeted,
+      wholePages: whole.pages.length,
+      total: names.length,
+      unique: new Set(names).size,
+      sorted: names.every((n, i) => i === 0 || names[i - 1] < n),
+      first: names[0],
+      last: names.at(-1),
+    };
+  },
+
   async tools({ open }) {
     return closing(await open(), async ({ client }) => {
       const { tools } = await client.listTools();

@@ -91,6 +91,21 @@ static uint64_t fs_handled(int abi) {
   return all;
 }
 
+/* The descriptor a rule is made on. A user path's rule names the descriptor the launcher opened and checked
+ * (its number, substituted for @NAME:v): the rule is added on it, so a path swapped since cannot widen it.
+ * A system path is opened here (-1 when it is not there). */
+static int rule_fd(const char *value) {
+  if (value[0] >= '0' && value[0] <= '9') {
+    int fd = (int)parse_long(value, "Landlock rule descriptor");
+    struct stat st;
+    if (fstat(fd, &st) < 0) die("Landlock rule descriptor %s: %s", value, strerror(errno));
+    return fd;
+  }
+  int fd = open(value, O_PATH | O_CLOEXEC);
+  if (fd < 0 && errno != ENOENT) die("open %s for Landlock: %s", value, strerror(errno));
+  return fd;
+}
+
 int apply_landlock(const struct landlock_rules *r) {
   if (strcmp(r->mode, "off") == 0) return 0;
   int required = strcmp(r->mode, "required") == 0;
@@ -116,11 +131,8 @@ int apply_landlock(const struct landlock_rules *r) {
   uint64_t file_rights = LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | (abi >= 3 ? LL_FS_TRUNCATE : 0) |
                          (abi >= 5 ? LL_FS_IOCTL_DEV : 0);
   for (int i = 0; i < r->npaths; i++) {
-    int fd = open(r->paths[i].path, O_PATH | O_CLOEXEC);
-    if (fd < 0) {
-      if (errno == ENOENT) continue; /* not mounted here (e.g. /lib32) */
-      die("open %s for Landlock: %s", r->paths[i].path, strerror(errno));
-    }
+    int fd = rule_fd(r->paths[i].path);
+    if (fd < 0) continue; /* not mounted here (e.g. /lib32) */
     uint64_t access;
     switch (r->paths[i].kind) {
     case 'r': access = read_exec; break;

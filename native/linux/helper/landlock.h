@@ -10,6 +10,8 @@
 #define LANDLOCK_MAX_PATHS 1024
 
 struct path_rule {
+  /* An absolute path, or the number of a descriptor the launcher opened (a user path: the rule is made on
+   * that descriptor, never by resolving the path again). */
   const char *path;
   char kind; /* 'r' read+exec, 'w' read+write+exec, 'd' device directory, 'l' list directories only */
 };

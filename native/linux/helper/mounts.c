@@ -6,7 +6,8 @@
  *   --mask-at DEST          an empty read-only file over DEST;
  *   --dev-at DEST           a /dev of the sandbox's own at DEST (devfs.c), in place of bwrap's --dev;
  *   --tmpfs-size BYTES      the size of the next --tmpfs-at (default 1 MiB);
- *   --verify FD DEST        DEST must be the directory or file FD names (bwrap mounted it from FD).
+ *   --verify FD DEST        DEST must be the directory or file FD names (bwrap mounted it from FD), and the
+ *                           root of a mount.
  * FLAGS: 'c' create a missing directory DEST (its parent must be a tmpfs the sandbox made), 'f' the same
  * for a file, 's' DEST must already be the very inode FD names, 'r' (tmpfs) read-only once every
  * operation is done, 'x' (tmpfs) programs may run from it, '-' nothing. DEST is resolved with
@@ -150,6 +151,17 @@ static void same_inode(int a, int b, const char *dest) {
     die("%s changed while the sandbox was being set up (another command may have replaced it); run again", dest);
 }
 
+/* bwrap binds a descriptor by the path it reads back from it, following symlinks: a swap at that moment
+ * can bind another directory, onto a directory above DEST, where the right inode is still found at DEST
+ * (below the wrong mount). DEST must be the root of a mount of its own (where the kernel says so). */
+static void mount_root(int fd, const char *dest) {
+  struct statx sx;
+  if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &sx) < 0)
+    die("statx %s: %s", dest, strerror(errno));
+  if ((sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0 && (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) == 0)
+    die("%s changed while the sandbox was being set up (another command may have swapped it); run again", dest);
+}
+
 static void set_readonly(const char *dest) {
   int fd = resolve(dest);
   struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY};
@@ -167,6 +179,7 @@ void mount_ops_apply(void) {
       if (d < 0 && errno == ENOENT) vanished(m->dest);
       if (d < 0) die("mount point %s: %s", m->dest, errno == ELOOP ? "a symlink is in the way" : strerror(errno));
       same_inode(m->fd, d, m->dest);
+      mount_root(d, m->dest);
       close(d);
       break;
     }

@@ -86,6 +86,9 @@ describe.runIf(process.platform === 'linux')('the tier 3 profile [Linux paths; r
     expect(launch).toMatch(
       /^--state \S+ --reap --open p0 \S+ --open p1 \S+ --check-root p0 --check-root p1 --guard/,
     );
+    // Landlock's rules for the grant and the workspace are made on the launcher's descriptors.
+    expect(p.helperArgs.join(' ')).toContain(`--ll-rw @p1:v --ll-rw @p0:v`);
+    expect(p.landlock.rules).toContainEqual({ path: grant, access: 'read-write-exec', fd: 'p1' });
     expect(guarded(p.launch)).toEqual([
       ...DEFAULT_PROTECTED_PATHS.map((rel) => `${h.ws}/${rel}`),
       ...DEFAULT_PROTECTED_PATHS.map((rel) => `${grant}/${rel}`),

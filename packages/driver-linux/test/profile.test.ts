@@ -322,9 +322,21 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
     expect(p.launch.join(' ')).toContain(`--open p0 ${r} --open p1 ${w} --open p2 ${ws}`);
     expect(a).toContain(`--ro-bind-fd @p0 ${r}`);
     expect(a).toContain(`--bind-fd @p1 ${w}`);
-    expect(p.landlock.rules).toContainEqual({ path: r, access: 'read-exec' });
-    expect(p.landlock.rules).toContainEqual({ path: w, access: 'read-write-exec' });
-    expect(p.landlock.rules).toContainEqual({ path: ws, access: 'read-write-exec' });
+    // Each rule is made on the launcher's descriptor, never on the path resolved again.
+    expect(p.landlock.rules).toContainEqual({ path: r, access: 'read-exec', fd: 'p0' });
+    expect(p.landlock.rules).toContainEqual({ path: w, access: 'read-write-exec', fd: 'p1' });
+    expect(p.landlock.rules).toContainEqual({ path: ws, access: 'read-write-exec', fd: 'p2' });
+    expect(p.helperArgs.join(' ')).toContain(`--ll-ro @p0:v --ll-rw @p1:v --ll-rw @p2:v`);
+  });
+
+  it('a write grant inside the workspace gets no mount of its own (bwrap would bind it by name)', () => {
+    const ws = temp();
+    const sub = path.join(ws, 'sub');
+    mkdirSync(sub);
+    const p = buildLinuxProfile(caps({ fsWrite: [sub] }), ws, ws, inputs({ root: false }));
+    expect(p.bwrapArgs).not.toContain(sub);
+    expect(p.landlock.rules.map((rule) => rule.path)).not.toContain(sub);
+    expect(p.landlock.rules).toContainEqual({ path: ws, access: 'read-write-exec', fd: 'p0' });
   });
 
   it('rejects a grant that does not exist, naming the field', () => {

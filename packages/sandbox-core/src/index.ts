@@ -55,6 +55,15 @@ export {
 export { expandHome, parseSandboxConfig, type SandboxConfig, SandboxConfigSchema } from './config.js';
 export { currentSession, withSession } from './context.js';
 export {
+  boundDetails,
+  boundOutputDetails,
+  type DroppedDenials,
+  detailsBudgetBytes,
+  MAX_DETAIL_ITEMS,
+  MAX_DETAIL_STRING,
+  MAX_DROPPED_TARGETS,
+} from './details-bound.js';
+export {
   DRIVER_CAPABILITY_IDS,
   type DriverCapabilityId,
   type DriverRunRequest,
@@ -110,6 +119,7 @@ export type {
   DirectoryEntry,
   FileStat,
   FileType,
+  ListOptions,
   ReadFileOptions,
   ReadFileStreamOptions,
   ReadTextFileOptions,
@@ -118,6 +128,7 @@ export type {
   WriteFileContent,
   WriteFileOptions,
 } from './files/types.js';
+export { pageOfEntries } from './files/types.js';
 export {
   MAX_SYMLINK_HOPS,
   releaseWalk,

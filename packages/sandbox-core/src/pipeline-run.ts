@@ -5,6 +5,7 @@ import type { ApprovalGate, ApprovalOutcome } from './approval.js';
 import type { AuditDraft } from './audit-draft.js';
 import { parseSandboxCommand } from './command.js';
 import { currentSession } from './context.js';
+import { boundOutputDetails } from './details-bound.js';
 import type { DriverCapabilityId, DriverRunRequest, OsSandboxDriver } from './driver.js';
 import { AlephError, DriverError, InvalidInputError, isAlephError, PolicyDeniedError } from './errors.js';
 import { HIDDEN_PATHS_FOLD_CASE, refuseHiddenGrants } from './hidden-paths.js';
@@ -208,6 +209,7 @@ export async function runPrepared(
       { cause: error },
     );
   }
+  output = boundOutputDetails(output, prepared.maxOutputBytes);
   // A driver that does not know kill requests reports the handle's kill as an abort.
   const killed = runtime.kill?.aborted && !runtime.signal?.aborted && output.details?.killedBy === 'abort';
   // The pipeline's run id wins over whatever the driver put in details.runId.

@@ -2,7 +2,7 @@
 // cached grants) and the entry points on it: execute(), spawn(), session(), files(), dispose().
 
 import { randomUUID } from 'node:crypto';
-import { mkdir, realpath } from 'node:fs/promises';
+import { lstat, mkdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ApprovalGate, type ApprovalOutcome } from './approval.js';
 import { publishLedgerRecord } from './audit.js';
@@ -11,7 +11,7 @@ import type { ChangesRequest, KeptRun, UndoResult } from './changes.js';
 import type { SandboxCommandInput } from './command.js';
 import { currentSession } from './context.js';
 import type { DriverCapabilityId, OsSandboxDriver } from './driver.js';
-import { AlephError, InvalidInputError } from './errors.js';
+import { AlephError, DriverError, InvalidInputError } from './errors.js';
 import { createSessionFiles } from './files/session-files.js';
 import type { SandboxFiles } from './files/types.js';
 import { HIDDEN_PATHS_FOLD_CASE, refuseHiddenBaseline } from './hidden-paths.js';
@@ -201,7 +201,26 @@ export class WorkspaceSandbox implements Sandbox {
     refuseSystemWorkspace(dir);
     await mkdir(dir, { recursive: true, mode: 0o700 });
     await this.#driver.prepareWorkspace?.(dir);
-    return { sessionId, key, cwd: await realpath(dir), baseline: this.#baseline, grants: [] };
+    const cwd = await realpath(dir);
+    await this.#sameDirectory(dir, cwd);
+    return { sessionId, key, cwd, baseline: this.#baseline, grants: [] };
+  }
+
+  /**
+   * The workspace is the directory named `dir` itself, never what a symlink in its place led to: a command
+   * of another session that can write where `dir` lies could swap it for a symlink out while it resolves.
+   *
+   * @throws {DriverError} `ALEPH_DRIVER_FAILED` when `dir` is a symlink, or not the directory `real` is.
+   */
+  async #sameDirectory(dir: string, real: string): Promise<void> {
+    const [named, resolved] = await Promise.all([lstat(dir), stat(real)]);
+    if (named.isDirectory() && named.dev === resolved.dev && named.ino === resolved.ino) return;
+    const name = this.#driver.name;
+    throw new DriverError(
+      'ALEPH_DRIVER_FAILED',
+      name,
+      `the workspace ${dir} ${named.isSymbolicLink() ? `is a symlink (to ${real})` : 'changed while it was resolved'}, which a command could have swapped: name the directory itself as the workspace (or, if another command moved it, run again)`,
+    );
   }
 
   /** Drops a session's cached grants (its directory stays on disk). */

@@ -42,6 +42,14 @@ describe('afterRunNotice', () => {
     );
   });
 
+  it('counts too what the bound on details left out of a list (details.omitted)', () => {
+    const quarantine = Array.from({ length: 5 }, (_, i) => ({ path: `/w/${i}`, movedTo: `/q/w/${i}` }));
+    const symlinksOut = [{ path: '/w/l', target: '/etc', leads: 'outside' }];
+    const text = afterRunNotice({ quarantine, symlinksOut, omitted: { quarantine: 95, symlinksOut: 2999 } });
+    expect(text).toMatch(/set aside \/w\/0, \/w\/1, \/w\/2 and 97 more \(moved to \/q\)/);
+    expect(text).toMatch(/leading out of the workspace: \/w\/l -> \/etc and 2999 more;/);
+  });
+
   it('says first what the check of an interrupted earlier run set aside, naming its roots', () => {
     const text = afterRunNotice({
       interruptedRun: {

@@ -69,7 +69,8 @@ export function buildDirectProfile(
   refuseHiddenGrants(caps, inputs.hiddenPaths);
   refusePublish(caps);
   const rules = systemRules(inputs.host);
-  addGrantRules(rules, caps, workspace, inputs);
+  const plan = new LaunchPlan();
+  addGrantRules(rules, caps, workspace, inputs, plan);
   const net = caps.network;
   const trustEnv = directTrust(rules, caps, inputs);
   const network = directNetwork(net.kind, inputs.landlockAbi);
@@ -89,7 +90,7 @@ export function buildDirectProfile(
   // No TCP bind at all; connects only to the proxy's port (allowHosts) or nowhere (none).
   const tcp = net.kind === 'allowAll' ? null : { connectPorts: net.kind === 'allowHosts' ? [0] : [] };
   const helper = directHelperArgs({ uid, gid: inputs.sandboxGid ?? uid, rlimits, rules, tcp, net, cwd });
-  const guard = guardPlan(caps, workspace, inputs);
+  const guard = guardPlan(plan, caps, workspace, inputs);
   const notEnforced = inputs.notEnforced ?? [];
   return {
     driver: 'linux',
@@ -212,8 +213,12 @@ interface GuardPlan {
  *
  * @throws {InvalidInputError} for a symlinked protected path.
  */
-function guardPlan(caps: SandboxCapabilities, workspace: string, inputs: DirectInputs): GuardPlan {
-  const plan = new LaunchPlan();
+function guardPlan(
+  plan: LaunchPlan,
+  caps: SandboxCapabilities,
+  workspace: string,
+  inputs: DirectInputs,
+): GuardPlan {
   const writableRoots = [workspace, ...caps.fsWrite.filter((p) => pathKind(p) === 'dir')];
   const checked = planCheckedPaths(plan, writableRoots, inputs.protectedPaths);
   const homeChecked = planCheckedPaths(

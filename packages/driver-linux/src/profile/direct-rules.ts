@@ -7,6 +7,7 @@
 import path from 'node:path';
 import { DriverError, InvalidInputError, isPathWithin, type SandboxCapabilities } from '@aleph/sandbox-core';
 import type { HostFacts } from '../host/host-facts.js';
+import type { LaunchPlan } from '../mounts/launch-plan.js';
 import { etcRules, pathKind } from './etc-rules.js';
 import type { DirectInputs, LandlockRule } from './profile-types.js';
 
@@ -27,7 +28,9 @@ export function systemRules(host: HostFacts): LandlockRule[] {
 }
 
 /**
- * Adds the grants, the workspace, the session HOME and the private TMPDIR to `rules`.
+ * Adds the grants, the workspace, the session HOME and the private TMPDIR to `rules`. The grants, the
+ * workspace and the session HOME are opened by the launcher (`plan`), and their rules are made on those
+ * descriptors: a command swapping a granted path meanwhile cannot widen what it may reach.
  *
  * @throws {InvalidInputError} for a granted path that does not exist.
  * @throws {DriverError} `ALEPH_CAPABILITY_UNSUPPORTED` for a grant or workspace covering a hidden path or
@@ -38,6 +41,7 @@ export function addGrantRules(
   caps: SandboxCapabilities,
   workspace: string,
   inputs: DirectInputs,
+  plan: LaunchPlan,
 ): void {
   const hidden = [
     ...inputs.vaultPaths,
@@ -47,6 +51,7 @@ export function addGrantRules(
     path.dirname(workspace),
     inputs.stateDir,
   ];
+  const ws = plan.open(workspace);
   const grant = (field: 'fsRead' | 'fsWrite', access: LandlockRule['access']) =>
     caps[field].forEach((p, i) => {
       if (pathKind(p) === undefined)
@@ -65,7 +70,7 @@ export function addGrantRules(
           `tier 3 (no namespaces) cannot hide ${shown} inside the grant ${p}; grant a narrower path`,
         );
       refuseInState(p, inputs.stateDir);
-      rules.push({ path: p, access });
+      rules.push({ path: p, access, fd: plan.open(p) });
     });
   grant('fsRead', 'read-exec');
   grant('fsWrite', 'read-write-exec');
@@ -77,8 +82,9 @@ export function addGrantRules(
       `tier 3 (no namespaces) cannot hide ${inWorkspace} inside the workspace ${workspace}; use a narrower workspace`,
     );
   refuseInState(workspace, inputs.stateDir);
-  rules.push({ path: workspace, access: 'read-write-exec' });
-  if (inputs.sessionHome !== undefined) rules.push({ path: inputs.sessionHome, access: 'read-write-exec' });
+  rules.push({ path: workspace, access: 'read-write-exec', fd: ws });
+  const home = inputs.sessionHome;
+  if (home !== undefined) rules.push({ path: home, access: 'read-write-exec', fd: plan.open(home) });
   rules.push({ path: inputs.tmpDir, access: 'read-write-exec' });
 }
 

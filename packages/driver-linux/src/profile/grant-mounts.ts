@@ -1,9 +1,10 @@
 /**
  * The granted part of a tier 1–2 plan: `fsRead` read-only, `fsWrite` and the workspace read-write, the
  * session HOME at `INNER_HOME`, each mounted from a descriptor the launcher opens without following
- * symlinks.
+ * symlinks, with its Landlock rule made on that descriptor. A write grant inside the workspace or inside
+ * another write grant gets no mount of its own: it is writable through the one it lies in.
  */
-import { InvalidInputError, type SandboxCapabilities } from '@aleph/sandbox-core';
+import { InvalidInputError, isPathWithin, type SandboxCapabilities } from '@aleph/sandbox-core';
 import { INNER_HOME } from '../options.js';
 import type { HostTrust } from './host-trust.js';
 import { exists, type PlanDraft } from './plan-draft.js';
@@ -23,20 +24,28 @@ export function addGrants(
   caps.fsRead.forEach((p, i) => {
     const kind = exists(fs, p);
     if (kind === undefined) throw missingPath('fsRead', i, p);
-    mounts.push({ op: 'ro-bind', src: p, dest: p, fd: plan.open(p), kind });
-    landlock.push({ path: p, access: 'read-exec' });
+    const fd = plan.open(p);
+    mounts.push({ op: 'ro-bind', src: p, dest: p, fd, kind });
+    landlock.push({ path: p, access: 'read-exec', fd });
   });
+  const writable = [workspace, ...caps.fsWrite];
   caps.fsWrite.forEach((p, i) => {
     const kind = exists(fs, p);
     if (kind === undefined) throw missingPath('fsWrite', i, p);
-    mounts.push({ op: 'bind', src: p, dest: p, fd: plan.open(p), kind });
-    landlock.push({ path: p, access: 'read-write-exec' });
+    // Inside another writable root it is mounted with it already: no mount of its own, which bwrap would
+    // make by the path it reads back from the descriptor, and a command could swap meanwhile.
+    if (writable.some((root) => root !== p && isPathWithin(p, root))) return;
+    const fd = plan.open(p);
+    mounts.push({ op: 'bind', src: p, dest: p, fd, kind });
+    landlock.push({ path: p, access: 'read-write-exec', fd });
   });
-  mounts.push({ op: 'bind', src: workspace, dest: workspace, fd: plan.open(workspace) });
-  landlock.push({ path: workspace, access: 'read-write-exec' });
+  const ws = plan.open(workspace);
+  mounts.push({ op: 'bind', src: workspace, dest: workspace, fd: ws });
+  landlock.push({ path: workspace, access: 'read-write-exec', fd: ws });
   if (sessionHome !== undefined) {
-    mounts.push({ op: 'bind', src: sessionHome, dest: INNER_HOME, fd: plan.open(sessionHome) });
-    landlock.push({ path: INNER_HOME, access: 'read-write-exec' });
+    const home = plan.open(sessionHome);
+    mounts.push({ op: 'bind', src: sessionHome, dest: INNER_HOME, fd: home });
+    landlock.push({ path: INNER_HOME, access: 'read-write-exec', fd: home });
   }
 }
 

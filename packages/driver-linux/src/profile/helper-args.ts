@@ -23,10 +23,14 @@ export function rlimitArgs(rlimits: Readonly<Record<string, number>>): string[] 
   return args;
 }
 
-/** The helper's flag and path for each rule, in order. */
+/**
+ * The helper's flag and path for each rule, in order; a rule on a launcher descriptor names a copy of it
+ * (`@NAME:v`, which the launcher replaces by the copy's number: bwrap closes the descriptors it binds).
+ */
 export function landlockArgs(rules: readonly LandlockRule[]): string[] {
   const args: string[] = [];
-  for (const rule of rules) args.push(LANDLOCK_FLAG[rule.access], rule.path);
+  for (const rule of rules)
+    args.push(LANDLOCK_FLAG[rule.access], rule.fd === undefined ? rule.path : `@${rule.fd}:v`);
   return args;
 }
 

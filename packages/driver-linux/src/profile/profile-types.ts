@@ -111,6 +111,12 @@ export interface DirectInputs extends ProfileInputs {
 export interface LandlockRule {
   readonly path: string;
   readonly access: 'read-exec' | 'read-write-exec' | 'device' | 'list';
+  /**
+   * The launcher's descriptor for a user path (a grant, the workspace, the session HOME; `LaunchPlan`
+   * name): the helper adds the rule on the descriptor the launcher opened and checked, never on `path`
+   * resolved again, so a command swapping the path meanwhile cannot widen the rule.
+   */
+  readonly fd?: string;
 }
 
 /** The Linux profile: an inspectable, JSON-serialisable plan. `aleph-sandbox profile` prints it. */

@@ -88,6 +88,7 @@ export function outputResult(out: SandboxOutput, ctx: ResultContext): CallToolRe
   const { session } = ctx;
   const details = out.details ?? {};
   const denials = Array.isArray(details.denials) ? (details.denials as SandboxDenial[]) : [];
+  const dropped = details.denialsDropped as ExecuteResult['denialsDropped'];
   const status = out.timedOut ? 'timedOut' : details.killedBy === 'kill' ? 'killed' : 'completed';
   const result: ExecuteResult = {
     status,
@@ -99,6 +100,7 @@ export function outputResult(out: SandboxOutput, ctx: ResultContext): CallToolRe
     stderrTruncated: out.stderrTruncated,
     durationMs: Math.round(out.durationMs),
     denials,
+    ...(dropped === undefined ? {} : { denialsDropped: dropped }),
     session,
     ...(typeof details.tier === 'string' ? { tier: details.tier } : {}),
     ...runFields(details),
@@ -116,6 +118,15 @@ export function outputResult(out: SandboxOutput, ctx: ResultContext): CallToolRe
     ...block('stdout', result.stdout, result.stdoutTruncated),
     ...block('stderr', result.stderr, result.stderrTruncated),
     ...denialLines(denials),
+    ...(dropped === undefined
+      ? []
+      : [
+          `… and ${dropped.count} more denials, left out to keep the result within the output budget (by kind: ${Object.entries(
+            dropped.byKind,
+          )
+            .map(([k, n]) => `${k} ${n}`)
+            .join(', ')})`,
+        ]),
     ...networkAllowLines(denials, ctx),
     ...changeLines(result),
   ];

@@ -151,8 +151,17 @@ export const ExecuteOutput = z.object({
   stdoutTruncated: z.boolean(),
   stderrTruncated: z.boolean(),
   durationMs: z.number(),
-  /** Everything the sandbox refused, while running or before. */
+  /** Everything the sandbox refused, while running or before (the first ones of a flood: see denialsDropped). */
   denials: z.array(DenialOutput),
+  /** The denials left out of `denials` to keep the result within the output budget, counted. */
+  denialsDropped: z
+    .object({
+      count: z.number().int(),
+      byKind: z.record(z.string(), z.number().int()),
+      byTarget: z.record(z.string(), z.number().int()),
+      otherTargets: z.number().int(),
+    })
+    .optional(),
   session: z.string(),
   /** Why it did not run (status `denied`): the error code and message. */
   error: z

@@ -5,7 +5,7 @@
  * protected paths (git hooks and config, `.envrc`, agent settings) are refused for writes and deletes.
  * Every refusal is an MCP error naming `path` and the sandbox's code.
  */
-import { FileAccessError, isAlephError } from '@aleph/sandbox-core';
+import { type DirectoryEntry, FileAccessError, isAlephError } from '@aleph/sandbox-core';
 import { type CallToolResult, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { ServerContext } from '../context.js';
@@ -47,6 +47,45 @@ async function guarded(run: () => Promise<CallToolResult>): Promise<CallToolResu
   } catch (error) {
     fileError(error);
   }
+}
+
+/** Entries `list_directory` gives by default, and at most. */
+const LIST_DEFAULT_LIMIT = 1000;
+const LIST_MAX_LIMIT = 10_000;
+
+/** The name a cursor stands for (the last name of the page before, base64url). */
+function cursorName(cursor: string): string {
+  const name = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (name === '' || Buffer.from(name, 'utf8').toString('base64url') !== cursor)
+    throw new McpError(
+      ErrorCode.InvalidParams,
+      `cursor: ${JSON.stringify(cursor)} is not a cursor list_directory gave; pass its nextCursor, or leave cursor out for the first page`,
+    );
+  return name;
+}
+
+/**
+ * The first `limit` of `listed` (which holds one more when more follow) that fit in `budget` bytes (the
+ * text and the structured answer both carry each name), and the cursor of the next page when some are
+ * left out.
+ */
+function pageWithin(listed: readonly DirectoryEntry[], limit: number, budget: number) {
+  const room = Math.max(4096, budget);
+  let used = 0;
+  let n = 0;
+  for (const e of listed.slice(0, limit)) {
+    const cost = 2 * Buffer.byteLength(e.name) + 48;
+    if (n > 0 && used + cost > room) break;
+    used += cost;
+    n++;
+  }
+  const entries = listed.slice(0, n);
+  const last = entries.at(-1);
+  const nextCursor =
+    n < listed.length && last !== undefined
+      ? Buffer.from(last.name, 'utf8').toString('base64url')
+      : undefined;
+  return { entries, nextCursor };
 }
 
 const text = (t: string, structured?: Record<string, unknown>): CallToolResult => ({
@@ -109,23 +148,57 @@ function registerReads(ctx: ServerContext): void {
     'list_directory',
     {
       title: 'List a directory',
-      description:
-        'Lists a directory of the workspace: names and types (file, directory, symlink, other), sorted; links are not followed.',
-      inputSchema: z.object({ path: PathArg.default('.'), session: SessionArg.optional() }).strict(),
+      description: `Lists a directory of the workspace: names and types (file, directory, symlink, other), sorted; links are not followed. A large directory comes in pages (at most limit entries, default ${LIST_DEFAULT_LIMIT}, and within the output budget): a cut answer says truncated and gives nextCursor; call again with that cursor for the next page.`,
+      inputSchema: z
+        .object({
+          path: PathArg.default('.'),
+          cursor: z
+            .string()
+            .optional()
+            .describe('The nextCursor of the page before; leave it out for the first page.'),
+          limit: z
+            .number()
+            .int()
+            .min(1)
+            .max(LIST_MAX_LIMIT)
+            .optional()
+            .describe(
+              `At most this many entries (default ${LIST_DEFAULT_LIMIT}, at most ${LIST_MAX_LIMIT}).`,
+            ),
+          session: SessionArg.optional(),
+        })
+        .strict(),
       outputSchema: z.object({
         entries: z.array(
           z.object({ name: z.string(), type: z.enum(['file', 'directory', 'symlink', 'other']) }),
         ),
+        truncated: z.boolean().optional().describe('More entries follow: call again with nextCursor.'),
+        nextCursor: z.string().optional(),
       }),
       annotations: { readOnlyHint: true },
     },
     (args) =>
       guarded(async () => {
-        const entries = await files(args.session).list(args.path);
-        const lines = entries.map(
+        const limit = args.limit ?? LIST_DEFAULT_LIMIT;
+        const after = args.cursor === undefined ? undefined : cursorName(args.cursor);
+        const listed = await files(args.session).list(args.path, {
+          ...(after === undefined ? {} : { after }),
+          limit: limit + 1,
+        });
+        const page = pageWithin(listed, limit, ctx.sandbox.config.maxOutputBytes);
+        const lines = page.entries.map(
           (e) => `${e.name}${e.type === 'directory' ? '/' : e.type === 'symlink' ? '@' : ''}`,
         );
-        return text(lines.length === 0 ? '(empty)' : lines.join('\n'), { entries });
+        if (page.nextCursor === undefined)
+          return text(lines.length === 0 ? '(empty)' : lines.join('\n'), { entries: page.entries });
+        lines.push(
+          `… truncated after ${page.entries.length} entries: call list_directory again with cursor "${page.nextCursor}" for the rest`,
+        );
+        return text(lines.join('\n'), {
+          entries: page.entries,
+          truncated: true,
+          nextCursor: page.nextCursor,
+        });
       }),
   );
   ctx.server.registerTool(

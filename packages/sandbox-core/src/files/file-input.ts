@@ -113,6 +113,38 @@ export function checkLine(field: string, value: unknown): number | undefined {
   );
 }
 
+/** The options of a `list` call, checked. */
+export function checkListOptions(options: unknown): { after?: string; limit?: number } {
+  if (options === undefined) return {};
+  const o = (typeof options === 'object' && options !== null ? options : {}) as {
+    after?: unknown;
+    limit?: unknown;
+  };
+  if (o.after !== undefined && typeof o.after !== 'string')
+    throw new InvalidInputError(
+      'ALEPH_INVALID_COMMAND',
+      'list options.after',
+      o.after,
+      'is not a name',
+      'pass the last name of the page before, or leave it out for the first page',
+    );
+  if (
+    o.limit !== undefined &&
+    !(typeof o.limit === 'number' && Number.isSafeInteger(o.limit) && o.limit >= 1)
+  )
+    throw new InvalidInputError(
+      'ALEPH_INVALID_COMMAND',
+      'list options.limit',
+      o.limit,
+      'is not a number of entries',
+      'pass an integer >= 1, or leave it out to list the whole directory',
+    );
+  return {
+    ...(o.after === undefined ? {} : { after: o.after as string }),
+    ...(o.limit === undefined ? {} : { limit: o.limit as number }),
+  };
+}
+
 /** A `TextDecoder` for `encoding`. */
 export function decoderFor(encoding: unknown): InstanceType<typeof TextDecoder> {
   try {

@@ -13,6 +13,7 @@ import { defaultFix, fileAborted, toFileError } from './errno.js';
 import {
   checkByteLimit,
   checkLine,
+  checkListOptions,
   checkMode,
   checkPath,
   contentChunks,
@@ -27,6 +28,7 @@ import type {
   DeleteOptions,
   DirectoryEntry,
   FileStat,
+  ListOptions,
   ReadFileOptions,
   ReadFileStreamOptions,
   ReadTextFileOptions,
@@ -35,6 +37,7 @@ import type {
   WriteFileContent,
   WriteFileOptions,
 } from './types.js';
+import { pageOfEntries } from './types.js';
 
 /** A buffered read refuses files above this size unless `maxBytes` says otherwise: 64 MiB. */
 export const DEFAULT_MAX_READ_BYTES = 64 * 1024 * 1024;
@@ -233,14 +236,22 @@ class SessionFiles implements SandboxFiles {
     );
   }
 
-  list(path: string): Promise<DirectoryEntry[]> {
-    return this.#run('list', path, false, undefined, async ({ target, mechanism, resolved, hidden }) => {
-      const entries = await mechanism.list(target);
-      const dir = resolved() ?? target.root;
-      return entries
-        .filter((e) => !hidden(dir === '/' ? `/${e.name}` : `${dir}/${e.name}`))
-        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    });
+  async list(path: string, options?: ListOptions): Promise<DirectoryEntry[]> {
+    const page = checkListOptions(options);
+    return await this.#run(
+      'list',
+      path,
+      false,
+      undefined,
+      async ({ target, mechanism, resolved, hidden }) => {
+        const entries = await mechanism.list(target);
+        const dir = resolved() ?? target.root;
+        const sorted = entries
+          .filter((e) => !hidden(dir === '/' ? `/${e.name}` : `${dir}/${e.name}`))
+          .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+        return pageOfEntries(sorted, page);
+      },
+    );
   }
 
   delete(path: string, options: DeleteOptions = {}): Promise<void> {

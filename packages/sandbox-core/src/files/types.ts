@@ -21,6 +21,18 @@ export interface DirectoryEntry {
   readonly type: FileType;
 }
 
+/**
+ * Options of {@link SandboxFiles.list}: a page of the sorted entries. Without them the whole directory is
+ * listed; to read a large one in bounded pages, pass `limit` and then, for each next page, the last name
+ * of the page before as `after`.
+ */
+export interface ListOptions {
+  /** Only the entries whose name sorts after this one (code units). */
+  readonly after?: string;
+  /** At most this many entries (a positive integer). */
+  readonly limit?: number;
+}
+
 /** Options of {@link SandboxFiles.readFile}. */
 export interface ReadFileOptions {
   readonly signal?: AbortSignal;
@@ -117,11 +129,37 @@ export interface SandboxFiles {
   writeFile(path: string, content: WriteFileContent, options?: WriteFileOptions): Promise<void>;
   /** What the path is; follows a final symbolic link inside the root unless `followSymlinks: false`. */
   stat(path: string, options?: StatOptions): Promise<FileStat>;
-  /** The directory's entries, sorted by name (code units), symbolic links not followed. */
-  list(path: string): Promise<DirectoryEntry[]>;
+  /**
+   * The directory's entries, sorted by name (code units), symbolic links not followed; with `options`, the
+   * page of them after `options.after`, at most `options.limit` long (see {@link ListOptions}).
+   */
+  list(path: string, options?: ListOptions): Promise<DirectoryEntry[]>;
   /**
    * Deletes a file or a symbolic link (the link itself), or a directory with `recursive: true`
    * (`ALEPH_IS_A_DIRECTORY` without it). The workspace root itself cannot be deleted.
    */
   delete(path: string, options?: DeleteOptions): Promise<void>;
+}
+
+/**
+ * The page `options` asks for of `sorted` (entries sorted by name, code units): those after
+ * `options.after`, at most `options.limit`. File API implementations share it.
+ */
+export function pageOfEntries(
+  sorted: readonly DirectoryEntry[],
+  options: ListOptions = {},
+): DirectoryEntry[] {
+  const { after, limit } = options;
+  let from = 0;
+  if (after !== undefined) {
+    let lo = 0;
+    let hi = sorted.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((sorted[mid] as DirectoryEntry).name <= after) lo = mid + 1;
+      else hi = mid;
+    }
+    from = lo;
+  }
+  return sorted.slice(from, limit === undefined ? undefined : from + limit);
 }

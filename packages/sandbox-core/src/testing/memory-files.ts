@@ -3,7 +3,14 @@ import path from 'node:path';
 import { FileAccessError, type FileErrorCode, type FileOperation } from '../file-errors.js';
 import { checkPath, contentChunks, decoderFor, toReadableStream } from '../files/file-input.js';
 import { selectLines } from '../files/line-range.js';
-import type { DirectoryEntry, FileStat, SandboxFiles, WriteFileContent } from '../files/types.js';
+import {
+  type DirectoryEntry,
+  type FileStat,
+  type ListOptions,
+  pageOfEntries,
+  type SandboxFiles,
+  type WriteFileContent,
+} from '../files/types.js';
 
 /** One call a {@link MemoryFiles} received. */
 export interface MemoryFileCall {
@@ -103,7 +110,7 @@ export class MemoryFiles implements SandboxFiles {
     throw this.#error('ALEPH_FILE_NOT_FOUND', 'stat', p, 'does not exist');
   }
 
-  async list(p: string): Promise<DirectoryEntry[]> {
+  async list(p: string, options?: ListOptions): Promise<DirectoryEntry[]> {
     const rel = this.#rel('list', p);
     if (this.files.has(rel)) throw this.#error('ALEPH_NOT_A_DIRECTORY', 'list', p, 'is not a directory');
     if (!this.directories.has(rel)) throw this.#error('ALEPH_FILE_NOT_FOUND', 'list', p, 'does not exist');
@@ -116,7 +123,8 @@ export class MemoryFiles implements SandboxFiles {
     };
     for (const key of this.files.keys()) add(key, 'file');
     for (const key of this.directories) add(key, 'directory');
-    return [...entries.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const sorted = [...entries.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return pageOfEntries(sorted, options);
   }
 
   async delete(p: string, options: { recursive?: boolean } = {}): Promise<void> {

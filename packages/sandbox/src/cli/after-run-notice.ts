@@ -25,9 +25,14 @@ interface AfterRunDetails {
 /** At most this many items of a list are named; the rest are counted. */
 const SHOWN = 3;
 
-function some<T>(items: readonly T[], show: (item: T) => string): string {
+/**
+ * The first items named, the rest counted; `left` more were already left out of `details` to keep it
+ * within the output budget (`details.omitted`).
+ */
+function some<T>(items: readonly T[], show: (item: T) => string, left = 0): string {
   const named = items.slice(0, SHOWN).map(show).join(', ');
-  return items.length > SHOWN ? `${named} and ${items.length - SHOWN} more` : named;
+  const more = Math.max(0, items.length - SHOWN) + left;
+  return more > 0 ? `${named} and ${more} more` : named;
 }
 
 /** The common directory of the quarantine copies (the session's quarantine), for the notice. */
@@ -42,8 +47,12 @@ function quarantineDir(moves: readonly { readonly path: string; readonly movedTo
  */
 export function afterRunNotice(details: Readonly<Record<string, unknown>>): string | undefined {
   const d = details as AfterRunDetails;
-  const parts = noticeParts(d);
-  const earlier = d.interruptedRun === undefined ? [] : noticeParts(d.interruptedRun);
+  const omitted = (details.omitted ?? {}) as Readonly<Record<string, number>>;
+  const parts = noticeParts(d, (key) => omitted[key] ?? 0);
+  const earlier =
+    d.interruptedRun === undefined
+      ? []
+      : noticeParts(d.interruptedRun, (key) => omitted[`interruptedRun.${key}`] ?? 0);
   const lines: string[] = [];
   if (earlier.length > 0)
     lines.push(
@@ -55,21 +64,26 @@ export function afterRunNotice(details: Readonly<Record<string, unknown>>): stri
 }
 
 /** What the check did, in words (nothing when it had nothing to say). */
-function noticeParts(d: AfterRunDetails): string[] {
+function noticeParts(d: AfterRunDetails, left: (key: string) => number): string[] {
   const parts: string[] = [];
   const moved = d.quarantine ?? [];
   if (moved.length > 0)
-    parts.push(`set aside ${some(moved, (q) => q.path)} (moved to ${quarantineDir(moved)})`);
-  if ((d.removed ?? []).length > 0) parts.push(`removed ${some(d.removed ?? [], (p) => p)}`);
+    parts.push(
+      `set aside ${some(moved, (q) => q.path, left('quarantine'))} (moved to ${quarantineDir(moved)})`,
+    );
+  if ((d.removed ?? []).length > 0) parts.push(`removed ${some(d.removed ?? [], (p) => p, left('removed'))}`);
   if ((d.quarantineNotKept ?? []).length > 0)
-    parts.push(`not kept in the quarantine: ${some(d.quarantineNotKept ?? [], (p) => p)}`);
+    parts.push(`not kept in the quarantine: ${some(d.quarantineNotKept ?? [], (p) => p, left('quarantineNotKept'))}`);
   if ((d.setIdCleared ?? []).length > 0)
-    parts.push(`cleared the set-id bits of ${some(d.setIdCleared ?? [], (p) => p)}`);
+    parts.push(`cleared the set-id bits of ${some(d.setIdCleared ?? [], (p) => p, left('setIdCleared'))}`);
   if ((d.symlinksOut ?? []).length > 0)
     parts.push(
-      `left symlinks leading out of the workspace: ${some(d.symlinksOut ?? [], (s) => `${s.path} -> ${s.target}${s.leads === 'outside' ? '' : ` (${s.leads})`}`)}`,
+      `left symlinks leading out of the workspace: ${some(d.symlinksOut ?? [], (s) => `${s.path} -> ${s.target}${s.leads === 'outside' ? '' : ` (${s.leads})`}`, left('symlinksOut'))}`,
     );
   const incomplete = d.afterRun?.incomplete ?? [];
-  if (incomplete.length > 0) parts.push(`could not examine ${some(incomplete, (p) => p)} (set aside whole)`);
+  if (incomplete.length > 0)
+    parts.push(
+      `could not examine ${some(incomplete, (p) => p, left('afterRun.incomplete'))} (set aside whole)`,
+    );
   return parts;
 }
