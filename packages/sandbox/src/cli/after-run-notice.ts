@@ -73,7 +73,9 @@ function noticeParts(d: AfterRunDetails, left: (key: string) => number): string[
     );
   if ((d.removed ?? []).length > 0) parts.push(`removed ${some(d.removed ?? [], (p) => p, left('removed'))}`);
   if ((d.quarantineNotKept ?? []).length > 0)
-    parts.push(`not kept in the quarantine: ${some(d.quarantineNotKept ?? [], (p) => p, left('quarantineNotKept'))}`);
+    parts.push(
+      `not kept in the quarantine: ${some(d.quarantineNotKept ?? [], (p) => p, left('quarantineNotKept'))}`,
+    );
   if ((d.setIdCleared ?? []).length > 0)
     parts.push(`cleared the set-id bits of ${some(d.setIdCleared ?? [], (p) => p, left('setIdCleared'))}`);
   if ((d.symlinksOut ?? []).length > 0)
