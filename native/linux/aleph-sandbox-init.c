@@ -29,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "changes/undo.h"
 #include "common/errors.h"
 #include "helper/helper.h"
 #include "launcher/launch.h"
@@ -63,5 +64,6 @@ int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--probe") == 0) return probe_main();
   if (argc >= 2 && strcmp(argv[1], "--probe-idmap") == 0) return probe_idmap_main(argc, argv);
   if (argc >= 2 && strcmp(argv[1], "--enter-cgroup") == 0) return enter_cgroup(argc, argv);
+  if (argc >= 2 && strcmp(argv[1], "--undo") == 0) return undo_main(argc, argv);
   return helper_main(argc, argv);
 }

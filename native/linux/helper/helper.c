@@ -23,7 +23,8 @@
  *   6. applies resource limits (--rlimit): after the identity change, so RLIMIT_NPROC counts the new uid,
  *      and after the bridge fork, so the limit is the program's alone: rlimits.c;
  *   7. closes every file descriptor above 2;
- *   8. loads the seccomp-BPF program read from --seccomp-fd: seccomp.c;
+ *   8. with --changes-fd, installs the change recording's trapping filter and hands its listener to the
+ *      launcher (../changes/notify.c); loads the seccomp-BPF program read from --seccomp-fd: seccomp.c;
  *   9. execs the program with the environment read from --env-fd (NUL-separated NAME=VALUE entries):
  *      the command's environment never passes through bwrap or this helper's own environment (env.c).
  * `--direct` does the same steps on the host itself, without namespaces: see direct.c.
@@ -43,6 +44,7 @@
 #include "../common/compat.h"
 #include "../common/errors.h"
 #include "../bridge/bridge.h"
+#include "../changes/notify.h"
 #include "direct.h"
 #include "env.h"
 #include "identity.h"
@@ -96,7 +98,9 @@ int helper_main(int argc, char **argv) {
     prog = read_seccomp(o.seccomp_fd);
     close(o.seccomp_fd);
   }
-  close_extra_fds(-1);
+  close_extra_fds(o.changes_fd);
+  /* The trapping filter first: the main one may refuse seccomp() itself. */
+  if (o.changes_fd >= 0) changes_hand_over(o.changes_fd);
   load_seccomp(&prog);
   if (env != NULL) environ = env;
   execvp(o.argv[0], o.argv);

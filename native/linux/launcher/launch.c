@@ -27,6 +27,7 @@
  * Before the options are read, and from before PROGRAM starts until after its checks: the record of runs in
  * progress under --state (inflight.c), by which a run killed whole before its check is checked for by the
  * next run.
+ * --changes DIR …: the run's changes recorded while it runs (changes.c, ../changes/).
  * After PROGRAM: --reap kills what it left behind (tier 3, after-run/reap.c); the check of every
  * --check-root (after-run/check.c) sets aside what a command left for host tools to run (git control
  * files, absent protected paths that appeared), clears set-id bits and reports symlinks leading out, into
@@ -44,6 +45,7 @@
 #include "../after-run/reap.h"
 #include "../common/report.h"
 #include "args.h"
+#include "changes.h"
 #include "idmap.h"
 #include "inflight.h"
 #include "nodes.h"
@@ -68,6 +70,7 @@ int launch_main(int argc, char **argv) {
   unlock_roots_mutex();
   if (o.net_pool && launch_joined_net) drop_unshare_net(prog);
   publish_pass_on(prog);
+  changes_before(); /* the socket `@CHANGES` names */
   substitute_args(prog, o.uid);
   /* The descriptors PROGRAM passes on to the helper inside; every other one of ours is close-on-exec. */
   pass_nodes_on();
@@ -78,10 +81,12 @@ int launch_main(int argc, char **argv) {
   struct timespec start;
   pid_t c = start_program(prog, &old_mask, &start, o.outer_ns);
   close_nodes();
+  changes_started();
   /* Published ports have a wait loop of their own, which drains the change journal too. */
   int status = publish_active() ? publish_serve(c, check_poll_fd(), check_poll_ready) : check_wait(c);
   idmap_reap();
   if (o.reap) reap_descendants();
+  changes_after(); /* what the command left, before the check sets anything aside */
   check_after(&start, report);
   release_roots(report);
   inflight_end();

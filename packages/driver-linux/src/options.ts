@@ -127,6 +127,16 @@ export interface LinuxDriverOptions {
    * writable root (it costs the size of the trees; benchmarks compare the two). Default true.
    */
   readonly changeJournal?: boolean;
+  /**
+   * Every run's changes in its writable roots recorded (seccomp user notification, copy before write) for
+   * `details.changes` and `undo(runId)`: on by default; `maxBytes` a session's budget of pre-run copies in
+   * allocated bytes (default 2 GiB), `maxFileBytes` the largest file copied (default 512 MiB).
+   */
+  readonly changes?: {
+    readonly enabled?: boolean;
+    readonly maxBytes?: number;
+    readonly maxFileBytes?: number;
+  };
   /** cgroup v2 mount point. Default: detected. Tests point it at a fake tree. */
   readonly cgroupRoot?: string;
 }

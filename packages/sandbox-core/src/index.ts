@@ -31,6 +31,7 @@ export {
   SandboxCapabilitiesSchema,
   strictCapabilities,
 } from './capabilities.js';
+export type { RunChange, RunChanges } from './changes.js';
 export {
   parseCapabilities,
   parseSandboxCommand,

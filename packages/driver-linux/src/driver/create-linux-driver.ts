@@ -12,6 +12,14 @@ import {
   type ProfileContext,
   type SandboxCapabilities,
 } from '@aleph/sandbox-core';
+import type { KeptRun } from '../changes/change-store.js';
+import {
+  type ChangesRequest,
+  listChanges,
+  type UndoRequest,
+  type UndoResult,
+  undoRun,
+} from '../changes/undo.js';
 import { linuxDriverFiles } from '../files/driver-files.js';
 import { type LinuxProbe, probeLinux } from '../host/probe.js';
 import type { LinuxDriverOptions } from '../options.js';
@@ -51,6 +59,10 @@ export interface LinuxDriver extends OsSandboxDriver {
   readonly name: 'linux';
   probe(): Promise<LinuxProbe>;
   profileFor(caps: SandboxCapabilities, cwd: string, context: ProfileContext): Promise<LinuxProfile>;
+  /** Takes back run `runId` (`details.runId`): see `UndoResult`. */
+  undo(request: UndoRequest): Promise<UndoResult>;
+  /** The change sets kept in the driver's store (newest first), or one run's. */
+  changes(request: ChangesRequest): Promise<readonly KeptRun[]>;
 }
 
 /**
@@ -98,6 +110,8 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       tiers.profileFor(caps, cwd, context),
     run: (request) => runRevalidating(request, runner, tiers, plans),
     files: () => linuxDriverFiles(settings),
+    undo: async (request: UndoRequest) => undoRun(settings.stateDir, settings.helperPath, request),
+    changes: async (request: ChangesRequest) => listChanges(settings.stateDir, request),
     async dispose(): Promise<void> {
       runner.dispose();
       await Promise.all([pools.dispose(), forkServer?.dispose()]);

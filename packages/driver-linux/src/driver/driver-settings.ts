@@ -2,6 +2,7 @@
  * The driver's settings: `LinuxDriverOptions` resolved once, with their defaults and this host's facts,
  * into the values every plan and run uses.
  */
+
 import { readlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { ProxyPoolOptions } from '@aleph/proxy/pool';
@@ -13,6 +14,7 @@ import {
   hiddenPaths,
   resolveProtectedPaths,
 } from '@aleph/sandbox-core';
+import { type ChangesOptions, DEFAULT_CHANGES } from '../changes/change-store.js';
 import { resolveHelperPath } from '../host/helper-path.js';
 import { type HostFacts, readHostFacts } from '../host/host-facts.js';
 import { DEFAULT_MAX_PIDS, DEFAULT_SANDBOX_UID_RANGE, type LinuxDriverOptions } from '../options.js';
@@ -31,6 +33,8 @@ export interface DriverSettings {
   readonly bwrap: string;
   readonly landlock: 'best-effort' | 'required';
   readonly sandboxUid: number | undefined;
+  /** Change recording (issue 38): on by default, with the session's budgets. */
+  readonly changes: ChangesOptions;
   readonly sandboxGid: number | undefined;
   readonly uidRange: readonly [number, number];
   /** Where sessions' HOMEs live on the host; `undefined` when HOME is the workspace. */
@@ -116,6 +120,7 @@ export function resolveSettings(options: LinuxDriverOptions): DriverSettings {
     bwrap: options.bwrapPath ?? 'bwrap',
     landlock: options.landlock ?? 'best-effort',
     sandboxUid: options.sandboxUid,
+    changes: { ...DEFAULT_CHANGES, ...options.changes },
     sandboxGid: options.sandboxGid ?? options.sandboxUid,
     uidRange: options.sandboxUidRange ?? DEFAULT_SANDBOX_UID_RANGE,
     homeRoot,

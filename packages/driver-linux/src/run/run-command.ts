@@ -18,6 +18,8 @@ import {
   type SandboxOutput,
   sessionKeyToFilename,
 } from '@aleph/sandbox-core';
+import type { ChangesOptions, RecordingRun } from '../changes/change-store.js';
+import { dropRecording, recordRun, withChanges, withHelperArgs } from '../changes/run-hooks.js';
 import type { CgroupLimits, CgroupManager } from '../host/cgroup.js';
 import type { HostFacts } from '../host/host-facts.js';
 import { BRIDGE_PORT, HOST_SIDE_ENV } from '../options.js';
@@ -48,6 +50,8 @@ export interface RunSettings {
   readonly allowLoaderEnv: readonly string[];
   readonly envAllowlist: readonly string[];
   readonly sandboxUid: number | undefined;
+  /** Change recording (issue 38). */
+  readonly changes: ChangesOptions;
 }
 
 /** The driver's parts a run uses. */
@@ -98,28 +102,37 @@ export class CommandRunner {
     const tmpDir = direct ? (profile.tmpDir as string) : undefined;
     let leaf: string | undefined;
     let reportFile: string | undefined;
+    let recording: RecordingRun | undefined;
     try {
       const { env, proxyPort } = this.#environment(profile, request, tmpDir, lease);
       const { host, helperPath } = this.settings;
-      const argv = commandArgv(profile, request, {
-        host,
-        helperPath,
-        bwrapPath: runnable.bwrapPath,
-        proxyPort,
-        proxySocket: lease?.entrance?.unixPath,
-      });
+      recording = recordRun(this.settings.stateDir, this.settings.changes, profile, request);
+      const argv = withHelperArgs(
+        commandArgv(profile, request, {
+          host,
+          helperPath,
+          bwrapPath: runnable.bwrapPath,
+          proxyPort,
+          proxySocket: lease?.entrance?.unixPath,
+        }),
+        recording,
+        request,
+      );
       // Written only when the sweep has something to say, under a name of this run's own.
       reportFile = path.join(this.settings.stateDir, `${this.reportPrefix}-${++this.#runs}`);
-      const launch = [...profile.launch, '--report', reportFile];
+      const launch = [...profile.launch, '--report', reportFile, ...(recording?.launchArgs ?? [])];
       leaf = await this.#enterLeaf(profile, request, launch);
       const result = await runBoundedProcess(this.#launcherRun(request, profile, launch, argv, env));
       const refused = (await lease?.entrance?.settle()) ?? [];
-      return launchOutput(result, profile, {
+      const output = launchOutput(result, profile, {
         limits: runnable.limits,
         reportFile,
         notEnforced: this.#notEnforced(profile),
         denials: refused.map((d) => networkDenial(d, hosts ?? [])),
       });
+      const withRecord = withChanges(output, recording, request, this.settings.changes);
+      recording = undefined;
+      return withRecord;
     } catch (error) {
       if (error instanceof DriverError || error instanceof InvalidInputError) throw error;
       throw new DriverError(
@@ -132,6 +145,7 @@ export class CommandRunner {
       );
     } finally {
       if (reportFile !== undefined && existsSync(reportFile)) rmSync(reportFile, { force: true });
+      dropRecording(recording);
       lease?.release();
       if (leaf !== undefined) await this.#cgroups?.destroyLeaf(leaf);
       if (tmpDir !== undefined) this.#tmps.release(tmpDir);

@@ -1,0 +1,15 @@
+/*
+ * The change recording's part inside the sandbox (helper, last step before exec): a seccomp filter whose
+ * SECCOMP_RET_USER_NOTIF traps only the calls that can change a path (opens for writing or creating,
+ * unlink, rename, mkdir, chmod, chown, …), and its listener handed to the launcher's supervisor
+ * (supervise.c) over the socket the launcher passed down.
+ */
+#ifndef ALEPH_CHANGES_NOTIFY_H
+#define ALEPH_CHANGES_NOTIFY_H
+
+/* Installs the trapping filter and sends its listener over SOCK (SCM_RIGHTS); where the kernel cannot
+ * (no user notification, a listener already in the chain), sends the errno alone, so the launcher records
+ * why the run's changes are unrecorded. Closes SOCK. Never fails the run. */
+void changes_hand_over(int sock);
+
+#endif

@@ -1,0 +1,184 @@
+/**
+ * The change store on the driver's side: `<stateDir>/changes/<runId>/` (mode 0700) made before a run, the
+ * launcher's and helper's arguments that record into it (native/linux/changes/), and after the run its
+ * `run.json` (the kept run: who, when, what, and the whole change set) with the session's budget applied,
+ * oldest runs dropped first.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { DriverRunRequest, RunChanges } from '@aleph/sandbox-core';
+import { sessionKeyToFilename } from '@aleph/sandbox-core';
+import { runChanges, unrecorded } from './change-set.js';
+import { readStates } from './states.js';
+
+/** The driver option `changes` (config `sandbox.changes.*`). */
+export interface ChangesOptions {
+  readonly enabled: boolean;
+  /** The session's budget for pre-run copies, in allocated bytes. Default 2 GiB. */
+  readonly maxBytes: number;
+  /** The largest file copied. Default 512 MiB. */
+  readonly maxFileBytes: number;
+}
+
+/** The defaults of {@link ChangesOptions}. */
+export const DEFAULT_CHANGES: ChangesOptions = {
+  enabled: true,
+  maxBytes: 2048 * 1024 * 1024,
+  maxFileBytes: 512 * 1024 * 1024,
+};
+
+/** A kept run (`changes(request)`), as run.json holds it. */
+export interface KeptRun {
+  readonly runId: string;
+  readonly sessionKey: string;
+  readonly workspace: string;
+  readonly startedAt: string;
+  readonly endedAt: string;
+  readonly command: string;
+  readonly undone: boolean;
+  readonly changes: RunChanges;
+}
+
+const RUN_ID = /^r[0-9a-z]{12}-[0-9a-f]{8}$/;
+
+/** The store's root directory. */
+export const changesRoot = (stateDir: string) => path.join(stateDir, 'changes');
+
+/** This run's id: the request's (`runId`, made by the pipeline), else one made here in the same form. */
+export function runIdOf(request: DriverRunRequest): string {
+  const given = (request as { readonly runId?: unknown }).runId;
+  if (typeof given === 'string' && RUN_ID.test(given)) return given;
+  return `r${Date.now().toString(36).padStart(12, '0')}-${randomBytes(4).toString('hex')}`;
+}
+
+/** Whether `runId` can name a store directory (nothing but the runId form). */
+export const isRunId = (runId: string) => RUN_ID.test(runId);
+
+/** The writable roots the launcher checks (its `--check-root NAME`, by `--open NAME PATH`), but the session HOME. */
+export function recordedRoots(launch: readonly string[], home: string | undefined): string[] {
+  const opened = new Map<string, string>();
+  const roots: string[] = [];
+  for (let i = 0; i < launch.length; i++) {
+    if (launch[i] === '--open') opened.set(launch[i + 1] as string, launch[i + 2] as string);
+    if (launch[i] === '--check-root') {
+      const p = opened.get(launch[i + 1] as string);
+      if (p !== undefined && p !== home) roots.push(p);
+    }
+  }
+  return roots;
+}
+
+/** A run being recorded: its store directory and the arguments that record into it. */
+export interface RecordingRun {
+  readonly runId: string;
+  readonly dir: string;
+  readonly startedAt: string;
+  /** Appended to the launcher's options. */
+  readonly launchArgs: readonly string[];
+  /** Put before the helper's `--`. */
+  readonly helperArgs: readonly string[];
+}
+
+/** Makes the run's store directory and its arguments; undefined when nothing is to be recorded. */
+export function startRecording(
+  stateDir: string,
+  runId: string,
+  roots: readonly string[],
+  options: ChangesOptions,
+): RecordingRun | undefined {
+  if (!options.enabled || roots.length === 0) return undefined;
+  const dir = path.join(changesRoot(stateDir), runId);
+  mkdirSync(changesRoot(stateDir), { recursive: true, mode: 0o700 });
+  mkdirSync(dir, { mode: 0o700 });
+  const launchArgs = ['--changes', dir, String(options.maxBytes), String(options.maxFileBytes)];
+  for (const r of roots) launchArgs.push('--changes-root', r);
+  return {
+    runId,
+    dir,
+    startedAt: new Date().toISOString(),
+    launchArgs,
+    helperArgs: ['--changes-fd', '@CHANGES'],
+  };
+}
+
+/** After the run: the change set read from the store, run.json written; `details.changes`. */
+export function finishRecording(
+  run: RecordingRun,
+  request: DriverRunRequest,
+  quarantined: readonly string[],
+  options: ChangesOptions,
+): RunChanges {
+  const states = readStates(run.dir);
+  if (states === undefined) {
+    rmSync(run.dir, { recursive: true, force: true });
+    return unrecorded('the launcher recorded nothing (the run did not start)');
+  }
+  const q = new Set(quarantined);
+  const whole = runChanges(states, q, Number.POSITIVE_INFINITY);
+  const kept: KeptRun = {
+    runId: run.runId,
+    sessionKey: sessionKeyToFilename(request.sessionId),
+    workspace: request.workspace,
+    startedAt: run.startedAt,
+    endedAt: new Date().toISOString(),
+    command: [request.program, ...request.args].join(' '),
+    undone: false,
+    changes: whole,
+  };
+  writeRunJson(run.dir, { ...kept, bytes: states.bytes });
+  pruneSession(path.dirname(run.dir), kept.sessionKey, options.maxBytes);
+  return runChanges(states, q);
+}
+
+/** Writes run.json whole (a temporary name, then renamed). */
+export function writeRunJson(dir: string, run: KeptRun & { readonly bytes?: number }): void {
+  const tmp = path.join(dir, 'run.json.tmp');
+  writeFileSync(tmp, JSON.stringify(run), { mode: 0o600 });
+  renameSync(tmp, path.join(dir, 'run.json'));
+}
+
+/** The kept run in `dir`, or undefined. */
+export function readRunJson(dir: string): (KeptRun & { readonly bytes?: number }) | undefined {
+  try {
+    return JSON.parse(readFileSync(path.join(dir, 'run.json'), 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every kept run in the store, newest first. */
+export function keptRuns(root: string): (KeptRun & { readonly bytes?: number })[] {
+  let names: string[];
+  try {
+    names = readdirSync(root).filter(isRunId);
+  } catch {
+    return [];
+  }
+  const runs = names
+    .sort()
+    .reverse()
+    .map((n) => readRunJson(path.join(root, n)));
+  return runs.filter((r): r is KeptRun & { bytes?: number } => r !== undefined);
+}
+
+/** Drops the session's oldest runs' copies until its runs fit `maxBytes` (their change sets stay, not undoable). */
+function pruneSession(root: string, sessionKey: string, maxBytes: number): void {
+  let total = 0;
+  for (const run of keptRuns(root)) {
+    if (run.sessionKey !== sessionKey) continue;
+    total += run.bytes ?? 0;
+    if (total <= maxBytes || (run.bytes ?? 0) === 0) continue;
+    const dir = path.join(root, run.runId);
+    rmSync(path.join(dir, 'blobs'), { recursive: true, force: true });
+    rmSync(path.join(dir, 'states'), { force: true });
+    const refusal =
+      'its pre-run copies were dropped: the session\u2019s change budget was used by later runs';
+    writeRunJson(dir, {
+      ...run,
+      bytes: 0,
+      changes: { ...run.changes, undoable: false, undoRefusal: refusal },
+    });
+    total -= run.bytes ?? 0;
+  }
+}
