@@ -18,8 +18,9 @@ const sameObject = (a: PathState, b: PathState) =>
 /** What changed between two states of one object at one path. */
 function whatChanged(b: PathState, a: PathState): NonNullable<RunChange['what']> {
   const what: ('content' | 'mode' | 'owner' | 'target')[] = [];
-  if (b.type !== a.type || b.ino !== a.ino || (b.type === 'f' && (b.size !== a.size || b.mtime !== a.mtime)))
-    what.push('content');
+  // A directory's entries are paths of their own: a new directory in the place of one is its mode and owner.
+  const content = b.type !== a.type || (b.type !== 'd' && b.ino !== a.ino);
+  if (content || (b.type === 'f' && (b.size !== a.size || b.mtime !== a.mtime))) what.push('content');
   if (b.mode !== a.mode) what.push('mode');
   if (b.uid !== a.uid || b.gid !== a.gid) what.push('owner');
   if (b.type === 'l' && a.type === 'l' && b.target !== a.target) what.push('target');
