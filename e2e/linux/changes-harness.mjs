@@ -32,13 +32,20 @@ function snapshot(root) {
   const walk = (rel) => {
     const p = path.join(root, rel);
     const st = lstatSync(p);
-    const type = st.isFile() ? 'file' : st.isDirectory() ? 'directory' : st.isSymbolicLink() ? 'symlink' : 'other';
+    const type = st.isFile()
+      ? 'file'
+      : st.isDirectory()
+        ? 'directory'
+        : st.isSymbolicLink()
+          ? 'symlink'
+          : 'other';
     const entry = { type, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, ino: st.ino };
     if (type === 'file') entry.hash = createHash('sha256').update(readFileSync(p)).digest('hex');
     if (type === 'file') entry.size = st.size;
     if (type === 'symlink') entry.target = readlinkSync(p);
     if (rel !== '') out.set(rel, entry);
-    if (type === 'directory') for (const name of readdirSync(p)) walk(rel === '' ? name : path.join(rel, name));
+    if (type === 'directory')
+      for (const name of readdirSync(p)) walk(rel === '' ? name : path.join(rel, name));
   };
   walk('');
   return out;
@@ -66,11 +73,13 @@ function diff(root, before, after) {
     if (a === undefined) {
       // What was inside a renamed directory moved with it.
       const inMoved = [...movedFrom].some((m) => p.startsWith(`${m}/`));
-      if (!movedFrom.has(p) && !inMoved) changes.push({ op: 'deleted', path: path.join(root, p), type: b.type });
+      if (!movedFrom.has(p) && !inMoved)
+        changes.push({ op: 'deleted', path: path.join(root, p), type: b.type });
       continue;
     }
     const what = [];
-    if (a.type !== b.type || a.hash !== b.hash || (b.type === 'file' && a.ino !== b.ino)) what.push('content');
+    if (a.type !== b.type || a.hash !== b.hash || (b.type === 'file' && a.ino !== b.ino))
+      what.push('content');
     if (a.mode !== b.mode) what.push('mode');
     if (a.uid !== b.uid || a.gid !== b.gid) what.push('owner');
     if (a.type === 'symlink' && b.type === 'symlink' && a.target !== b.target) what.push('target');
@@ -81,7 +90,9 @@ function diff(root, before, after) {
 
 /** A snapshot without inodes (undo puts content back, not necessarily the same inode). */
 const comparable = (snap) =>
-  JSON.stringify([...snap].map(([p, e]) => [p, { ...e, ino: undefined }]).sort((x, y) => (x[0] < y[0] ? -1 : 1)));
+  JSON.stringify(
+    [...snap].map(([p, e]) => [p, { ...e, ino: undefined }]).sort((x, y) => (x[0] < y[0] ? -1 : 1)),
+  );
 
 async function execute(id, command) {
   const out = await sandbox.execute({
@@ -103,11 +114,19 @@ for (const w of plan.workloads) {
   if (w.setup) execFileSync('sh', ['-c', w.setup], { cwd: ws, stdio: ['ignore', 'ignore', 'inherit'] });
   const before = snapshot(ws);
   const partner = w.parallelWith === undefined ? undefined : byId.get(w.parallelWith);
-  const outs = await Promise.all([execute(w.id, w.command), ...(partner ? [execute(w.id, partner.command)] : [])]);
+  const outs = await Promise.all([
+    execute(w.id, w.command),
+    ...(partner ? [execute(w.id, partner.command)] : []),
+  ]);
   const after = snapshot(ws);
   const result = {
     id: w.id,
-    outs: outs.map((o) => ({ exitCode: o.exitCode, stderr: o.stderrText, runId: o.details.runId, changes: o.details.changes })),
+    outs: outs.map((o) => ({
+      exitCode: o.exitCode,
+      stderr: o.stderrText,
+      runId: o.details.runId,
+      changes: o.details.changes,
+    })),
     diff: diff(ws, before, after),
   };
   if (w.hostEdit) {

@@ -57,8 +57,16 @@ const WORKLOADS = [
     setup: 'for i in $(seq 1 40); do echo "foo $i" > "t$i.txt"; done',
     command: "sed -i 's/foo/bar/' t*.txt",
   },
-  { id: 'chmod-x', setup: 'mkdir bin && for i in 1 2 3; do printf "#!/bin/sh\\n" > bin/s$i.sh; chmod 755 bin/s$i.sh; done', command: 'chmod -x bin/*.sh' },
-  { id: 'symlink-to-file', setup: 'echo target > t.txt && ln -s t.txt l', command: 'rm l && echo now-a-file > l' },
+  {
+    id: 'chmod-x',
+    setup: 'mkdir bin && for i in 1 2 3; do printf "#!/bin/sh\\n" > bin/s$i.sh; chmod 755 bin/s$i.sh; done',
+    command: 'chmod -x bin/*.sh',
+  },
+  {
+    id: 'symlink-to-file',
+    setup: 'echo target > t.txt && ln -s t.txt l',
+    command: 'rm l && echo now-a-file > l',
+  },
   { id: 'mv-dir', setup: 'mkdir -p d/e && echo x > d/e/x && echo y > d/y', command: 'mv d d2' },
   {
     id: 'node-rename',
@@ -83,7 +91,11 @@ const WORKLOADS = [
     command: 'rm -rf one && mkdir one && echo new > one/c',
     parallelWith: 'two-at-once-b',
   },
-  { id: 'two-at-once-b', parallelOf: 'two-at-once', command: 'echo more >> two/b && mkdir two/sub && echo s > two/sub/s' },
+  {
+    id: 'two-at-once-b',
+    parallelOf: 'two-at-once',
+    command: 'echo more >> two/b && mkdir two/sub && echo s > two/sub/s',
+  },
 ];
 
 interface Change {
@@ -95,7 +107,18 @@ interface Change {
 }
 interface Outcome {
   id: string;
-  outs: { exitCode: number; stderr: string; runId: string; changes: { recorded: boolean; undoable: boolean; entries: Change[]; truncated: boolean; counts: Record<string, number> } }[];
+  outs: {
+    exitCode: number;
+    stderr: string;
+    runId: string;
+    changes: {
+      recorded: boolean;
+      undoable: boolean;
+      entries: Change[];
+      truncated: boolean;
+      counts: Record<string, number>;
+    };
+  }[];
   diff: Change[];
   refused?: { undone: boolean; conflicts: { path: string; reason: string }[] };
   undo: { undone: boolean; conflicts: unknown[]; removed: string[]; restored: string[] }[];
@@ -104,7 +127,13 @@ interface Outcome {
   afterUndo?: Change[];
 }
 
-const strip = (c: Change) => ({ op: c.op, path: c.path, type: c.type, ...(c.from ? { from: c.from } : {}), ...(c.what ? { what: c.what } : {}) });
+const strip = (c: Change) => ({
+  op: c.op,
+  path: c.path,
+  type: c.type,
+  ...(c.from ? { from: c.from } : {}),
+  ...(c.what ? { what: c.what } : {}),
+});
 
 const bases: string[] = [];
 afterAll(() => {
@@ -113,64 +142,77 @@ afterAll(() => {
 
 const ids = identities().filter((i) => i.key === 'root' || i.key === 'unprivileged');
 
-describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))('change sets and undo (issue 38)', () => {
-  it('needs the Linux stack', () => {
-    expect(requiredButMissing(stack)).toBe(false);
-  });
-  for (const identity of ids) {
-    describe.skipIf(identity.skip !== undefined)(`as ${identity.name}${identity.skip ? ` (skipped: ${identity.skip})` : ''}`, () => {
-      let outcomes: Map<string, Outcome>;
-      it('runs every workload', { timeout: 600_000 }, async () => {
-        const h = makeHarnessBase(identity.uid, 'changes');
-        bases.push(h.base);
-        const workspaceRoot = path.join(h.base, 'ws');
-        const stateDir = path.join(h.base, 'state');
-        for (const d of [workspaceRoot, stateDir]) {
-          mkdirSync(d, { mode: 0o700 });
-          if (identity.uid !== process.getuid?.()) chownSync(d, identity.uid, identity.uid);
-        }
-        const { results } = await runHarnessAs<{ uid: number; results: Outcome[] }>(
-          identity.uid,
-          h.base,
-          'e2e/linux/changes-harness.mjs',
-          { workspaceRoot, stateDir, workloads: WORKLOADS },
-        );
-        outcomes = new Map(results.map((r) => [r.id, r]));
-        expect(results.length).toBe(WORKLOADS.filter((w) => !('parallelOf' in w)).length);
-      });
-      for (const w of WORKLOADS.filter((x) => !('parallelOf' in x))) {
-        it(`${w.id}: the change set is the host's diff, and undo restores the tree`, () => {
-          const r = outcomes.get(w.id) as Outcome;
-          for (const o of r.outs) {
-            expect(o.exitCode, o.stderr).toBe(0);
-            expect(o.changes.recorded).toBe(true);
-            expect(o.changes.undoable).toBe(true);
-          }
-          const reported = r.outs.flatMap((o) => o.changes.entries.map(strip));
-          const total = r.outs.reduce((n, o) => n + Object.entries(o.changes.counts).filter(([k]) => k !== 'quarantined').reduce((m, [, v]) => m + v, 0), 0);
-          if (w.id === 'npm-like') {
-            // 3,000 files and 361 directories: more than details keep; the counts are whole.
-            expect(r.outs[0]?.changes.truncated).toBe(true);
-            expect(r.outs[0]?.changes.entries.length).toBe(1000);
-            expect(reported).toEqual(r.diff.map(strip).slice(0, 1000));
-            expect(total).toBe(r.diff.length);
-            expect(r.diff.length).toBe(3361);
-          } else {
-            const sorted = reported.sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : 0));
-            expect(sorted).toEqual(r.diff.map(strip));
-            expect(r.diff.length).toBeGreaterThan(0);
-          }
-          if (w.hostEdit !== undefined) {
-            expect(r.refused?.undone).toBe(false);
-            expect(r.refused?.conflicts.map((c) => path.basename(c.path))).toEqual(['notes.txt']);
-          }
-          for (const u of r.undo) expect(u).toMatchObject({ undone: true, conflicts: [] });
-          expect(r.afterUndo ?? []).toEqual([]);
-          expect(r.restored).toBe(true);
-          expect(r.again.undone).toBe(false);
-          expect(r.again.conflicts[0]?.reason).toBe('already undone');
-        });
-      }
+describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
+  'change sets and undo (issue 38)',
+  () => {
+    it('needs the Linux stack', () => {
+      expect(requiredButMissing(stack)).toBe(false);
     });
-  }
-});
+    for (const identity of ids) {
+      describe.skipIf(identity.skip !== undefined)(
+        `as ${identity.name}${identity.skip ? ` (skipped: ${identity.skip})` : ''}`,
+        () => {
+          let outcomes: Map<string, Outcome>;
+          it('runs every workload', { timeout: 600_000 }, async () => {
+            const h = makeHarnessBase(identity.uid, 'changes');
+            bases.push(h.base);
+            const workspaceRoot = path.join(h.base, 'ws');
+            const stateDir = path.join(h.base, 'state');
+            for (const d of [workspaceRoot, stateDir]) {
+              mkdirSync(d, { mode: 0o700 });
+              if (identity.uid !== process.getuid?.()) chownSync(d, identity.uid, identity.uid);
+            }
+            const { results } = await runHarnessAs<{ uid: number; results: Outcome[] }>(
+              identity.uid,
+              h.base,
+              'e2e/linux/changes-harness.mjs',
+              { workspaceRoot, stateDir, workloads: WORKLOADS },
+            );
+            outcomes = new Map(results.map((r) => [r.id, r]));
+            expect(results.length).toBe(WORKLOADS.filter((w) => !('parallelOf' in w)).length);
+          });
+          for (const w of WORKLOADS.filter((x) => !('parallelOf' in x))) {
+            it(`${w.id}: the change set is the host's diff, and undo restores the tree`, () => {
+              const r = outcomes.get(w.id) as Outcome;
+              for (const o of r.outs) {
+                expect(o.exitCode, o.stderr).toBe(0);
+                expect(o.changes.recorded).toBe(true);
+                expect(o.changes.undoable).toBe(true);
+              }
+              const reported = r.outs.flatMap((o) => o.changes.entries.map(strip));
+              const total = r.outs.reduce(
+                (n, o) =>
+                  n +
+                  Object.entries(o.changes.counts)
+                    .filter(([k]) => k !== 'quarantined')
+                    .reduce((m, [, v]) => m + v, 0),
+                0,
+              );
+              if (w.id === 'npm-like') {
+                // 3,000 files and 361 directories: more than details keep; the counts are whole.
+                expect(r.outs[0]?.changes.truncated).toBe(true);
+                expect(r.outs[0]?.changes.entries.length).toBe(1000);
+                expect(reported).toEqual(r.diff.map(strip).slice(0, 1000));
+                expect(total).toBe(r.diff.length);
+                expect(r.diff.length).toBe(3361);
+              } else {
+                const sorted = reported.sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : 0));
+                expect(sorted).toEqual(r.diff.map(strip));
+                expect(r.diff.length).toBeGreaterThan(0);
+              }
+              if (w.hostEdit !== undefined) {
+                expect(r.refused?.undone).toBe(false);
+                expect(r.refused?.conflicts.map((c) => path.basename(c.path))).toEqual(['notes.txt']);
+              }
+              for (const u of r.undo) expect(u).toMatchObject({ undone: true, conflicts: [] });
+              expect(r.afterUndo ?? []).toEqual([]);
+              expect(r.restored).toBe(true);
+              expect(r.again.undone).toBe(false);
+              expect(r.again.conflicts[0]?.reason).toBe('already undone');
+            });
+          }
+        },
+      );
+    }
+  },
+);

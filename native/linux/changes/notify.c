@@ -17,6 +17,11 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "syscalls.h"
@@ -112,4 +117,34 @@ void changes_hand_over(int sock) {
   }
   if (listener >= 0) close(listener);
   close(sock);
+}
+
+const char *changes_probe(char *buf, size_t len) {
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return snprintf(buf, len, "no_new_privs: %s", strerror(errno)), buf;
+  int listener = install();
+  if (listener < 0) return snprintf(buf, len, "a filter with a user-notification listener: %s", strerror(errno)), buf;
+  pid_t c = fork();
+  if (c == 0) {
+    /* Trapped (O_CREAT): answered by the parent, then done for real. */
+    int fd = open("/dev/null", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    _exit(fd < 0 ? 1 : 0);
+  }
+  if (c < 0) return snprintf(buf, len, "fork: %s", strerror(errno)), buf;
+  struct seccomp_notif req;
+  struct seccomp_notif_resp resp;
+  memset(&req, 0, sizeof req);
+  int got = ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req);
+  int e = errno;
+  if (got == 0) {
+    memset(&resp, 0, sizeof resp);
+    resp.id = req.id;
+    resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+    if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0) e = errno, got = -1;
+  }
+  int status = 0;
+  if (got < 0) kill(c, SIGKILL);
+  waitpid(c, &status, 0);
+  if (got < 0) return snprintf(buf, len, "answering a trapped call: %s", strerror(e)), buf;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return snprintf(buf, len, "a trapped call did not go on"), buf;
+  return "ok";
 }

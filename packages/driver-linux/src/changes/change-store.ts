@@ -115,6 +115,11 @@ export function finishRecording(
     return unrecorded('the launcher recorded nothing (the run did not start)');
   }
   const q = new Set(quarantined);
+  if (!states.recorded) {
+    // Nothing to keep: the reason goes on the output.
+    rmSync(run.dir, { recursive: true, force: true });
+    return runChanges(states, q);
+  }
   const whole = runChanges(states, q, Number.POSITIVE_INFINITY);
   const kept: KeptRun = {
     runId: run.runId,

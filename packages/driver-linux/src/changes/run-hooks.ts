@@ -3,7 +3,7 @@
  * (the store directory and the arguments), and after it (the change set on `details.changes`).
  */
 import { rmSync } from 'node:fs';
-import type { DriverRunRequest, SandboxOutput } from '@aleph/sandbox-core';
+import { createSandboxOutput, type DriverRunRequest, type SandboxOutput } from '@aleph/sandbox-core';
 import type { LinuxProfile } from '../profile/profile-types.js';
 import { unrecorded } from './change-set.js';
 import {
@@ -60,7 +60,11 @@ export function withChanges(
       : finishRecording(run, request, quarantined, options);
   // The tier preflight exercises the mechanism like any run, but keeps nothing.
   if (run !== undefined && request.sessionId === PREFLIGHT_SESSION) dropRecording(run);
-  return { ...output, details: { ...details, runId: run?.runId ?? runIdOf(request), changes } };
+  // A new output of the same kind (its text getters live on its prototype).
+  return createSandboxOutput({
+    ...output,
+    details: { ...details, runId: run?.runId ?? runIdOf(request), changes },
+  });
 }
 
 /** A run that failed before its output: its store goes. */

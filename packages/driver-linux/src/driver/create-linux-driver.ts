@@ -135,6 +135,7 @@ async function probeWithTiers(
     ...(settings.sandboxUid === undefined ? {} : { sandboxUid: settings.sandboxUid }),
     maxFileMb: settings.maxFileMb,
     cpuQuotaPercent: settings.cpuQuotaPercent,
+    changes: settings.changes.enabled,
   });
   const chosen = await tiers.select();
   const gaps =
