@@ -67,6 +67,7 @@ const WORKLOADS = [
     setup: 'echo target > t.txt && ln -s t.txt l',
     command: 'rm l && echo now-a-file > l',
   },
+  { id: 'hard-link', setup: 'echo first > a', command: 'ln a b && echo more >> b' },
   { id: 'mv-dir', setup: 'mkdir -p d/e && echo x > d/e/x && echo y > d/y', command: 'mv d d2' },
   {
     id: 'node-rename',

@@ -16,6 +16,8 @@
 #include "state.h"
 
 #define MAX_CHANGE_ROOTS 64
+#define MAX_TOUCHED 2000000 /* paths a run may touch, about 200 bytes each here */
+#define MAX_TOUCHED_WORDS "2,000,000"
 
 struct touched {
   int root;
@@ -165,7 +167,12 @@ static int keep_content(int pfd, const char *name, const struct path_state *s, s
 }
 
 void store_touch(int k, const char *rel, int how) {
-  if (st.unrecorded != NULL || grow() < 0) return;
+  if (st.unrecorded != NULL) return;
+  if (st.n >= MAX_TOUCHED || grow() < 0) {
+    /* A bound the command cannot outgrow: past it the change set would be incomplete, so none is kept. */
+    store_unrecorded("the run touched more paths than are recorded (" MAX_TOUCHED_WORDS ")");
+    return;
+  }
   size_t *sl = slot(k, rel);
   if (*sl != 0) return;
   struct touched *e = &st.t[st.n];

@@ -76,7 +76,7 @@ static int root_of(const char *path, const char **rel) {
 
 /* Touches path argument PATH_ARG (relative to the dirfd argument DIRFD_ARG; -1: none, the descriptor
  * itself) of the trapped call N with HOW. */
-static void touch_arg(const struct seccomp_notif *n, int mem, int dirfd_arg, int path_arg, int how) {
+static void touch_arg(const struct seccomp_notif *n, int mem, int dirfd_arg, int path_arg, int how, int listener) {
   char raw[4096], abs[4096];
   const char *p = NULL;
   if (path_arg >= 0) {
@@ -84,7 +84,10 @@ static void touch_arg(const struct seccomp_notif *n, int mem, int dirfd_arg, int
     p = raw;
   }
   int dirfd = dirfd_arg < 0 ? AT_FDCWD : (int)n->data.args[dirfd_arg];
-  if (sandbox_path(n->pid, dirfd, p, abs, sizeof abs) < 0) {
+  int resolved = sandbox_path(n->pid, dirfd, p, abs, sizeof abs);
+  __u64 id = n->id;
+  if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) < 0) return; /* gone: its call will not run */
+  if (resolved < 0) {
     store_unundoable("a path whose place could not be known", p);
     return;
   }
@@ -101,7 +104,7 @@ static int open_how(unsigned long long flags, int follows) {
 }
 
 /* Records what the trapped call N is about to change. */
-static void handle(const struct seccomp_notif *n) {
+static void handle(const struct seccomp_notif *n, int listener) {
   const struct trapped_call *c = changes_call(n->data.nr);
   if (c == NULL) return;
   char mempath[64];
@@ -122,12 +125,15 @@ static void handle(const struct seccomp_notif *n) {
   } else if (c->kind == CK_RENAME) {
     how = TOUCH_CONTENT; /* the inode lives on at the new path: its bytes may change there */
     if (c->nr == SYS_renameat2 && (n->data.args[4] & 2 /* RENAME_EXCHANGE */)) how2 = TOUCH_CONTENT;
+  } else if (c->kind == CK_CREATE) {
+    how2 = TOUCH_CONTENT; /* link: the existing file, whose bytes the new link can change */
   } else if (c->kind == CK_META) {
     int nofollow = c->flags >= 0 && (n->data.args[c->flags] & AT_SYMLINK_NOFOLLOW);
     how = (c->nr == SYS_truncate ? TOUCH_CONTENT : 0) | (c->follows && !nofollow ? TOUCH_FOLLOWS : 0);
   }
-  if (how >= 0) touch_arg(n, mem, c->dirfd, c->path, how);
-  if (how >= 0 && c->path2 >= 0) touch_arg(n, mem, c->dirfd2, c->path2, how2);
+  /* The memory read is the caller's only while its call is still pending (not a new process of that pid). */
+  if (how >= 0) touch_arg(n, mem, c->dirfd, c->path, how, listener);
+  if (how >= 0 && c->path2 >= 0) touch_arg(n, mem, c->dirfd2, c->path2, how2, listener);
   close(mem);
 }
 
@@ -154,7 +160,7 @@ static void serve(int listener) {
     if (p[0].revents & POLLIN) {
       memset(req, 0, req_size);
       if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, req) < 0) continue;
-      handle(req);
+      handle(req, listener);
       memset(resp, 0, resp_size);
       resp->id = req->id;
       resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;

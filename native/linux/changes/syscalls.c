@@ -19,7 +19,7 @@ const struct trapped_call changes_calls[] = {
     {SYS_unlink, CK_REMOVE, -1, 0, -1, -1, -1, 0},
     {SYS_rmdir, CK_REMOVE, -1, 0, -1, -1, -1, 0},
     {SYS_rename, CK_RENAME, -1, 0, -1, 1, -1, 0},
-    {SYS_link, CK_CREATE, -1, 1, -1, -1, -1, 0},
+    {SYS_link, CK_CREATE, -1, 1, -1, 0, -1, 0},
     {SYS_symlink, CK_CREATE, -1, 1, -1, -1, -1, 0},
     {SYS_mkdir, CK_CREATE, -1, 0, -1, -1, -1, 0},
     {SYS_mknod, CK_CREATE, -1, 0, -1, -1, -1, 0},
@@ -35,7 +35,7 @@ const struct trapped_call changes_calls[] = {
     {SYS_renameat, CK_RENAME, 0, 1, 2, 3, -1, 0},
 #endif
     {SYS_renameat2, CK_RENAME, 0, 1, 2, 3, -1, 0},
-    {SYS_linkat, CK_CREATE, 2, 3, -1, -1, -1, 0},
+    {SYS_linkat, CK_CREATE, 2, 3, 0, 1, -1, 0},
     {SYS_symlinkat, CK_CREATE, 1, 2, -1, -1, -1, 0},
     {SYS_mkdirat, CK_CREATE, 0, 1, -1, -1, -1, 0},
     {SYS_mknodat, CK_CREATE, 0, 1, -1, -1, -1, 0},

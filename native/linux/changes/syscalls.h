@@ -20,7 +20,8 @@ struct trapped_call {
   int nr;
   enum change_kind kind;
   int dirfd, path;   /* the (first) path */
-  int dirfd2, path2; /* rename's new path; link's and symlink's created path is the first */
+  int dirfd2, path2; /* rename's new path; link's existing one (its bytes may then change through the
+                        new link); link's and symlink's created path is the first */
   int flags;         /* open's flags argument, or an *at call's AT_* flags; -1: none */
   int follows;       /* the call follows a last symlink (open, chmod, chown, truncate) */
 };

@@ -40,7 +40,7 @@ export interface KeptRun {
   readonly changes: RunChanges;
 }
 
-const RUN_ID = /^r[0-9a-z]{12}-[0-9a-f]{8}$/;
+const RUN_ID = /^r[0-9a-z]{8,16}-[0-9a-f]{8}$/;
 
 /** The store's root directory. */
 export const changesRoot = (stateDir: string) => path.join(stateDir, 'changes');
