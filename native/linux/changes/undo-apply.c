@@ -47,7 +47,8 @@ static void park_renamed(struct undo_run *r) {
     struct undo_entry *q = &r->e[i];
     if (same_object(&q->before, &q->now)) continue;
     for (int j = 0; j < r->n && q->now.type != '-'; j++)
-      if (j != i && same_object(&r->e[j].before, &q->now) && r->e[j].root == q->root) {
+      if (j != i && same_object(&r->e[j].before, &q->now) && r->e[j].root == q->root &&
+          !same_object(&r->e[j].before, &r->e[j].now)) { /* not a second link of an object still in place */
         const char *name;
         char tmp[64];
         snprintf(tmp, sizeof tmp, ".aleph-undo-%d-%d", (int)getpid(), j);
