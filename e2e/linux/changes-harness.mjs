@@ -10,7 +10,7 @@
 // changes, diff, undo, refused?, afterUndo }] }.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { createLinuxDriver } from '@aleph/driver-linux';
 import { ApprovalGate, WorkspaceSandbox } from '@aleph/sandbox-core';
@@ -139,6 +139,8 @@ for (const w of plan.workloads) {
   result.again = await driver.undo({ runId: outs[0].details.runId, force: false });
   result.restored = comparable(snapshot(ws)) === comparable(before);
   if (!result.restored) result.afterUndo = diff(ws, before, snapshot(ws));
+  const outside = path.join(plan.workspaceRoot, 'outside-planted');
+  result.outside = existsSync(outside) ? readdirSync(outside) : [];
   results.push(result);
 }
 await driver.dispose();

@@ -85,6 +85,16 @@ const WORKLOADS = [
     setup: 'echo original > notes.txt && echo keep > other.txt',
     command: 'echo by-the-command > notes.txt',
     hostEdit: 'echo by-the-user >> notes.txt',
+    conflicts: ['notes.txt'],
+  },
+  {
+    // An attack on undo: a symlink out planted where the run removed a directory. Undo refuses; forced, it
+    // removes the link itself and writes nothing through it.
+    id: 'planted-symlink',
+    setup: 'mkdir src && echo a > src/a && mkdir -p ../outside-planted',
+    command: 'rm -rf src',
+    hostEdit: 'ln -s ../outside-planted src',
+    conflicts: ['src'],
   },
   {
     id: 'two-at-once',
@@ -125,6 +135,8 @@ interface Outcome {
   undo: { undone: boolean; conflicts: unknown[]; removed: string[]; restored: string[] }[];
   again: { undone: boolean; conflicts: { reason: string }[] };
   restored: boolean;
+  /** What is in the workspace root's outside-planted (nothing may be written through a planted link). */
+  outside: string[];
   afterUndo?: Change[];
 }
 
@@ -203,11 +215,12 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
               }
               if (w.hostEdit !== undefined) {
                 expect(r.refused?.undone).toBe(false);
-                expect(r.refused?.conflicts.map((c) => path.basename(c.path))).toEqual(['notes.txt']);
+                expect(r.refused?.conflicts.map((c) => path.basename(c.path))).toEqual(w.conflicts);
               }
               for (const u of r.undo) expect(u).toMatchObject({ undone: true, conflicts: [] });
               expect(r.afterUndo ?? []).toEqual([]);
               expect(r.restored).toBe(true);
+              expect(r.outside).toEqual([]);
               expect(r.again.undone).toBe(false);
               expect(r.again.conflicts[0]?.reason).toBe('already undone');
             });

@@ -90,9 +90,10 @@ static void restore_object(struct undo_run *r, struct undo_entry *e) {
   } else if (!bad && e->before.type == 'f' && e->blob > 0) {
     if (e->now.type == '-' && e->linked && linkat(r->blobs, blob, pfd, name, 0) == 0) return (void)close(pfd);
     int in = openat(r->blobs, blob, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    int out = openat(pfd, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | (e->now.type == '-' ? O_CREAT | O_EXCL : 0), 0600);
-    struct stat is;
-    bad = in < 0 || out < 0 || fstat(in, &is) < 0 || copy_bytes(in, out, is.st_size) < 0;
+    int out = openat(pfd, name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (e->now.type == '-' ? O_CREAT | O_EXCL : 0), 0600);
+    struct stat is, os;
+    bad = in < 0 || out < 0 || fstat(in, &is) < 0 || fstat(out, &os) < 0 || !S_ISREG(os.st_mode) ||
+          copy_bytes(in, out, is.st_size) < 0;
     if (in >= 0) close(in);
     if (out >= 0) close(out);
   } else if (!bad && e->before.type == 'f' && e->now.type == '-') {
@@ -112,7 +113,7 @@ static void restore_meta(struct undo_run *r, struct undo_entry *e) {
   int link = e->before.type == 'l';
   if (fchownat(pfd, name, e->before.uid, e->before.gid, AT_SYMLINK_NOFOLLOW) < 0 && errno != EPERM)
     undo_failed(r, e, strerror(errno));
-  if (!link && fchmodat(pfd, name, e->before.mode, 0) < 0) undo_failed(r, e, strerror(errno));
+  if (!link && fchmodat(pfd, name, e->before.mode, AT_SYMLINK_NOFOLLOW) < 0) undo_failed(r, e, strerror(errno));
   struct timespec t[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_sec = e->before.msec, .tv_nsec = e->before.mnsec}};
   utimensat(pfd, name, t, AT_SYMLINK_NOFOLLOW);
   close(pfd);
