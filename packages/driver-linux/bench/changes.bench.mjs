@@ -47,35 +47,38 @@ const variants = {
   [`${BIG_MIB} MiB rewrite, recording off`]: () => run('off', BIG),
   [`${BIG_MIB} MiB rewrite, recording on`]: () => run('on', BIG),
 };
-const { samples } = await interleave(variants, { rounds: ROUNDS, perRound: PER_ROUND, warmup: 1 });
-const keys = Object.keys(variants);
-console.log(
-  `change recording (node ${process.version}, ${os.cpus().length} cores, uid ${process.getuid()}): median of ${ROUNDS * PER_ROUND} interleaved runs`,
-);
-for (const k of keys) console.log(`  ${k.padEnd(40)} ${median(samples[k]).toFixed(1).padStart(9)} ms`);
-for (const [off, on] of [
-  [keys[0], keys[1]],
-  [keys[2], keys[3]],
-])
+try {
+  const { samples } = await interleave(variants, { rounds: ROUNDS, perRound: PER_ROUND, warmup: 1 });
+  const keys = Object.keys(variants);
   console.log(
-    `  ${on.replace(', recording on', '')}: on / off ${(median(samples[on]) / median(samples[off])).toFixed(3)}x`,
+    `change recording (node ${process.version}, ${os.cpus().length} cores, uid ${process.getuid()}): median of ${ROUNDS * PER_ROUND} interleaved runs`,
   );
-// Undo of each workload against the command's own time.
-for (const [name, script] of [
-  [`${FILES} small files`, SMALL],
-  [`${BIG_MIB} MiB rewrite`, BIG],
-]) {
-  const t0 = performance.now();
-  const out = await run('on', script);
-  const ran = performance.now() - t0;
-  const t1 = performance.now();
-  const u = await drivers.on.undo({ runId: out.details.runId, force: false });
-  const undone = performance.now() - t1;
-  if (!u.undone) throw new Error(`undo of ${name} failed: ${JSON.stringify(u.conflicts.slice(0, 3))}`);
-  console.log(
-    `  undo of ${name.padEnd(24)} ${undone.toFixed(1).padStart(9)} ms (the command: ${ran.toFixed(1)} ms, ${(undone / ran).toFixed(3)}x)`,
-  );
+  for (const k of keys) console.log(`  ${k.padEnd(40)} ${median(samples[k]).toFixed(1).padStart(9)} ms`);
+  for (const [off, on] of [
+    [keys[0], keys[1]],
+    [keys[2], keys[3]],
+  ])
+    console.log(
+      `  ${on.replace(', recording on', '')}: on / off ${(median(samples[on]) / median(samples[off])).toFixed(3)}x`,
+    );
+  // Undo of each workload against the command's own time.
+  for (const [name, script] of [
+    [`${FILES} small files`, SMALL],
+    [`${BIG_MIB} MiB rewrite`, BIG],
+  ]) {
+    const t0 = performance.now();
+    const out = await run('on', script);
+    const ran = performance.now() - t0;
+    const t1 = performance.now();
+    const u = await drivers.on.undo({ runId: out.details.runId, force: false });
+    const undone = performance.now() - t1;
+    if (!u.undone) throw new Error(`undo of ${name} failed: ${JSON.stringify(u.conflicts.slice(0, 3))}`);
+    console.log(
+      `  undo of ${name.padEnd(24)} ${undone.toFixed(1).padStart(9)} ms (the command: ${ran.toFixed(1)} ms, ${(undone / ran).toFixed(3)}x)`,
+    );
+  }
+} finally {
+  for (const s of Object.values(sandboxes)) await s.dispose();
+  for (const d of Object.values(drivers)) await d.dispose();
+  rmSync(base, { recursive: true, force: true });
 }
-for (const s of Object.values(sandboxes)) await s.dispose();
-for (const d of Object.values(drivers)) await d.dispose();
-rmSync(base, { recursive: true, force: true });

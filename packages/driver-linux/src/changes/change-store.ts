@@ -121,6 +121,11 @@ export function finishRecording(
     return runChanges(states, q);
   }
   const whole = runChanges(states, q, Number.POSITIVE_INFINITY);
+  if (whole.entries.length === 0 && whole.undoable) {
+    // A run that changed nothing keeps no record (most commands): there is nothing to undo.
+    rmSync(run.dir, { recursive: true, force: true });
+    return whole;
+  }
   const kept: KeptRun = {
     runId: run.runId,
     sessionKey: sessionKeyToFilename(request.sessionId),

@@ -39,7 +39,7 @@ const unknownRun = (runId: string) =>
     'ALEPH_CONFIG_INVALID',
     'runId',
     runId,
-    'names no kept run',
+    'names no kept run (a run that changed nothing keeps none, and runs of another state directory are not here)',
     'give a runId from a result’s details.runId (`aleph-sandbox changes` lists the kept runs)',
   );
 
