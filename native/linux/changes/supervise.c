@@ -173,10 +173,20 @@ static void serve(int listener) {
   free(resp);
 }
 
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
+
 static void *supervise_thread(void *arg) {
   (void)arg;
   int listener = receive_listener();
   if (listener >= 0) {
+    /* Linux 6.6: a trapped call wakes this thread on the caller's CPU at once, and the answer wakes the
+     * caller so (a round trip of a few microseconds instead of two scheduler wake-ups). Older: as before. */
+    ioctl(listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
     serve(listener);
     close(listener);
   }
