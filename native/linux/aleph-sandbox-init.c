@@ -16,6 +16,8 @@
  *   aleph-sandbox-init --enter-cgroup DIR -- PROGRAM…   on the host: moves itself into the cgroup DIR
  *                                                      (writing to DIR/cgroup.procs) and execs PROGRAM, so
  *                                                      nothing PROGRAM starts escapes it
+ *   aleph-sandbox-init --undo DIR [--force] [--dry-run]  on the host: takes back the run whose change store is
+ *                                                      DIR, as one JSON line (changes/undo.c)
  *   aleph-sandbox-init --version
  *
  * Setup failures exit 125 with a line starting "aleph-sandbox-init:" on stderr (common/errors.c). A program
