@@ -24,6 +24,7 @@
 #include "syscalls.h"
 
 #define STOP_GRACE_MS 2000 /* how long processes may take to go once the run is over */
+#define TOUCH_OPTIONAL 256 /* a path whose place may be unknown without harm (not passed on to the store) */
 
 static int sock[2] = {-1, -1}; /* ours, PROGRAM's */
 static int stop_pipe[2] = {-1, -1};
@@ -79,21 +80,26 @@ static int root_of(const char *path, const char **rel) {
 static void touch_arg(const struct seccomp_notif *n, int mem, int dirfd_arg, int path_arg, int how, int listener) {
   char raw[4096], abs[4096];
   const char *p = NULL;
+  int readable = 1;
   if (path_arg >= 0) {
-    if (read_string(mem, n->data.args[path_arg], raw, sizeof raw) < 0) return;
+    readable = read_string(mem, n->data.args[path_arg], raw, sizeof raw) == 0;
     p = raw;
   }
   int dirfd = dirfd_arg < 0 ? AT_FDCWD : (int)n->data.args[dirfd_arg];
-  int resolved = sandbox_path(n->pid, dirfd, p, abs, sizeof abs);
+  int resolved = readable ? sandbox_path(n->pid, dirfd, p, abs, sizeof abs) : -1;
   __u64 id = n->id;
   if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) < 0) return; /* gone: its call will not run */
+  /* A path too long to read fails the call too (ENAMETOOLONG); a bad pointer fails it (EFAULT). */
+  if (!readable) return;
+  /* link's existing file reached by a descriptor of a file with no name (O_TMPFILE): nothing to save. */
+  if (resolved < 0 && (how & TOUCH_OPTIONAL)) return;
   if (resolved < 0) {
     store_unundoable("a path whose place could not be known", p);
     return;
   }
   const char *rel;
   int k = root_of(abs, &rel);
-  if (k >= 0) store_touch(k, rel, how);
+  if (k >= 0) store_touch(k, rel, how & ~TOUCH_OPTIONAL);
 }
 
 /* How an open with FLAGS may change its path; -1: it cannot (read-only, not creating). */
@@ -126,7 +132,7 @@ static void handle(const struct seccomp_notif *n, int listener) {
     how = TOUCH_CONTENT; /* the inode lives on at the new path: its bytes may change there */
     if (c->nr == SYS_renameat2 && (n->data.args[4] & 2 /* RENAME_EXCHANGE */)) how2 = TOUCH_CONTENT;
   } else if (c->kind == CK_CREATE) {
-    how2 = TOUCH_CONTENT; /* link: the existing file, whose bytes the new link can change */
+    how2 = TOUCH_CONTENT | TOUCH_OPTIONAL; /* link: the existing file, whose bytes the new link can change */
   } else if (c->kind == CK_META) {
     int nofollow = c->flags >= 0 && (n->data.args[c->flags] & AT_SYMLINK_NOFOLLOW);
     how = (c->nr == SYS_truncate ? TOUCH_CONTENT : 0) | (c->follows && !nofollow ? TOUCH_FOLLOWS : 0);
