@@ -24,7 +24,9 @@ export function recordRun(
   options: ChangesOptions,
   profile: LinuxProfile,
   request: DriverRunRequest,
+  probed: string,
 ): RecordingRun | undefined {
+  if (probed !== 'ok') return undefined;
   const roots = recordedRoots(profile.launch, profile.home?.host);
   return startRecording(stateDir, runIdOf(request), roots, options);
 }
@@ -47,15 +49,18 @@ export function withChanges(
   run: RecordingRun | undefined,
   request: DriverRunRequest,
   options: ChangesOptions,
+  probed: string,
 ): SandboxOutput {
   const details = output.details as Record<string, unknown>;
   const quarantined = Array.isArray(details.quarantined) ? (details.quarantined as string[]) : [];
   const changes =
     run === undefined
       ? unrecorded(
-          options.enabled
-            ? 'the run has no writable root'
-            : 'change recording is off (changes.enabled: false)',
+          !options.enabled
+            ? 'change recording is off (changes.enabled: false)'
+            : probed !== 'ok'
+              ? `seccomp user notification does not work here: ${probed}`
+              : 'the run has no writable root',
         )
       : finishRecording(run, request, quarantined, options);
   // The tier preflight exercises the mechanism like any run, but keeps nothing.

@@ -90,6 +90,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       pools,
       forkServer,
       cgroupManager: async () => (await facts()).manager,
+      changesProbe: async () => (await facts()).changes,
       seccompBytes: plans.seccompBytes,
     },
     `report-${process.pid}-${randomBytes(4).toString('hex')}`,

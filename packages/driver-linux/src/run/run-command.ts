@@ -60,6 +60,8 @@ export interface RunParts {
   readonly forkServer: ForkServer | undefined;
   /** The checked cgroup's manager, once found (none: rlimits). */
   readonly cgroupManager: () => Promise<CgroupManager | undefined>;
+  /** What the helper's probe said of change recording (`'ok'`, else why it is unrecorded). */
+  readonly changesProbe?: () => Promise<string>;
   /** A plan's seccomp program as bytes. */
   readonly seccompBytes: (profile: LinuxProfile) => Buffer;
 }
@@ -106,7 +108,8 @@ export class CommandRunner {
     try {
       const { env, proxyPort } = this.#environment(profile, request, tmpDir, lease);
       const { host, helperPath } = this.settings;
-      recording = recordRun(this.settings.stateDir, this.settings.changes, profile, request);
+      const probed = (await this.parts.changesProbe?.()) ?? 'ok';
+      recording = recordRun(this.settings.stateDir, this.settings.changes, profile, request, probed);
       const argv = withHelperArgs(
         commandArgv(profile, request, {
           host,
@@ -130,7 +133,7 @@ export class CommandRunner {
         notEnforced: this.#notEnforced(profile),
         denials: refused.map((d) => networkDenial(d, hosts ?? [])),
       });
-      const withRecord = withChanges(output, recording, request, this.settings.changes);
+      const withRecord = withChanges(output, recording, request, this.settings.changes, probed);
       recording = undefined;
       return withRecord;
     } catch (error) {
