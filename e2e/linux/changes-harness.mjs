@@ -143,5 +143,29 @@ for (const w of plan.workloads) {
   result.outside = existsSync(outside) ? readdirSync(outside) : [];
   results.push(result);
 }
+// The mechanism as the probe shows it, and a run with recording off: unrecorded, saying why, nothing kept.
+const probe = (await driver.probe()).mechanisms.changes;
+const offDriver = createLinuxDriver({ stateDir: plan.stateDir, changes: { enabled: false } });
+const offWs = path.join(plan.workspaceRoot, 'off');
+mkdirSync(offWs);
+workspaces.off = offWs;
+const offSandbox = new WorkspaceSandbox({
+  driver: offDriver,
+  workspaceRoot: plan.workspaceRoot,
+  approvalGate: new ApprovalGate({ requester: { requestApproval: async () => ({ outcome: 'approved' }) } }),
+  workspaceFor: (id) => workspaces[id],
+});
+const offOut = await offSandbox.execute({
+  sessionId: 'off',
+  program: 'sh',
+  args: ['-c', 'echo x > off.txt'],
+});
+const off = {
+  exitCode: offOut.exitCode,
+  changes: offOut.details.changes,
+  kept: readdirSync(path.join(plan.stateDir, 'changes')).includes(offOut.details.runId),
+};
+await offSandbox.dispose();
+await offDriver.dispose();
 await driver.dispose();
-process.stdout.write(JSON.stringify({ uid: process.getuid(), results }));
+process.stdout.write(JSON.stringify({ uid: process.getuid(), results, probe, off }));

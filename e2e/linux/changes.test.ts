@@ -140,6 +140,15 @@ interface Outcome {
   afterUndo?: Change[];
 }
 
+interface Extra {
+  probe: { available: boolean; detail: string };
+  off: {
+    exitCode: number;
+    changes: { recorded: boolean; reason?: string; undoable: boolean; entries: unknown[] };
+    kept: boolean;
+  };
+}
+
 const strip = (c: Change) => ({
   op: c.op,
   path: c.path,
@@ -166,6 +175,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         `as ${identity.name}${identity.skip ? ` (skipped: ${identity.skip})` : ''}`,
         () => {
           let outcomes: Map<string, Outcome>;
+          let extra: Extra;
           it('runs every workload', { timeout: 600_000 }, async () => {
             const h = makeHarnessBase(identity.uid, 'changes');
             bases.push(h.base);
@@ -175,14 +185,26 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
               mkdirSync(d, { mode: 0o700 });
               if (identity.uid !== process.getuid?.()) chownSync(d, identity.uid, identity.uid);
             }
-            const { results } = await runHarnessAs<{ uid: number; results: Outcome[] }>(
-              identity.uid,
-              h.base,
-              'e2e/linux/changes-harness.mjs',
-              { workspaceRoot, stateDir, workloads: WORKLOADS },
-            );
+            const { results, probe, off } = await runHarnessAs<{
+              uid: number;
+              results: Outcome[];
+              probe: Extra['probe'];
+              off: Extra['off'];
+            }>(identity.uid, h.base, 'e2e/linux/changes-harness.mjs', {
+              workspaceRoot,
+              stateDir,
+              workloads: WORKLOADS,
+            });
             outcomes = new Map(results.map((r) => [r.id, r]));
+            extra = { probe, off };
             expect(results.length).toBe(WORKLOADS.filter((w) => !('parallelOf' in w)).length);
+          });
+          it('probe() shows the changes mechanism; with recording off a run says it is unrecorded and keeps nothing', () => {
+            expect(extra.probe).toMatchObject({ available: true });
+            expect(extra.off.exitCode).toBe(0);
+            expect(extra.off.changes).toMatchObject({ recorded: false, undoable: false, entries: [] });
+            expect(extra.off.changes.reason).toMatch(/off/);
+            expect(extra.off.kept).toBe(false);
           });
           for (const w of WORKLOADS.filter((x) => !('parallelOf' in x))) {
             it(`${w.id}: the change set is the host's diff, and undo restores the tree`, () => {
