@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { InvalidInputError, type RunChanges } from '@aleph/sandbox-core';
+import { InvalidInputError, type RunChanges, sessionKeyToFilename } from '@aleph/sandbox-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type KeptRun, writeRunJson } from '../src/changes/change-store.js';
 import { listChanges, undoRun } from '../src/changes/undo.js';
@@ -98,5 +98,42 @@ describe('undo refusals', () => {
     ]);
     expect(listChanges(stateDir, { workspace: '/other' })).toEqual([]);
     expect(listChanges(stateDir, { limit: 1 })).toHaveLength(1);
+  });
+});
+
+describe('the session’s budget', () => {
+  it('drops the oldest runs’ copies first, and those runs then say why they cannot be undone', async () => {
+    const { finishRecording, readRunJson } = await import('../src/changes/change-store.js');
+    const stateDir = path.join(base, 'budget');
+    const root = path.join(stateDir, 'changes');
+    const old = 'r0000000000ba-00000001';
+    keep(stateDir, old, ['/w/old']);
+    mkdirSync(path.join(root, old, 'blobs'));
+    writeFileSync(path.join(root, old, 'blobs', '1'), 'x');
+    writeFileSync(
+      path.join(root, old, 'meta.json'),
+      JSON.stringify({ sessionKey: sessionKeyToFilename('s'), bytes: 8192 }),
+    );
+    const runId = 'r0000000000bb-00000002';
+    const dir = path.join(root, runId);
+    mkdirSync(path.join(dir, 'blobs'), { recursive: true });
+    writeFileSync(
+      path.join(dir, 'states'),
+      'aleph-changes 1\nroot 0 :/w\nrecorded 1 :\nundoable 1 :\nbytes 8192\nentry 0 1 1 :new - 0 0 0 0 0 0 0 0 0 0 0 : f 644 0 0 1 8 1 5 1 0 1 0 :\n',
+    );
+    const request = { sessionId: 's', workspace: '/w', program: 'x', args: [] } as never;
+    const options = { enabled: true, maxBytes: 12_000, maxFileBytes: 1 << 20 };
+    const c = finishRecording(
+      { runId, dir, startedAt: '', launchArgs: [], helperArgs: [] },
+      request,
+      [],
+      options,
+    );
+    expect(c.counts.created).toBe(1);
+    expect(readRunJson(dir)?.changes.undoable).toBe(true);
+    const dropped = readRunJson(path.join(root, old));
+    expect(dropped?.changes).toMatchObject({ undoable: false, undoRefusal: expect.stringMatching(/budget/) });
+    const r = await undoRun(stateDir, NO_HELPER, { runId: old, force: true });
+    expect(r.undone).toBe(false);
   });
 });

@@ -137,6 +137,13 @@ export function finishRecording(
     changes: whole,
   };
   writeRunJson(run.dir, { ...kept, bytes: states.bytes });
+  writeFileSync(
+    path.join(run.dir, 'meta.json'),
+    JSON.stringify({ sessionKey: kept.sessionKey, bytes: states.bytes }),
+    {
+      mode: 0o600,
+    },
+  );
   pruneSession(path.dirname(run.dir), kept.sessionKey, options.maxBytes);
   return runChanges(states, q);
 }
@@ -172,16 +179,46 @@ export function keptRuns(root: string): (KeptRun & { readonly bytes?: number })[
   return runs.filter((r): r is KeptRun & { bytes?: number } => r !== undefined);
 }
 
-/** Drops the session's oldest runs' copies until its runs fit `maxBytes` (their change sets stay, not undoable). */
+/** A session keeps at most this many runs (the oldest go whole). */
+export const MAX_KEPT_RUNS = 1000;
+
+/** What pruning needs of a run, in a small file beside run.json (`meta.json`), so it reads no change set. */
+interface RunMeta {
+  readonly sessionKey: string;
+  readonly bytes: number;
+}
+
+function readMeta(dir: string): RunMeta | undefined {
+  try {
+    return JSON.parse(readFileSync(path.join(dir, 'meta.json'), 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Keeps the session within its budget: newest first, a run whose copies do not fit any more loses them
+ * (its change set stays, not undoable, saying why), and runs past {@link MAX_KEPT_RUNS} go whole.
+ */
 function pruneSession(root: string, sessionKey: string, maxBytes: number): void {
   let total = 0;
-  for (const run of keptRuns(root)) {
-    if (run.sessionKey !== sessionKey) continue;
-    total += run.bytes ?? 0;
-    if (total <= maxBytes || (run.bytes ?? 0) === 0) continue;
-    const dir = path.join(root, run.runId);
+  let count = 0;
+  for (const runId of readdirSync(root).filter(isRunId).sort().reverse()) {
+    const dir = path.join(root, runId);
+    const meta = readMeta(dir);
+    if (meta === undefined || meta.sessionKey !== sessionKey) continue;
+    if (++count > MAX_KEPT_RUNS) {
+      rmSync(dir, { recursive: true, force: true });
+      continue;
+    }
+    total += meta.bytes;
+    if (total <= maxBytes || meta.bytes === 0) continue;
+    const run = readRunJson(dir);
     rmSync(path.join(dir, 'blobs'), { recursive: true, force: true });
     rmSync(path.join(dir, 'states'), { force: true });
+    total -= meta.bytes;
+    writeFileSync(path.join(dir, 'meta.json'), JSON.stringify({ sessionKey, bytes: 0 }), { mode: 0o600 });
+    if (run === undefined) continue;
     const refusal =
       'its pre-run copies were dropped: the session\u2019s change budget was used by later runs';
     writeRunJson(dir, {
@@ -189,6 +226,5 @@ function pruneSession(root: string, sessionKey: string, maxBytes: number): void 
       bytes: 0,
       changes: { ...run.changes, undoable: false, undoRefusal: refusal },
     });
-    total -= run.bytes ?? 0;
   }
 }
