@@ -16,6 +16,8 @@
  *   aleph-sandbox-init --enter-cgroup DIR -- PROGRAM…   on the host: moves itself into the cgroup DIR
  *                                                      (writing to DIR/cgroup.procs) and execs PROGRAM, so
  *                                                      nothing PROGRAM starts escapes it
+ *   aleph-sandbox-init --undo DIR [--force] [--dry-run]  on the host: takes back the run whose change store is
+ *                                                      DIR, as one JSON line (changes/undo.c)
  *   aleph-sandbox-init --version
  *
  * Setup failures exit 125 with a line starting "aleph-sandbox-init:" on stderr (common/errors.c). A program
@@ -29,6 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "changes/undo.h"
 #include "common/errors.h"
 #include "helper/helper.h"
 #include "launcher/launch.h"
@@ -63,5 +66,6 @@ int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--probe") == 0) return probe_main();
   if (argc >= 2 && strcmp(argv[1], "--probe-idmap") == 0) return probe_idmap_main(argc, argv);
   if (argc >= 2 && strcmp(argv[1], "--enter-cgroup") == 0) return enter_cgroup(argc, argv);
+  if (argc >= 2 && strcmp(argv[1], "--undo") == 0) return undo_main(argc, argv);
   return helper_main(argc, argv);
 }

@@ -24,7 +24,8 @@
  *   6. applies resource limits (--rlimit): after the identity change, so RLIMIT_NPROC counts the new uid,
  *      and after the bridge fork, so the limit is the program's alone: rlimits.c;
  *   7. closes every file descriptor above 2;
- *   8. loads the seccomp-BPF program read from --seccomp-fd: seccomp.c;
+ *   8. with --changes-fd, installs the change recording's trapping filter and hands its listener to the
+ *      launcher (../changes/notify.c); loads the seccomp-BPF program read from --seccomp-fd: seccomp.c;
  *   9. says `started` on its status channel (--status-fd: a pipe whose reading end the launcher keeps;
  *      close-on-exec, so the program never holds it), then execs the program with the environment read
  *      from --env-fd (NUL-separated NAME=VALUE entries): the command's environment never passes through
@@ -48,6 +49,7 @@
 #include "../common/compat.h"
 #include "../common/errors.h"
 #include "../bridge/bridge.h"
+#include "../changes/notify.h"
 #include "direct.h"
 #include "env.h"
 #include "identity.h"
@@ -59,13 +61,18 @@
 #include "rlimits.h"
 #include "seccomp.h"
 
-static void close_extra_fds(int keep) {
-  if (keep >= 3) {
-    if (keep > 3 && close_fds(3, (unsigned)keep - 1) < 0) die("closing descriptors: %s", strerror(errno));
-    if (close_fds((unsigned)keep + 1, ~0U) < 0) die("closing descriptors: %s", strerror(errno));
-  } else if (close_fds(3, ~0U) < 0) {
-    die("closing descriptors: %s", strerror(errno));
+/* Closes every descriptor above 2 but `a` and `b` (either may be -1). */
+static void close_extra_fds(int a, int b) {
+  int lo = a < b ? a : b, hi = a < b ? b : a;
+  unsigned from = 3;
+  int keep[2] = {lo, hi};
+  for (int k = 0; k < 2; k++) {
+    if (keep[k] < 3 || (unsigned)keep[k] < from) continue;
+    if ((unsigned)keep[k] > from && close_fds(from, (unsigned)keep[k] - 1) < 0)
+      die("closing descriptors: %s", strerror(errno));
+    from = (unsigned)keep[k] + 1;
   }
+  if (close_fds(from, ~0U) < 0) die("closing descriptors: %s", strerror(errno));
 }
 
 /* --status-fd N among the helper's options (before `--`): die() reports to it from the start. */
@@ -114,7 +121,9 @@ int helper_main(int argc, char **argv) {
     prog = read_seccomp(o.seccomp_fd);
     close(o.seccomp_fd);
   }
-  close_extra_fds(status_fd);
+  close_extra_fds(status_fd, o.changes_fd);
+  /* The trapping filter first: the main one may refuse seccomp() itself. */
+  if (o.changes_fd >= 0) changes_hand_over(o.changes_fd);
   load_seccomp(&prog);
   if (env != NULL) environ = env;
   status_started();

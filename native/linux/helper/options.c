@@ -1,8 +1,8 @@
 /*
  * The helper's command line (options.h): --uid, --gid, --rlimit, --landlock and the --ll-* rules, the
  * bridge's (--bridge PORT:PATH, --egress-port, --dns, --dns-allow, --dns-deny, --own-netns, --publish-fd),
- * --seccomp-fd, --env-fd, --status-fd (read first, by helper.c), --chdir, the namespace limits (ns-limits.c:
- * --sysctl-kernel, --sysctl-user, --pid-max, --userns-limit) and the mount operations (mounts.c).
+ * --seccomp-fd, --env-fd, --status-fd (read first, by helper.c), --changes-fd, --chdir, the namespace limits
+ * (ns-limits.c: --sysctl-kernel, --sysctl-user, --pid-max, --userns-limit) and the mount operations (mounts.c).
  */
 #define _GNU_SOURCE
 #include "options.h"
@@ -55,6 +55,7 @@ void parse_args(int argc, char **argv, struct options *o) {
   o->landlock.mode = "off";
   o->seccomp_fd = -1;
   o->env_fd = -1;
+  o->changes_fd = -1;
   ns_limits_init(&o->ns_limits);
   o->bridge.publish_fd = -1;
   struct landlock_rules *ll = &o->landlock;
@@ -85,6 +86,7 @@ void parse_args(int argc, char **argv, struct options *o) {
     else if (bridge_option(&o->bridge, a, (char *)v)) {
     } else if (strcmp(a, "--seccomp-fd") == 0) o->seccomp_fd = (int)parse_long(v, "fd");
     else if (strcmp(a, "--env-fd") == 0) o->env_fd = (int)parse_long(v, "fd");
+    else if (strcmp(a, "--changes-fd") == 0) o->changes_fd = (int)parse_long(v, "fd");
     else if (strcmp(a, "--chdir") == 0) o->chdir = v;
     else if (strcmp(a, "--status-fd") == 0) { /* read first, by helper.c */
     }

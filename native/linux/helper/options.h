@@ -18,6 +18,7 @@ struct options {
   struct bridge_plan bridge;
   int seccomp_fd;
   int env_fd;
+  int changes_fd; /* --changes-fd: the socket to the launcher's change supervisor (-1: none) */
   const char *chdir; /* after the mounts and the identity drop */
   char **argv;
 };

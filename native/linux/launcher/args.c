@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../common/errors.h"
+#include "changes.h"
 #include "nodes.h"
 
 void drop_unshare_net(char **prog) {
@@ -44,6 +45,10 @@ void substitute_args(char **prog, long uid) {
   for (int i = 0; prog[i] != NULL; i++) {
     char *a = prog[i];
     if (a[0] != '@') continue;
+    if (strcmp(a, "@CHANGES") == 0) {
+      prog[i] = (char *)changes_fd_arg();
+      continue;
+    }
     if (strcmp(a, "@UID") == 0 || strcmp(a, "@GID") == 0) {
       if (uid < 0) die("launch: %s used without --uid-range", a);
       prog[i] = uidbuf;

@@ -32,6 +32,7 @@
  * --watch-pids N SLACK: while PROGRAM runs, a thread counts its tasks (watch.c) and the report says
  * `limit processes SEEN N` when it saw SEEN >= N - SLACK at once: the process limit was reached or nearly,
  * read from the host's procfs, not from PROGRAM.
+ * --changes DIR …: the run's changes recorded while it runs (changes.c, ../changes/).
  * After PROGRAM: --reap kills what it left behind (tier 3, after-run/reap.c); the check of every
  * --check-root (after-run/check.c) sets aside what a command left for host tools to run (git control
  * files, absent protected paths that appeared), clears set-id bits and reports symlinks leading out, into
@@ -50,6 +51,7 @@
 #include "../after-run/reap.h"
 #include "../common/report.h"
 #include "args.h"
+#include "changes.h"
 #include "idmap.h"
 #include "inflight.h"
 #include "nodes.h"
@@ -78,6 +80,7 @@ int launch_main(int argc, char **argv) {
   if (o.net_pool && launch_joined_net) drop_unshare_net(prog);
   publish_pass_on(prog);
   setup_status_open(prog);
+  changes_before(); /* the socket `@CHANGES` names */
   substitute_args(prog, o.uid);
   /* The descriptors PROGRAM passes on to the helper inside; every other one of ours is close-on-exec. */
   pass_nodes_on();
@@ -90,6 +93,7 @@ int launch_main(int argc, char **argv) {
   close_nodes();
   setup_status_started();
   watch_start(o.reap ? getpid() : c, o.watch_pids);
+  changes_started();
   /* Published ports have a wait loop of their own, which drains the change journal too. */
   int status = publish_active() ? publish_serve(c, check_poll_fd(), check_poll_ready) : check_wait(c);
   long seen = watch_stop();
@@ -101,6 +105,7 @@ int launch_main(int argc, char **argv) {
   setup_status_report(report);
   idmap_reap();
   if (o.reap) reap_descendants();
+  changes_after(); /* what the command left, before the check sets anything aside */
   check_after(&start, report);
   release_roots(report);
   inflight_end();

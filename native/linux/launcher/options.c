@@ -16,6 +16,7 @@
  *   --report FILE                what the checks after the run did (common/report.c)
  *   --clone NAME ro|rw           a root host's detached, idmapped mount of NAME (clone.c)
  *   --publish PORT               listen on the host's 127.0.0.1:PORT for the sandbox (publish.c)
+ *   --changes DIR B F, --changes-root PATH   record the run's changes (changes.c)
  *   --outer-ns                   PROGRAM starts in user and network namespaces of its own, made here
  *                                (gVisor, where bwrap cannot make them itself: program.c)
  *   --watch-pids N SLACK         report `limit processes SEEN N` when PROGRAM's tasks came within SLACK
@@ -30,6 +31,7 @@
 #include "../after-run/quarantine.h"
 #include "../after-run/reap.h"
 #include "../common/errors.h"
+#include "changes.h"
 #include "clone.h"
 #include "nodes.h"
 #include "publish.h"
@@ -105,6 +107,7 @@ int read_launch_options(int argc, char **argv, struct launch_options *o) {
       o->report = argv[++i];
     } else if (strcmp(a, "--publish") == 0 && left >= 1) {
       publish_option(argv[++i]);
+    } else if (changes_option(argc, argv, &i)) {
     } else if (strcmp(a, "--outer-ns") == 0) {
       o->outer_ns = 1;
     } else if (strcmp(a, "--watch-pids") == 0 && left >= 2) {

@@ -1,7 +1,7 @@
 /*
  * `aleph-sandbox-init --probe`: what this kernel does, found by doing it, as one JSON line:
  *   {"landlock_abi":N,"landlock":"ok","seccomp":true,"seccomp_detail":"ok","userns":"ok","mknod":"ok",
- *    "pid_max_ns":"ok","userns_limits":"ok","journal":"ok","uid":U}
+ *    "pid_max_ns":"ok","userns_limits":"ok","journal":"ok","changes":"ok","uid":U}
  * Each mechanism is exercised in a child process of its own, so this one stays as it was:
  *   seccomp: a filter that makes getppid fail with ENOTRECOVERABLE is loaded, and getppid must fail so;
  *   landlock: the ABI the kernel reports (landlock_abi), and a ruleset refusing directory reads is enforced:
@@ -16,6 +16,8 @@
  *   journal: a fanotify group with an unlimited queue marking the filesystem of a temporary directory —
  *     the launcher's change journal for the check after the run (after-run/journal.c), which needs
  *     CAP_SYS_ADMIN in the initial user namespace.
+ *   changes: the change recording's trapping filter with a user-notification listener, and a trapped call
+ *     of a child answered and let go on (../changes/notify.c).
  * Each says "ok" or the step that failed and its error; "seccomp" is true only when the filter acted.
  */
 #define _GNU_SOURCE
@@ -38,6 +40,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../changes/notify.h"
 #include "../helper/landlock.h"
 #include "ns-limits.h"
 
@@ -135,7 +138,7 @@ static const char *journal_exercise(char *buf, size_t len) {
 }
 
 int probe_main(void) {
-  char ll[256], sc[256], un[256], mk[256], pm[256], ul[256], jn[256];
+  char ll[256], sc[256], un[256], mk[256], pm[256], ul[256], jn[256], ch[256];
   int abi = landlock_abi();
   in_child(landlock_exercise, ll, sizeof ll);
   in_child(seccomp_exercise, sc, sizeof sc);
@@ -144,8 +147,9 @@ int probe_main(void) {
   in_child(pid_max_exercise, pm, sizeof pm);
   in_child(userns_limits_exercise, ul, sizeof ul);
   in_child(journal_exercise, jn, sizeof jn);
+  in_child(changes_probe, ch, sizeof ch);
   printf("{\"landlock_abi\":%d,\"landlock\":\"%s\",\"seccomp\":%s,\"seccomp_detail\":\"%s\",\"userns\":\"%s\",\"mknod\":\"%s\","
-         "\"pid_max_ns\":\"%s\",\"userns_limits\":\"%s\",\"journal\":\"%s\",\"uid\":%d}\n",
-         abi, ll, strcmp(sc, "ok") == 0 ? "true" : "false", sc, un, mk, pm, ul, jn, (int)getuid());
+         "\"pid_max_ns\":\"%s\",\"userns_limits\":\"%s\",\"journal\":\"%s\",\"changes\":\"%s\",\"uid\":%d}\n",
+         abi, ll, strcmp(sc, "ok") == 0 ? "true" : "false", sc, un, mk, pm, ul, jn, ch, (int)getuid());
   return 0;
 }

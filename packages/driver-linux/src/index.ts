@@ -2,9 +2,12 @@
  * @aleph/driver-linux's public entry: explicit re-exports only. The source is in folders by concept:
  * driver/ (createLinuxDriver), host/ (what this host offers), tiers/ (which tier runs, what it leaves
  * open), profile/ (the plan of one execution), mounts/ (the filesystem inside), seccomp/ (the BPF
- * filter), run/ (running one command), files/ (session file calls on descriptors); options.ts holds the
+ * filter), run/ (running one command), files/ (session file calls on descriptors), changes/ (every run's
+ * change set and undo); options.ts holds the
  * options and constants.
  */
+export { type ChangesOptions, DEFAULT_CHANGES, type KeptRun } from './changes/change-store.js';
+export type { ChangesRequest, UndoRequest, UndoResult } from './changes/undo.js';
 export { createLinuxDriver, LINUX_CAPABILITIES, type LinuxDriver } from './driver/create-linux-driver.js';
 export {
   DEFAULT_QUARANTINE_RUN_BYTES,

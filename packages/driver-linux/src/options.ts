@@ -138,15 +138,15 @@ export interface LinuxDriverOptions {
   readonly changeJournal?: boolean;
   /**
    * Each run's change set (`details.changes`) and its pre-run copies for `undo(runId)`, kept under
-   * `<stateDir>/changes/`: `enabled` (default true), the per-session budget `maxBytes` (allocated bytes;
-   * default 2 GiB, oldest runs dropped first) and `maxFileBytes`, the largest file copied (default 512 MiB).
-   * `keepOnDispose` (default true): a disposed driver's sessions keep their change sets until the budget
-   * prunes them; false drops them at `dispose()`. `[sandbox.changes]` of the config.
+   * `<stateDir>/changes/` (seccomp user notification, copy before write): `enabled` (default true), the
+   * per-session budget `maxBytes` (allocated bytes; default 2 GiB, oldest runs dropped first) and
+   * `maxFileBytes`, the largest file copied (default 512 MiB). `keepOnDispose` (default true): a disposed
+   * driver's sessions keep their change sets until the budget prunes them. `[sandbox.changes]` of the config.
    */
   readonly changes?: {
-    readonly enabled: boolean;
-    readonly maxBytes: number;
-    readonly maxFileBytes: number;
+    readonly enabled?: boolean;
+    readonly maxBytes?: number;
+    readonly maxFileBytes?: number;
     readonly keepOnDispose?: boolean;
   };
   /** cgroup v2 mount point. Default: detected. Tests point it at a fake tree. */

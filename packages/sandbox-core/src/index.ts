@@ -32,6 +32,7 @@ export {
   SandboxCapabilitiesSchema,
   strictCapabilities,
 } from './capabilities.js';
+export type { RunChange, RunChanges } from './changes.js';
 export {
   type ChangesRequest,
   changesOf,

@@ -14,6 +14,14 @@ import {
   type SessionId,
   sessionKeyToFilename,
 } from '@aleph/sandbox-core';
+import type { KeptRun } from '../changes/change-store.js';
+import {
+  type ChangesRequest,
+  listChanges,
+  type UndoRequest,
+  type UndoResult,
+  undoRun,
+} from '../changes/undo.js';
 import { linuxDriverFiles } from '../files/driver-files.js';
 import { type LinuxProbe, probeLinux } from '../host/probe.js';
 import type { LinuxDriverOptions } from '../options.js';
@@ -54,6 +62,10 @@ export interface LinuxDriver extends OsSandboxDriver {
   readonly name: 'linux';
   probe(): Promise<LinuxProbe>;
   profileFor(caps: SandboxCapabilities, cwd: string, context: ProfileContext): Promise<LinuxProfile>;
+  /** Takes back run `runId` (`details.runId`): see `UndoResult`. */
+  undo(request: UndoRequest): Promise<UndoResult>;
+  /** The change sets kept in the driver's store (newest first), or one run's. */
+  changes(request: ChangesRequest): Promise<readonly KeptRun[]>;
 }
 
 /**
@@ -84,6 +96,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       pools,
       forkServer,
       cgroupManager: async () => (await facts()).manager,
+      changesProbe: async () => (await facts()).changes,
       seccompBytes: plans.seccompBytes,
       landlockAbi: async () => (await facts()).landlockAbi,
       sessionTmps,
@@ -111,6 +124,8 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
         sessionTmps.close(sessionKeyToFilename(sessionId));
       } catch {}
     },
+    undo: async (request: UndoRequest) => undoRun(settings.stateDir, settings.helperPath, request),
+    changes: async (request: ChangesRequest) => listChanges(settings.stateDir, request),
     async dispose(): Promise<void> {
       runner.dispose();
       await Promise.all([pools.dispose(), forkServer?.dispose()]);
@@ -137,6 +152,7 @@ async function probeWithTiers(
     ...(settings.sandboxUid === undefined ? {} : { sandboxUid: settings.sandboxUid }),
     maxFileMb: settings.maxFileMb,
     cpuQuotaPercent: settings.cpuQuotaPercent,
+    changes: settings.changes.enabled,
   });
   const chosen = await tiers.select();
   const gaps =

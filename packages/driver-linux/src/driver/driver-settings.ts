@@ -13,6 +13,7 @@ import {
   hiddenPaths,
   resolveProtectedPaths,
 } from '@aleph/sandbox-core';
+import { type ChangesOptions, DEFAULT_CHANGES } from '../changes/change-store.js';
 import { resolveHelperPath } from '../host/helper-path.js';
 import { type HostFacts, readHostFacts } from '../host/host-facts.js';
 import { DEFAULT_MAX_PIDS, DEFAULT_SANDBOX_UID_RANGE, type LinuxDriverOptions } from '../options.js';
@@ -37,6 +38,8 @@ export interface DriverSettings {
   readonly bwrap: string;
   readonly landlock: 'best-effort' | 'required';
   readonly sandboxUid: number | undefined;
+  /** Change recording (issue 38): on by default, with the session's budgets. */
+  readonly changes: ChangesOptions;
   readonly sandboxGid: number | undefined;
   readonly uidRange: readonly [number, number];
   /** Where sessions' HOMEs live on the host; `undefined` when HOME is the workspace. */
@@ -124,6 +127,7 @@ export function resolveSettings(options: LinuxDriverOptions): DriverSettings {
     bwrap: options.bwrapPath ?? 'bwrap',
     landlock: options.landlock ?? 'best-effort',
     sandboxUid: options.sandboxUid,
+    changes: { ...DEFAULT_CHANGES, ...options.changes },
     sandboxGid: options.sandboxGid ?? options.sandboxUid,
     uidRange: options.sandboxUidRange ?? DEFAULT_SANDBOX_UID_RANGE,
     homeRoot,

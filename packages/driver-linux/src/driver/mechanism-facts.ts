@@ -33,6 +33,8 @@ export interface MechanismFacts {
   readonly nsLimits: { readonly pidMax: boolean; readonly userns: Readonly<Record<string, number>> };
   /** The launcher can keep a change journal (fanotify) for the check after the run (a root host). */
   readonly journal: boolean;
+  /** The helper's change recording worked (`'ok'`), else why not (runs are then unrecorded). */
+  readonly changes: string;
   readonly cgroup: CgroupInfo;
   /** The manager of the checked cgroup, which makes the runs' leaves; none when the check failed. */
   readonly manager: CgroupManager | undefined;
@@ -78,6 +80,7 @@ async function findFacts({ helperPath, cgroupRoot }: DriverSettings): Promise<Me
   let mknod = false;
   let nsLimits: MechanismFacts['nsLimits'] = { pidMax: false, userns: {} };
   let journal = false;
+  let changes = 'the helper could not be probed';
   try {
     const said = JSON.parse((await execFileAsync(helperPath, ['--probe'])).stdout) as HelperProbeOutput;
     if (said.landlock === 'ok') landlockAbi = said.landlock_abi;
@@ -87,6 +90,7 @@ async function findFacts({ helperPath, cgroupRoot }: DriverSettings): Promise<Me
       userns: said.userns_limits === 'ok' ? usernsLimitsFrom(readUserLimits()) : {},
     };
     journal = said.journal === 'ok';
+    changes = said.changes ?? 'the helper predates change recording (build it again)';
   } catch {
     // no helper: every tier fails its preflight and says why
   }
@@ -98,7 +102,15 @@ async function findFacts({ helperPath, cgroupRoot }: DriverSettings): Promise<Me
   } else if (cgroup.available) {
     cgroup = { ...cgroup, available: false, detail: `${cgroup.detail}; not used: the helper cannot run` };
   }
-  return { landlockAbi, mknod, nsLimits, journal, cgroup, manager: cgroup.available ? manager : undefined };
+  return {
+    landlockAbi,
+    mknod,
+    nsLimits,
+    journal,
+    changes,
+    cgroup,
+    manager: cgroup.available ? manager : undefined,
+  };
 }
 
 /** What `tier` does not enforce on this host, with this driver's settings. */

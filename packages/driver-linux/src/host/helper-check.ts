@@ -59,6 +59,11 @@ export interface HelperProbeOutput {
    * journal for the check after the run), else why not.
    */
   readonly journal?: string;
+  /**
+   * "ok" when the change recording's trapping filter (seccomp user notification) worked (a trapped call
+   * answered and let go on), else why not.
+   */
+  readonly changes?: string;
   readonly [key: string]: unknown;
 }
 

@@ -250,3 +250,29 @@ export function namespaceLimitMechanisms(helper: HelperCheck): {
           },
   };
 }
+
+/**
+ * The change recording (issue 38): every run's changes recorded for `details.changes` and undo, through a
+ * seccomp filter whose user-notification listener the launcher answers (the helper exercised it). Where
+ * it does not work, runs go on unrecorded and undo is unavailable.
+ */
+export function changesMechanism(helper: HelperCheck, enabled: boolean): ProbeMechanism {
+  if (!enabled)
+    return {
+      available: false,
+      detail: 'change recording is off (changes.enabled: false): runs are unrecorded, undo unavailable',
+    };
+  if (!helper.ok) return unknown('seccomp user notification');
+  const said = helper.probe?.changes;
+  if (said === 'ok')
+    return {
+      available: true,
+      detail:
+        'seccomp user notification: each run\u2019s changes to its writable roots recorded before they happen (copy before write), undo available; a host-side observer sees every write when the command makes it',
+    };
+  return {
+    available: false,
+    detail: `seccomp user notification does not work here (${said ?? 'the helper did not say'}): runs are unrecorded, undo unavailable`,
+    fix: 'a kernel of 5.5 or later without a seccomp filter of its own that keeps a listener (e.g. not in gVisor)',
+  };
+}

@@ -14,6 +14,7 @@ import type { HostFacts } from './host-facts.js';
 import {
   architectureMechanism,
   cgroupMechanism,
+  changesMechanism,
   checkedCgroup,
   findBubblewrap,
   identityMechanism,
@@ -60,6 +61,8 @@ export async function probeLinux(options: {
   /** The driver's RLIMIT_FSIZE in MiB, if any. */
   maxFileMb?: number | undefined;
   cpuQuotaPercent?: number | undefined;
+  /** Change recording on (default) or off (`changes.enabled: false`). */
+  changes?: boolean;
 }): Promise<LinuxProbe> {
   const mechanisms: Record<string, ProbeMechanism> = {};
   const problems: string[] = [];
@@ -89,6 +92,7 @@ export async function probeLinux(options: {
   const nsLimits = namespaceLimitMechanisms(helper);
   note('pid-max', nsLimits.pidMax, false);
   note('userns-limits', nsLimits.userns, false);
+  note('changes', changesMechanism(helper, options.changes !== false), false);
 
   const { landlockAbi } = kernel;
   const available = problems.length === 0;

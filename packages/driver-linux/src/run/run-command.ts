@@ -19,7 +19,8 @@ import {
   type SandboxOutput,
   sessionKeyToFilename,
 } from '@aleph/sandbox-core';
-import { type QuarantineBudget, quarantineBudgetArgs } from '../driver/quarantine-layout.js';
+import type { ChangesOptions, RecordingRun } from '../changes/change-store.js';
+import { dropRecording, recordRun, withChanges, withHelperArgs } from '../changes/run-hooks.js';
 import type { CgroupLimits, CgroupManager } from '../host/cgroup.js';
 import type { HostFacts } from '../host/host-facts.js';
 import { BRIDGE_PORT, HOST_SIDE_ENV } from '../options.js';
@@ -54,6 +55,8 @@ export interface RunSettings {
   readonly allowLoaderEnv: readonly string[];
   readonly envAllowlist: readonly string[];
   readonly sandboxUid: number | undefined;
+  /** Change recording (issue 38). */
+  readonly changes: ChangesOptions;
 }
 
 /** The driver's parts a run uses. */
@@ -62,6 +65,8 @@ export interface RunParts {
   readonly forkServer: ForkServer | undefined;
   /** The checked cgroup's manager, once found (none: rlimits). */
   readonly cgroupManager: () => Promise<CgroupManager | undefined>;
+  /** What the helper's probe said of change recording (`'ok'`, else why it is unrecorded). */
+  readonly changesProbe?: () => Promise<string>;
   /** A plan's seccomp program as bytes. */
   readonly seccompBytes: (profile: LinuxProfile) => Buffer;
   /** The host's Landlock ABI (0: none), as the probe found it: the run names the same gaps as doctor. */
@@ -107,16 +112,23 @@ export class CommandRunner {
     const tmpDir = direct ? (profile.tmpDir as string) : undefined;
     let leaf: string | undefined;
     let reportFile: string | undefined;
+    let recording: RecordingRun | undefined;
     try {
       const { env, proxyPort } = this.#environment(profile, request, tmpDir, lease);
       const { host, helperPath } = this.settings;
-      const argv = commandArgv(profile, request, {
-        host,
-        helperPath,
-        bwrapPath: runnable.bwrapPath,
-        proxyPort,
-        proxySocket: lease?.entrance?.unixPath,
-      });
+      const probed = (await this.parts.changesProbe?.()) ?? 'ok';
+      recording = recordRun(this.settings.stateDir, this.settings.changes, profile, request, probed);
+      const argv = withHelperArgs(
+        commandArgv(profile, request, {
+          host,
+          helperPath,
+          bwrapPath: runnable.bwrapPath,
+          proxyPort,
+          proxySocket: lease?.entrance?.unixPath,
+        }),
+        recording,
+        request,
+      );
       // Written only when the sweep has something to say, under a name of this run's own.
       reportFile = path.join(this.settings.stateDir, `${this.reportPrefix}-${++this.#runs}`);
       const launch = [
@@ -124,6 +136,7 @@ export class CommandRunner {
         '--report',
         reportFile,
         ...quarantineBudgetArgs(this.settings.quarantineBudget),
+        ...(recording?.launchArgs ?? []),
       ];
       leaf = await this.#enterLeaf(profile, request, launch);
       launch.push(...watchPidsArgs(profile, leaf !== undefined));
@@ -135,12 +148,15 @@ export class CommandRunner {
         signal: result.signal ?? bwrapSignal(result.exitCode),
         maxMemoryMb: request.capabilities.maxMemoryMb,
       });
-      return launchOutput(result, profile, {
+      const output = launchOutput(result, profile, {
         limits: runnable.limits,
         reportFile,
         notEnforced: this.#notEnforced(profile, await this.#landlock(profile)),
         denials: [...refused.map((d) => networkDenial(d, hosts ?? [])), ...limited],
       });
+      const withRecord = withChanges(output, recording, request, this.settings.changes, probed);
+      recording = undefined;
+      return withRecord;
     } catch (error) {
       if (error instanceof DriverError || error instanceof InvalidInputError) throw error;
       throw new DriverError(
@@ -153,6 +169,7 @@ export class CommandRunner {
       );
     } finally {
       if (reportFile !== undefined && existsSync(reportFile)) rmSync(reportFile, { force: true });
+      dropRecording(recording);
       lease?.release();
       if (leaf !== undefined) await this.#cgroups?.destroyLeaf(leaf);
     }

@@ -1,0 +1,171 @@
+#!/usr/bin/env node
+// Runs change-recording workloads through WorkspaceSandbox + the Linux driver (issue 38), as the uid the
+// test starts it as, and checks each from the host side: a snapshot of the workspace before and after
+// the command (lstat, content hash, link target, inode), the change set the driver reported, then undo and
+// a snapshot after it. Input (stdin): { workspaceRoot, stateDir, workloads: [{ id, setup, command,
+// hostEdit?, parallelWith? }] } where setup is a host shell script run in the workload's workspace first,
+// command a shell script run in the sandbox, hostEdit a host shell script run after the command (undo
+// must then be refused naming a path, and forced), and parallelWith the id of a workload in the same
+// workspace whose command runs at the same time. Output: { uid, results: [{ id, exitCode, stderr,
+// changes, diff, undo, refused?, afterUndo }] }.
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import path from 'node:path';
+import { createLinuxDriver } from '@aleph/driver-linux';
+import { ApprovalGate, WorkspaceSandbox } from '@aleph/sandbox-core';
+
+const plan = JSON.parse(readFileSync(0, 'utf8'));
+const driver = createLinuxDriver({ stateDir: plan.stateDir });
+const workspaces = {};
+const sandbox = new WorkspaceSandbox({
+  driver,
+  workspaceRoot: plan.workspaceRoot,
+  approvalGate: new ApprovalGate({ requester: { requestApproval: async () => ({ outcome: 'approved' }) } }),
+  defaultTimeoutMs: 120_000,
+  workspaceFor: (id) => workspaces[id],
+});
+
+/** Every path below `root` (relative), with what a user would call its state. */
+function snapshot(root) {
+  const out = new Map();
+  const walk = (rel) => {
+    const p = path.join(root, rel);
+    const st = lstatSync(p);
+    const type = st.isFile()
+      ? 'file'
+      : st.isDirectory()
+        ? 'directory'
+        : st.isSymbolicLink()
+          ? 'symlink'
+          : 'other';
+    const entry = { type, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, ino: st.ino };
+    if (type === 'file') entry.hash = createHash('sha256').update(readFileSync(p)).digest('hex');
+    if (type === 'file') entry.size = st.size;
+    if (type === 'symlink') entry.target = readlinkSync(p);
+    if (rel !== '') out.set(rel, entry);
+    if (type === 'directory')
+      for (const name of readdirSync(p)) walk(rel === '' ? name : path.join(rel, name));
+  };
+  walk('');
+  return out;
+}
+
+/** The change set a host-side diff of two snapshots gives, in the driver's terms (paths absolute). */
+function diff(root, before, after) {
+  const changes = [];
+  const beforeByIno = new Map([...before].map(([p, e]) => [e.ino, p]));
+  const movedFrom = new Set();
+  const movedTo = [];
+  for (const [p, a] of [...after].sort((x, y) => (x[0] < y[0] ? -1 : 1))) {
+    if (before.has(p)) continue;
+    // What is inside a renamed directory moved with it.
+    if (movedTo.some((m) => p.startsWith(`${m}/`))) continue;
+    const from = beforeByIno.get(a.ino);
+    if (from !== undefined && !after.has(from) && before.get(from).type === a.type) {
+      movedFrom.add(from);
+      if (a.type === 'directory') movedTo.push(p);
+      changes.push({ op: 'renamed', path: path.join(root, p), from: path.join(root, from), type: a.type });
+    } else changes.push({ op: 'created', path: path.join(root, p), type: a.type });
+  }
+  for (const [p, b] of before) {
+    const a = after.get(p);
+    if (a === undefined) {
+      // What was inside a renamed directory moved with it.
+      const inMoved = [...movedFrom].some((m) => p.startsWith(`${m}/`));
+      if (!movedFrom.has(p) && !inMoved)
+        changes.push({ op: 'deleted', path: path.join(root, p), type: b.type });
+      continue;
+    }
+    const what = [];
+    if (a.type !== b.type || a.hash !== b.hash || (b.type === 'file' && a.ino !== b.ino))
+      what.push('content');
+    if (a.mode !== b.mode) what.push('mode');
+    if (a.uid !== b.uid || a.gid !== b.gid) what.push('owner');
+    if (a.type === 'symlink' && b.type === 'symlink' && a.target !== b.target) what.push('target');
+    if (what.length > 0) changes.push({ op: 'modified', path: path.join(root, p), type: a.type, what });
+  }
+  return changes.sort((x, y) => (x.path < y.path ? -1 : 1));
+}
+
+/** A snapshot without inodes (undo puts content back, not necessarily the same inode). */
+const comparable = (snap) =>
+  JSON.stringify(
+    [...snap].map(([p, e]) => [p, { ...e, ino: undefined }]).sort((x, y) => (x[0] < y[0] ? -1 : 1)),
+  );
+
+async function execute(id, command) {
+  const out = await sandbox.execute({
+    sessionId: id,
+    program: 'sh',
+    args: ['-c', command],
+    capabilities: { spawnSubprocess: true },
+  });
+  return out;
+}
+
+const results = [];
+const byId = new Map(plan.workloads.map((w) => [w.id, w]));
+for (const w of plan.workloads) {
+  if (w.parallelOf !== undefined) continue;
+  const ws = path.join(plan.workspaceRoot, w.id);
+  mkdirSync(ws, { recursive: true });
+  workspaces[w.id] = ws;
+  if (w.setup) execFileSync('sh', ['-c', w.setup], { cwd: ws, stdio: ['ignore', 'ignore', 'inherit'] });
+  const before = snapshot(ws);
+  const partner = w.parallelWith === undefined ? undefined : byId.get(w.parallelWith);
+  const outs = await Promise.all([
+    execute(w.id, w.command),
+    ...(partner ? [execute(w.id, partner.command)] : []),
+  ]);
+  const after = snapshot(ws);
+  const result = {
+    id: w.id,
+    outs: outs.map((o) => ({
+      exitCode: o.exitCode,
+      stderr: o.stderrText,
+      runId: o.details.runId,
+      changes: o.details.changes,
+    })),
+    diff: diff(ws, before, after),
+  };
+  if (w.hostEdit) {
+    execFileSync('sh', ['-c', w.hostEdit], { cwd: ws });
+    result.refused = await driver.undo({ runId: outs[0].details.runId, force: false });
+  }
+  result.undo = [];
+  for (const o of [...outs].reverse())
+    result.undo.push(await driver.undo({ runId: o.details.runId, force: w.hostEdit !== undefined }));
+  result.again = await driver.undo({ runId: outs[0].details.runId, force: false });
+  result.restored = comparable(snapshot(ws)) === comparable(before);
+  if (!result.restored) result.afterUndo = diff(ws, before, snapshot(ws));
+  const outside = path.join(plan.workspaceRoot, 'outside-planted');
+  result.outside = existsSync(outside) ? readdirSync(outside) : [];
+  results.push(result);
+}
+// The mechanism as the probe shows it, and a run with recording off: unrecorded, saying why, nothing kept.
+const probe = (await driver.probe()).mechanisms.changes;
+const offDriver = createLinuxDriver({ stateDir: plan.stateDir, changes: { enabled: false } });
+const offWs = path.join(plan.workspaceRoot, 'off');
+mkdirSync(offWs);
+workspaces.off = offWs;
+const offSandbox = new WorkspaceSandbox({
+  driver: offDriver,
+  workspaceRoot: plan.workspaceRoot,
+  approvalGate: new ApprovalGate({ requester: { requestApproval: async () => ({ outcome: 'approved' }) } }),
+  workspaceFor: (id) => workspaces[id],
+});
+const offOut = await offSandbox.execute({
+  sessionId: 'off',
+  program: 'sh',
+  args: ['-c', 'echo x > off.txt'],
+});
+const off = {
+  exitCode: offOut.exitCode,
+  changes: offOut.details.changes,
+  kept: readdirSync(path.join(plan.stateDir, 'changes')).includes(offOut.details.runId),
+};
+await offSandbox.dispose();
+await offDriver.dispose();
+await driver.dispose();
+process.stdout.write(JSON.stringify({ uid: process.getuid(), results, probe, off }));

@@ -1,0 +1,254 @@
+import { chownSync, mkdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { linuxStack, REQUIRED, requiredButMissing } from '../support.js';
+import { makeHarnessBase, runHarnessAs } from './harness-run.js';
+import { identities } from './hosts.js';
+
+/**
+ * Every run's change set and undo (issue 38), in the real sandbox, as root and as uid 65534: each
+ * workload's change set must equal a host-side diff of the workspace (snapshots before and after the
+ * command, renames by inode), undo must put the workspace back exactly (types, modes, owners, bytes, link
+ * targets), and a second undo is refused as already undone. A host edit after the run makes undo refuse,
+ * naming the path, until forced. Two runs at once in one workspace each get their own change set.
+ */
+
+const stack = linuxStack();
+const PY = '/usr/bin/python3';
+
+const NPM_LIKE = `
+import os
+for p in range(30):
+    for d in range(10):
+        base = f'node_modules/pkg{p}/lib/d{d}'
+        os.makedirs(base, exist_ok=True)
+        for f in range(10):
+            with open(f'{base}/f{f}.js', 'w') as fh:
+                fh.write(f'module.exports = {p * 100 + d * 10 + f};\\n')
+`;
+
+const MMAP_TRUNCATE = `
+import mmap, os
+with open('data.bin', 'r+b') as f:
+    m = mmap.mmap(f.fileno(), 0)
+    m[0:5] = b'HELLO'
+    m.flush()
+    m.close()
+    os.ftruncate(f.fileno(), 1000)
+`;
+
+const GIT = 'git -c user.name=t -c user.email=t@example.com -c init.defaultBranch=main';
+
+const WORKLOADS = [
+  {
+    id: 'rm-rf',
+    setup:
+      'mkdir -p src/a/b && echo one > src/a/one.txt && echo two > src/a/b/two.sh && chmod 750 src/a/b/two.sh && ' +
+      'ln -s a/one.txt src/link && head -c 300000 /dev/urandom > src/blob && truncate -s 5M src/sparse && chmod 700 src/a',
+    command: 'rm -rf src',
+  },
+  {
+    id: 'git-checkout',
+    setup: `${GIT} init -q . && for i in 1 2 3 4 5; do echo v$i > f$i.txt; done && ${GIT} add . && ${GIT} commit -qm c && for i in 1 2 3; do echo changed$i > f$i.txt; done`,
+    command: 'git checkout -- . && git status --short',
+  },
+  {
+    id: 'sed-i',
+    setup: 'for i in $(seq 1 40); do echo "foo $i" > "t$i.txt"; done',
+    command: "sed -i 's/foo/bar/' t*.txt",
+  },
+  {
+    id: 'chmod-x',
+    setup: 'mkdir bin && for i in 1 2 3; do printf "#!/bin/sh\\n" > bin/s$i.sh; chmod 755 bin/s$i.sh; done',
+    command: 'chmod -x bin/*.sh',
+  },
+  {
+    id: 'symlink-to-file',
+    setup: 'echo target > t.txt && ln -s t.txt l',
+    command: 'rm l && echo now-a-file > l',
+  },
+  { id: 'hard-link', setup: 'echo first > a', command: 'ln a b && echo more >> b' },
+  { id: 'mv-dir', setup: 'mkdir -p d/e && echo x > d/e/x && echo y > d/y', command: 'mv d d2' },
+  {
+    id: 'node-rename',
+    setup: 'mkdir -p lib/inner && echo a > lib/a && echo b > lib/inner/b',
+    command: `node -e "require('fs').renameSync('lib', 'lib2')"`,
+  },
+  { id: 'npm-like', setup: 'echo {} > package.json', command: `${PY} -c "${NPM_LIKE.replace(/"/g, '\\"')}"` },
+  {
+    id: 'mmap-truncate',
+    setup: 'head -c 100000 /dev/urandom > data.bin',
+    command: `${PY} -c "${MMAP_TRUNCATE.replace(/"/g, '\\"')}"`,
+  },
+  {
+    id: 'host-edit',
+    setup: 'echo original > notes.txt && echo keep > other.txt',
+    command: 'echo by-the-command > notes.txt',
+    hostEdit: 'echo by-the-user >> notes.txt',
+    conflicts: ['notes.txt'],
+  },
+  {
+    // An attack on undo: a symlink out planted where the run removed a directory. Undo refuses; forced, it
+    // removes the link itself and writes nothing through it.
+    id: 'planted-symlink',
+    setup: 'mkdir src && echo a > src/a && mkdir -p ../outside-planted',
+    command: 'rm -rf src',
+    hostEdit: 'ln -s ../outside-planted src',
+    conflicts: ['src'],
+  },
+  {
+    id: 'two-at-once',
+    setup: 'mkdir -p one two && echo 1 > one/a && echo 2 > two/b',
+    command: 'rm -rf one && mkdir one && echo new > one/c',
+    parallelWith: 'two-at-once-b',
+  },
+  {
+    id: 'two-at-once-b',
+    parallelOf: 'two-at-once',
+    command: 'echo more >> two/b && mkdir two/sub && echo s > two/sub/s',
+  },
+];
+
+interface Change {
+  op: string;
+  path: string;
+  from?: string;
+  type: string;
+  what?: string[];
+}
+interface Outcome {
+  id: string;
+  outs: {
+    exitCode: number;
+    stderr: string;
+    runId: string;
+    changes: {
+      recorded: boolean;
+      undoable: boolean;
+      entries: Change[];
+      truncated: boolean;
+      counts: Record<string, number>;
+    };
+  }[];
+  diff: Change[];
+  refused?: { undone: boolean; conflicts: { path: string; reason: string }[] };
+  undo: { undone: boolean; conflicts: unknown[]; removed: string[]; restored: string[] }[];
+  again: { undone: boolean; conflicts: { reason: string }[] };
+  restored: boolean;
+  /** What is in the workspace root's outside-planted (nothing may be written through a planted link). */
+  outside: string[];
+  afterUndo?: Change[];
+}
+
+interface Extra {
+  probe: { available: boolean; detail: string };
+  off: {
+    exitCode: number;
+    changes: { recorded: boolean; reason?: string; undoable: boolean; entries: unknown[] };
+    kept: boolean;
+  };
+}
+
+const strip = (c: Change) => ({
+  op: c.op,
+  path: c.path,
+  type: c.type,
+  ...(c.from ? { from: c.from } : {}),
+  ...(c.what ? { what: c.what } : {}),
+});
+
+const bases: string[] = [];
+afterAll(() => {
+  for (const b of bases) rmSync(b, { recursive: true, force: true });
+});
+
+const ids = identities().filter((i) => i.key === 'root' || i.key === 'unprivileged');
+
+describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
+  'change sets and undo (issue 38)',
+  () => {
+    it('needs the Linux stack', () => {
+      expect(requiredButMissing(stack)).toBe(false);
+    });
+    for (const identity of ids) {
+      describe.skipIf(identity.skip !== undefined)(
+        `as ${identity.name}${identity.skip ? ` (skipped: ${identity.skip})` : ''}`,
+        () => {
+          let outcomes: Map<string, Outcome>;
+          let extra: Extra;
+          it('runs every workload', { timeout: 600_000 }, async () => {
+            const h = makeHarnessBase(identity.uid, 'changes');
+            bases.push(h.base);
+            const workspaceRoot = path.join(h.base, 'ws');
+            const stateDir = path.join(h.base, 'state');
+            for (const d of [workspaceRoot, stateDir]) {
+              mkdirSync(d, { mode: 0o700 });
+              if (identity.uid !== process.getuid?.()) chownSync(d, identity.uid, identity.uid);
+            }
+            const { results, probe, off } = await runHarnessAs<{
+              uid: number;
+              results: Outcome[];
+              probe: Extra['probe'];
+              off: Extra['off'];
+            }>(identity.uid, h.base, 'e2e/linux/changes-harness.mjs', {
+              workspaceRoot,
+              stateDir,
+              workloads: WORKLOADS,
+            });
+            outcomes = new Map(results.map((r) => [r.id, r]));
+            extra = { probe, off };
+            expect(results.length).toBe(WORKLOADS.filter((w) => !('parallelOf' in w)).length);
+          });
+          it('probe() shows the changes mechanism; with recording off a run says it is unrecorded and keeps nothing', () => {
+            expect(extra.probe).toMatchObject({ available: true });
+            expect(extra.off.exitCode).toBe(0);
+            expect(extra.off.changes).toMatchObject({ recorded: false, undoable: false, entries: [] });
+            expect(extra.off.changes.reason).toMatch(/off/);
+            expect(extra.off.kept).toBe(false);
+          });
+          for (const w of WORKLOADS.filter((x) => !('parallelOf' in x))) {
+            it(`${w.id}: the change set is the host's diff, and undo restores the tree`, () => {
+              const r = outcomes.get(w.id) as Outcome;
+              for (const o of r.outs) {
+                expect(o.exitCode, o.stderr).toBe(0);
+                expect(o.changes.recorded).toBe(true);
+                expect(o.changes.undoable).toBe(true);
+              }
+              const reported = r.outs.flatMap((o) => o.changes.entries.map(strip));
+              const total = r.outs.reduce(
+                (n, o) =>
+                  n +
+                  Object.entries(o.changes.counts)
+                    .filter(([k]) => k !== 'quarantined')
+                    .reduce((m, [, v]) => m + v, 0),
+                0,
+              );
+              if (w.id === 'npm-like') {
+                // 3,000 files and 361 directories: more than details keep; the counts are whole.
+                expect(r.outs[0]?.changes.truncated).toBe(true);
+                expect(r.outs[0]?.changes.entries.length).toBe(1000);
+                expect(reported).toEqual(r.diff.map(strip).slice(0, 1000));
+                expect(total).toBe(r.diff.length);
+                expect(r.diff.length).toBe(3361);
+              } else {
+                const sorted = reported.sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : 0));
+                expect(sorted).toEqual(r.diff.map(strip));
+                expect(r.diff.length).toBeGreaterThan(0);
+              }
+              if (w.hostEdit !== undefined) {
+                expect(r.refused?.undone).toBe(false);
+                expect(r.refused?.conflicts.map((c) => path.basename(c.path))).toEqual(w.conflicts);
+              }
+              for (const u of r.undo) expect(u).toMatchObject({ undone: true, conflicts: [] });
+              expect(r.afterUndo ?? []).toEqual([]);
+              expect(r.restored).toBe(true);
+              expect(r.outside).toEqual([]);
+              expect(r.again.undone).toBe(false);
+              expect(r.again.conflicts[0]?.reason).toBe('already undone');
+            });
+          }
+        },
+      );
+    }
+  },
+);

@@ -1,0 +1,37 @@
+/*
+ * One path's state, as the change recording saves it before a run and finds it after (lstat on a
+ * descriptor beneath its root), and as the undo executor checks it: the text form both read and write in
+ * a run's `states` file, with the escaping of names (store.c, undo.c).
+ */
+#ifndef ALEPH_CHANGES_STATE_H
+#define ALEPH_CHANGES_STATE_H
+
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+/* 'f' file, 'd' directory, 'l' symlink, 'o' other, '-' absent, '?' could not be looked at. */
+struct path_state {
+  char type;
+  unsigned mode; /* permission bits (07777) */
+  unsigned uid, gid;
+  long long size, blocks;
+  unsigned long long dev, ino;
+  long long msec, mnsec, csec, cnsec;
+  char *target; /* symlink target (malloc'd) or NULL */
+};
+
+/* NAME (beneath DIRFD; "" with DIRFD: DIRFD itself) looked at without following a symlink into *S. */
+void state_of(int dirfd, const char *name, struct path_state *s);
+/* Whether A and B are the same object left the same way (type, inode, size, times, mode, owner, target). */
+int state_same(const struct path_state *a, const struct path_state *b);
+/* Writes S as one space-separated group of fields to F. */
+void state_write(FILE *f, const struct path_state *s);
+/* Reads a group written by state_write from *P (advanced past it); -1 when malformed. */
+int state_read(char **p, struct path_state *s);
+/* Writes S escaped (`:` then the bytes, those below '!' and '%' and DEL as %XX). */
+void name_write(FILE *f, const char *s);
+/* Reads a name written by name_write from *P into a malloc'd string; NULL when malformed. */
+char *name_read(char **p);
+
+#endif

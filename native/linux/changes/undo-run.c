@@ -1,0 +1,72 @@
+/* A run being undone: its paths' parents and the conflicts met (undo-run.h). */
+#define _GNU_SOURCE
+#include "undo-run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/paths.h"
+
+static FILE *conflicts; /* the JSON array's items so far */
+static char *conflicts_buf;
+static size_t conflicts_len;
+static int nconflicts;
+
+static void json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+    else if (*p < 0x20 || *p == 0x7f) fprintf(f, "\\u%04x", *p);
+    else fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+void undo_json_path(FILE *f, const struct undo_run *r, const struct undo_entry *e) {
+  char path[8192];
+  snprintf(path, sizeof path, "%s%s%s", r->root_path[e->root], e->rel[0] == '\0' ? "" : "/", e->rel);
+  json_string(f, path);
+}
+
+void undo_failed(const struct undo_run *r, const struct undo_entry *e, const char *why) {
+  fprintf(conflicts, "%s{\"path\":", nconflicts++ ? "," : "");
+  undo_json_path(conflicts, r, e);
+  fprintf(conflicts, ",\"reason\":");
+  json_string(conflicts, why);
+  fputc('}', conflicts);
+}
+
+int undo_parent(const struct undo_run *r, const struct undo_entry *e, const char **name) {
+  const char *slash = strrchr(e->rel, '/');
+  int fd = r->root_fd[e->root];
+  if (fd < 0) return errno = ENOENT, -1;
+  if (slash == NULL) {
+    *name = e->rel;
+    return fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  }
+  char parent[4096];
+  snprintf(parent, sizeof parent, "%.*s", (int)(slash - e->rel), e->rel);
+  *name = slash + 1;
+  return open_path(fd, parent, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
+}
+
+void undo_conflicts_reset(void) {
+  if (conflicts != NULL) fclose(conflicts);
+  free(conflicts_buf);
+  conflicts_buf = NULL;
+  conflicts_len = 0;
+  nconflicts = 0;
+  conflicts = open_memstream(&conflicts_buf, &conflicts_len);
+}
+
+int undo_nconflicts(void) {
+  return nconflicts;
+}
+
+const char *undo_conflicts_text(void) {
+  fflush(conflicts);
+  return conflicts_buf == NULL ? "" : conflicts_buf;
+}

@@ -1,0 +1,120 @@
+/* The undo executor's reading, checking and result (undo.h). */
+#define _GNU_SOURCE
+#include "undo.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/errors.h"
+#include "../common/paths.h"
+#include "undo-apply.h"
+#include "undo-run.h"
+
+/* One line of `states` into R. */
+static void read_line(struct undo_run *r, char *line, int *ok) {
+  char *p = line;
+  int k, n = 0;
+  if (sscanf(line, "root %d %n", &k, &n) == 1 && k == r->nroots && k < 64) {
+    p += n;
+    r->root_path[r->nroots++] = name_read(&p);
+  } else if (strncmp(line, "recorded 0", 10) == 0 || strncmp(line, "undoable 0", 10) == 0) {
+    *ok = 0;
+  } else if (strncmp(line, "entry ", 6) == 0) {
+    struct undo_entry e = {.source = -1};
+    if (sscanf(line, "entry %d %d %d %n", &e.root, &e.blob, &e.linked, &n) < 3) die("undo: a malformed entry");
+    p += n;
+    e.rel = name_read(&p);
+    if (e.rel == NULL || e.root < 0 || e.root >= r->nroots || state_read(&p, &e.before) < 0 || state_read(&p, &e.after) < 0)
+      die("undo: a malformed entry");
+    struct undo_entry *grown = realloc(r->e, (size_t)(r->n + 1) * sizeof *grown);
+    if (grown == NULL) die("out of memory");
+    r->e = grown;
+    r->e[r->n++] = e;
+  }
+}
+
+/* Reads DIR/states into R; dies when it is missing or says the run cannot be undone. */
+static void read_run(int dir, struct undo_run *r) {
+  int fd = openat(dir, "states", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
+  if (f == NULL) die("undo: the run's change store has no states: %s", strerror(errno));
+  char *line = NULL;
+  size_t cap = 0;
+  int ok = 1;
+  while (getline(&line, &cap, f) > 0) read_line(r, line, &ok);
+  free(line);
+  fclose(f);
+  if (!ok) die("undo: this run's changes were not kept whole");
+  for (int k = 0; k < r->nroots; k++) {
+    int p = open_path(AT_FDCWD, r->root_path[k], RESOLVE_NO_SYMLINKS);
+    r->root_fd[k] = p < 0 ? -1 : openat(p, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (p >= 0) close(p);
+  }
+  r->blobs = openat(dir, "blobs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* Each entry's state now, checked against the run's after-state; a conflict for each that differs. */
+static void check_run(struct undo_run *r) {
+  for (int i = 0; i < r->n; i++) {
+    struct undo_entry *e = &r->e[i];
+    const char *name;
+    int pfd = undo_parent(r, e, &name);
+    if (pfd < 0) e->now.type = errno == ENOENT || errno == ENOTDIR ? '-' : '?';
+    else state_of(pfd, name, &e->now);
+    if (pfd >= 0) close(pfd);
+    if (state_same(&e->now, &e->after)) continue;
+    const char *why = e->now.type != e->after.type
+                          ? (e->now.type == '-' ? "removed after the run" : e->after.type == '-' ? "created after the run" : "replaced after the run")
+                      : e->now.ino != e->after.ino ? "replaced after the run"
+                      : e->now.mode != e->after.mode || e->now.uid != e->after.uid || e->now.gid != e->after.gid
+                          ? "mode or owner changed after the run"
+                          : "changed after the run";
+    undo_failed(r, e, why);
+  }
+}
+
+/* Writes the result: RESTORED and REMOVED are the entries that were (or, dry, would be) put back. */
+static void print_result(const struct undo_run *r, int undone) {
+  printf("{\"undone\":%s,\"restored\":[", undone ? "true" : "false");
+  int first = 1;
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) printf("],\"removed\":[");
+    first = 1;
+    for (int i = 0; i < r->n; i++) {
+      const struct undo_entry *e = &r->e[i];
+      if ((e->before.type == '-') != pass) continue;
+      printf("%s", first ? "" : ",");
+      first = 0;
+      undo_json_path(stdout, r, e);
+    }
+  }
+  printf("],\"conflicts\":[%s]}\n", undo_conflicts_text());
+}
+
+int undo_main(int argc, char **argv) {
+  if (argc < 3) die("usage: --undo DIR [--force] [--dry-run]");
+  int force = 0, dry = 0;
+  for (int i = 3; i < argc; i++) {
+    if (strcmp(argv[i], "--force") == 0) force = 1;
+    else if (strcmp(argv[i], "--dry-run") == 0) dry = 1;
+    else die("undo: unknown option %s", argv[i]);
+  }
+  int p = open_path(AT_FDCWD, argv[2], RESOLVE_NO_SYMLINKS);
+  int dir = p < 0 ? -1 : openat(p, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) die("undo: cannot open the change store %s: %s", argv[2], p < 0 ? open_path_why(errno) : strerror(errno));
+  undo_conflicts_reset();
+  static struct undo_run r;
+  read_run(dir, &r);
+  check_run(&r);
+  int refused = undo_nconflicts() > 0 && !force;
+  if (!refused && !dry) {
+    undo_conflicts_reset();
+    undo_apply(&r);
+  }
+  print_result(&r, !refused && !dry && undo_nconflicts() == 0);
+  return refused || undo_nconflicts() > 0 ? 1 : 0;
+}

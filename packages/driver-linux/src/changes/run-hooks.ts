@@ -1,0 +1,78 @@
+/**
+ * The change recording's hooks in a run (run/run-command.ts calls these three): before the launcher starts
+ * (the store directory and the arguments), and after it (the change set on `details.changes`).
+ */
+import { rmSync } from 'node:fs';
+import { createSandboxOutput, type DriverRunRequest, type SandboxOutput } from '@aleph/sandbox-core';
+import type { LinuxProfile } from '../profile/profile-types.js';
+import { unrecorded } from './change-set.js';
+import {
+  type ChangesOptions,
+  finishRecording,
+  type RecordingRun,
+  recordedRoots,
+  runIdOf,
+  startRecording,
+} from './change-store.js';
+
+/** The tier preflight's session (driver/tier-choice.ts): its runs are not kept. */
+const PREFLIGHT_SESSION = 'aleph-preflight';
+
+/** Starts recording `request`'s run (undefined: not recorded, see {@link withChanges}). */
+export function recordRun(
+  stateDir: string,
+  options: ChangesOptions,
+  profile: LinuxProfile,
+  request: DriverRunRequest,
+  probed: string,
+): RecordingRun | undefined {
+  if (probed !== 'ok') return undefined;
+  const roots = recordedRoots(profile.launch, profile.home?.host);
+  return startRecording(stateDir, runIdOf(request), roots, options);
+}
+
+/** `argv` with the helper's change option put before its `--` (the one before the program). */
+export function withHelperArgs(
+  argv: string[],
+  run: RecordingRun | undefined,
+  request: DriverRunRequest,
+): string[] {
+  if (run === undefined) return argv;
+  const at = argv.length - request.args.length - 2;
+  if (argv[at] !== '--') throw new Error('the helper’s `--` is not where it was expected');
+  return [...argv.slice(0, at), ...run.helperArgs, ...argv.slice(at)];
+}
+
+/** The output with `details.changes` (and the store cleaned when the run failed). */
+export function withChanges(
+  output: SandboxOutput,
+  run: RecordingRun | undefined,
+  request: DriverRunRequest,
+  options: ChangesOptions,
+  probed: string,
+): SandboxOutput {
+  const details = output.details as Record<string, unknown>;
+  const quarantined = Array.isArray(details.quarantined) ? (details.quarantined as string[]) : [];
+  const changes =
+    run === undefined
+      ? unrecorded(
+          !options.enabled
+            ? 'change recording is off (changes.enabled: false)'
+            : probed !== 'ok'
+              ? `seccomp user notification does not work here: ${probed}`
+              : 'the run has no writable root',
+        )
+      : finishRecording(run, request, quarantined, options);
+  // The tier preflight exercises the mechanism like any run, but keeps nothing.
+  if (run !== undefined && request.sessionId === PREFLIGHT_SESSION) dropRecording(run);
+  // A new output of the same kind (its text getters live on its prototype).
+  return createSandboxOutput({
+    ...output,
+    details: { ...details, runId: run?.runId ?? runIdOf(request), changes },
+  });
+}
+
+/** A run that failed before its output: its store goes. */
+export function dropRecording(run: RecordingRun | undefined): void {
+  if (run !== undefined) rmSync(run.dir, { recursive: true, force: true });
+}

@@ -1,0 +1,111 @@
+/**
+ * Reading a run's `states` file (written by the launcher, native/linux/changes/store.c): its roots, whether
+ * the run was recorded and can be undone, and each touched path's state before and after the run.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+/** One path's state (native/linux/changes/state.h). */
+export interface PathState {
+  /** 'f' file, 'd' directory, 'l' symlink, 'o' other, '-' absent, '?' unknown. */
+  readonly type: string;
+  readonly mode: number;
+  readonly uid: number;
+  readonly gid: number;
+  readonly size: number;
+  readonly dev: string;
+  readonly ino: string;
+  readonly mtime: string;
+  readonly target: string;
+}
+
+/** A touched path: absolute host path, its before and after states. */
+export interface StateEntry {
+  readonly path: string;
+  readonly before: PathState;
+  readonly after: PathState;
+}
+
+/** What `states` holds. */
+export interface RunStates {
+  readonly roots: readonly string[];
+  readonly recorded: boolean;
+  readonly reason: string;
+  readonly undoable: boolean;
+  readonly undoRefusal: string;
+  /** Allocated bytes of the run's pre-run copies. */
+  readonly bytes: number;
+  readonly entries: readonly StateEntry[];
+}
+
+/** Decodes a name written by the launcher's `name_write` (`:` then bytes, some as %XX). */
+export function decodeName(field: string): string {
+  if (!field.startsWith(':')) throw new Error(`malformed name ${field}`);
+  const bytes: number[] = [];
+  const s = Buffer.from(field.slice(1), 'latin1');
+  for (let i = 0; i < s.length; i++) {
+    if (s[i] === 0x25 && i + 2 < s.length) {
+      bytes.push(Number.parseInt(s.subarray(i + 1, i + 3).toString('latin1'), 16));
+      i += 2;
+    } else bytes.push(s[i] as number);
+  }
+  return Buffer.from(bytes).toString('utf8');
+}
+
+function readState(f: readonly string[], at: number): PathState {
+  const n = (i: number) => f[at + i] as string;
+  return {
+    type: n(0),
+    mode: Number.parseInt(n(1), 8),
+    uid: Number(n(2)),
+    gid: Number(n(3)),
+    size: Number(n(4)),
+    dev: n(6),
+    ino: n(7),
+    mtime: `${n(8)}.${n(9)}`,
+    target: decodeName(n(12)),
+  };
+}
+
+/** Parses the text of a `states` file. */
+export function parseStates(text: string): RunStates {
+  const roots: string[] = [];
+  const entries: StateEntry[] = [];
+  let recorded = true;
+  let reason = '';
+  let undoable = true;
+  let undoRefusal = '';
+  let bytes = 0;
+  for (const line of text.split('\n')) {
+    // Names are escaped (no spaces inside a field), so fields split on single spaces.
+    const f = line.split(' ').filter((x) => x !== '');
+    if (f[0] === 'root') roots.push(decodeName(f[2] as string));
+    else if (f[0] === 'recorded') {
+      recorded = f[1] === '1';
+      reason = decodeName(f[2] ?? ':');
+    } else if (f[0] === 'undoable') {
+      undoable = f[1] === '1';
+      undoRefusal = decodeName(f[2] ?? ':');
+    } else if (f[0] === 'bytes') bytes = Number(f[1]);
+    else if (f[0] === 'entry') {
+      const root = roots[Number(f[1])] as string;
+      const rel = decodeName(f[4] as string);
+      entries.push({
+        path: rel === '' ? root : path.join(root, rel),
+        before: readState(f, 5),
+        after: readState(f, 18),
+      });
+    }
+  }
+  return { roots, recorded, reason, undoable, undoRefusal, bytes, entries };
+}
+
+/** Reads `<dir>/states`; undefined when the launcher wrote none. */
+export function readStates(dir: string): RunStates | undefined {
+  try {
+    return parseStates(readFileSync(path.join(dir, 'states'), 'latin1'));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
