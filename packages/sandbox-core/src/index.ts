@@ -32,7 +32,6 @@ export {
   SandboxCapabilitiesSchema,
   strictCapabilities,
 } from './capabilities.js';
-export type { RunChange, RunChanges } from './changes.js';
 export {
   type ChangesRequest,
   changesOf,

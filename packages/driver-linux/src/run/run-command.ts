@@ -21,6 +21,7 @@ import {
 } from '@aleph/sandbox-core';
 import type { ChangesOptions, RecordingRun } from '../changes/change-store.js';
 import { dropRecording, recordRun, withChanges, withHelperArgs } from '../changes/run-hooks.js';
+import { type QuarantineBudget, quarantineBudgetArgs } from '../driver/quarantine-layout.js';
 import type { CgroupLimits, CgroupManager } from '../host/cgroup.js';
 import type { HostFacts } from '../host/host-facts.js';
 import { BRIDGE_PORT, HOST_SIDE_ENV } from '../options.js';
