@@ -52,15 +52,17 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           if (run !== undefined) rmSync(run.base, { recursive: true, force: true });
         });
 
-        it('lists the seven tools with the argument names of the contract, and the two resources', () => {
+        it('lists the nine tools with the argument names of the contract, and the two resources', () => {
           expect(result('tools')).toMatchObject({
             names: [
+              'changes',
               'delete_file',
               'edit_file',
               'execute',
               'list_directory',
               'read_file',
               'stat',
+              'undo',
               'write_file',
             ],
             execute: expect.arrayContaining(['command', 'argv', 'cwd', 'timeoutSeconds', 'capabilities']),
