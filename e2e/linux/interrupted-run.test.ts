@@ -59,8 +59,16 @@ async function plantAndKill(ctx: Ctx): Promise<number[]> {
   if (!existsSync(envrc)) throw new Error(`the command did not plant: ${JSON.stringify(await started.done)}`);
   const pids = tree(started.child.pid as number);
   // Stopped first, so that none sees another die and cleans up (the launcher would run its check).
-  for (const p of pids) process.kill(p, 'SIGSTOP');
-  for (const p of pids) process.kill(p, 'SIGKILL');
+  // A process of the tree that ended between the listing and the signal (ESRCH) is already gone.
+  const signal = (p: number, sig: NodeJS.Signals) => {
+    try {
+      process.kill(p, sig);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ESRCH') throw e;
+    }
+  };
+  for (const p of pids) signal(p, 'SIGSTOP');
+  for (const p of pids) signal(p, 'SIGKILL');
   const r = await started.done;
   expect(r.status, 'the CLI was killed').toBeNull();
   for (let i = 0; i < 400 && pids.some((p) => existsSync(`/proc/${p}`)); i++) await sleep(25);

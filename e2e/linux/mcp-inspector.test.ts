@@ -64,12 +64,14 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
       expect(list.status, list.stderr).toBe(0);
       const tools = (JSON.parse(list.stdout) as { result: { tools: { name: string }[] } }).result.tools;
       expect(tools.map((t) => t.name).sort()).toEqual([
+        'changes',
         'delete_file',
         'edit_file',
         'execute',
         'list_directory',
         'read_file',
         'stat',
+        'undo',
         'write_file',
       ]);
       const run = await inspect(home, server, [

@@ -160,25 +160,24 @@ describe.skipIf(!usable)(
       expect(cache.load()?.facts.cgroup.own).not.toBe(gone);
     });
 
-    it('a command that prints a set-up failure itself on a cached verdict runs once, never twice', async () => {
-      const { options } = setup();
+    it('a command that prints a set-up failure itself on a cached verdict runs once, never twice, and is its own result', async () => {
+      const { options, cache } = setup();
       await runTrue({ ...options, hostCache: 'use' });
+      const before = JSON.stringify(cache.load());
       const ws = tempDir();
-      const error = await withDriver({ ...options, hostCache: 'use' }, async (driver) => {
+      const out = await withDriver({ ...options, hostCache: 'use' }, async (driver) => {
         const sandbox = new WorkspaceSandbox({ driver, workspaceRoot: ws });
-        return sandbox
-          .execute({
-            sessionId: 's',
-            program: '/bin/sh',
-            // Builtins only: no subprocess is needed.
-            args: ['-c', 'echo ran >> count; echo "bwrap: Can\'t mount proc" >&2; exit 1'],
-          })
-          .then(
-            () => undefined,
-            (e: unknown) => e as Error,
-          );
+        return sandbox.execute({
+          sessionId: 's',
+          program: '/bin/sh',
+          // Builtins only: no subprocess is needed.
+          args: ['-c', 'echo ran >> count; echo "bwrap: Can\'t mount proc" >&2; exit 1'],
+        });
       });
-      expect(error?.message).toMatch(/bwrap: Can't mount proc.*run the command again/s);
+      // The helper's status channel said the command started: its stderr is its own, never a set-up failure.
+      expect(out.exitCode).toBe(1);
+      expect(out.stderrText).toContain("bwrap: Can't mount proc");
+      expect(JSON.stringify(cache.load())).toBe(before);
       // The session's workspace is beneath the root.
       const counts = readdirSync(ws, { recursive: true, encoding: 'utf8' }).filter((n) =>
         n.endsWith('count'),
