@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { DriverRunRequest, RunChanges } from '@aleph/sandbox-core';
+import type { DriverRunRequest, KeptRun, RunChanges } from '@aleph/sandbox-core';
 import { sessionKeyToFilename } from '@aleph/sandbox-core';
 import { runChanges, unrecorded } from './change-set.js';
 import { readStates } from './states.js';
@@ -28,17 +28,7 @@ export const DEFAULT_CHANGES: ChangesOptions = {
   maxFileBytes: 512 * 1024 * 1024,
 };
 
-/** A kept run (`changes(request)`), as run.json holds it. */
-export interface KeptRun {
-  readonly runId: string;
-  readonly sessionKey: string;
-  readonly workspace: string;
-  readonly startedAt: string;
-  readonly endedAt: string;
-  readonly command: string;
-  readonly undone: boolean;
-  readonly changes: RunChanges;
-}
+export type { KeptRun };
 
 const RUN_ID = /^r[0-9a-z]{8,16}-[0-9a-f]{8}$/;
 

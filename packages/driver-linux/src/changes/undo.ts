@@ -6,37 +6,21 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { DriverError, InvalidInputError } from '@aleph/sandbox-core';
+import {
+  type ChangesRequest,
+  DriverError,
+  InvalidInputError,
+  type UndoRequest,
+  type UndoResult,
+} from '@aleph/sandbox-core';
 import { HOST_SIDE_ENV } from '../options.js';
 import { changesRoot, isRunId, type KeptRun, keptRuns, readRunJson, writeRunJson } from './change-store.js';
 
-/** `undo(request)`: which run, forced past conflicts, or only checked. */
-export interface UndoRequest {
-  readonly runId: string;
-  readonly force: boolean;
-  readonly dryRun?: boolean;
-}
-
-/** What undo did (or, refused, why not). */
-export interface UndoResult {
-  readonly runId: string;
-  readonly undone: boolean;
-  readonly restored: readonly string[];
-  readonly removed: readonly string[];
-  readonly conflicts: readonly { readonly path: string; readonly reason: string }[];
-}
-
-/** `changes(request)`: one run's, or a workspace's or session's kept runs (newest first). */
-export interface ChangesRequest {
-  readonly runId?: string;
-  readonly workspace?: string;
-  readonly sessionId?: string;
-  readonly limit?: number;
-}
+export type { ChangesRequest, UndoRequest, UndoResult };
 
 const unknownRun = (runId: string) =>
   new InvalidInputError(
-    'ALEPH_CONFIG_INVALID',
+    'ALEPH_RUN_UNKNOWN',
     'runId',
     runId,
     'names no kept run (a run that changed nothing keeps none, and runs of another state directory are not here)',
