@@ -191,11 +191,15 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
       it('a host off the allowlist through the proxy: 403 naming it, recorded as network.host in details and in the audit record, through execute() and spawn()', () => {
         const r = get('host-denied');
         expect(r.stdout).toBe('403');
-        expect(r.audit).toEqual({ outcome: 'completed', denials: r.denials });
+        expect(r.audit).toEqual({ outcome: 'completed', denials: r.denials, bytes: expect.any(Number) });
         const spawned = get('host-denied-spawn');
         expect(spawned.stdout).toBe('403');
         expect(spawned.denials).toEqual(r.denials);
-        expect(spawned.audit).toEqual({ outcome: 'completed', denials: r.denials });
+        expect(spawned.audit).toEqual({
+          outcome: 'completed',
+          denials: r.denials,
+          bytes: expect.any(Number),
+        });
         expect(r.denials).toEqual([
           {
             kind: 'network.host',
