@@ -1,0 +1,193 @@
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliArgvAs, linuxStack, REQUIRED, requiredButMissing, runAsync, runHarness } from '../support.js';
+import { identities as allIdentities, asIdentityTitle, type Identity } from './hosts.js';
+
+/**
+ * A refused subprocess is a typed denial (issue 39, item 1): a command whose capabilities lack
+ * spawnSubprocess (the CLI without `--allow-spawn`, the session API) tries to fork; the change recording's
+ * trapping filter refuses it and the launcher's supervisor reports the program, so `details.denials` holds
+ * one `process.spawn` denial naming it and `--allow-spawn`. Checked in the real sandbox as root and as uid
+ * 65534: the command still cannot fork (the control with spawn allowed can), a refused-fork loop gives one
+ * denial with its count, and a command printing what the launcher writes gets no denial.
+ */
+
+const stack = linuxStack();
+
+interface Denial {
+  kind: string;
+  target: string;
+  reason: string;
+  allowWith: string;
+}
+
+interface CliJson {
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+  details: { denials?: Denial[] };
+}
+
+// 300 forks, each refused; then a thread (not a process: still allowed) and a posix_spawn (refused).
+const FORK_LOOP = `
+import os, threading
+refused = 0
+for i in range(300):
+    try:
+        pid = os.fork()
+    except OSError as e:
+        refused += 1
+        continue
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+t = threading.Thread(target=lambda: None)
+t.start()
+t.join()
+try:
+    os.posix_spawn('/bin/true', ['true'], {})
+    spawned = 'spawned'
+except OSError:
+    spawned = 'refused'
+print(refused, spawned, flush=True)
+`;
+
+// What the supervisor writes into the run's store, printed by the command instead (and no fork at all).
+const FORGED = `printf 'spawn 7 :sh\\nprocess.spawn sh\\n'; printf 'spawn 7 :sh\\n' >&2`;
+
+const spawns = (denials: readonly Denial[] | undefined) =>
+  (denials ?? []).filter((d) => d.kind === 'process.spawn');
+
+const identities = allIdentities().filter((i) => i.key === 'root' || i.key === 'unprivileged');
+
+describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
+  `a refused subprocess is reported${stack.ok ? '' : ` [skipped: ${stack.reason}]`}`,
+  () => {
+    if (requiredButMissing(stack)) return;
+
+    describe.each(identities)('$key', (identity: Identity) => {
+      let base = '';
+      beforeAll(() => {
+        if (identity.skip !== undefined) return;
+        base = mkdtempSync(path.join(os.tmpdir(), 'aleph-e2e-spawn-'));
+        chmodSync(base, 0o755);
+        for (const d of ['home', 'ws']) {
+          mkdirSync(path.join(base, d), { mode: 0o755 });
+          if (identity.uid !== process.getuid?.()) chownSync(path.join(base, d), identity.uid, identity.uid);
+        }
+      });
+      afterAll(() => {
+        if (base !== '') rmSync(base, { recursive: true, force: true });
+      });
+
+      /** The CLI run of `command` with `flags`, as the identity, parsed from `--json`. */
+      const cli = async (flags: readonly string[], command: readonly string[]): Promise<CliJson> => {
+        const args = ['run', '--json', '--workspace', path.join(base, 'ws'), ...flags, '--', ...command];
+        const [cmd, ...rest] = cliArgvAs(identity.uid, path.join(base, 'repo'), args) as [
+          string,
+          ...string[],
+        ];
+        if (identity.uid !== process.getuid?.()) mkdirSync(path.join(base, 'repo'), { recursive: true });
+        const r = await runAsync(cmd, rest, {
+          env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: path.join(base, 'home') },
+        });
+        try {
+          return JSON.parse(r.stdout) as CliJson;
+        } catch {
+          throw new Error(`the CLI printed no JSON (${r.status}): ${r.stdout}\n${r.stderr}`);
+        }
+      };
+
+      it.skipIf(identity.skip !== undefined)(
+        `${asIdentityTitle(identity)}: the CLI without --allow-spawn refuses the pipeline's fork and reports it`,
+        async () => {
+          const r = await cli([], ['sh', '-c', 'ls / | wc -l']);
+          expect(r.stderr).toMatch(/Cannot fork/);
+          expect(r.stdout).toBe('');
+          const denied = spawns(r.details.denials);
+          expect(denied).toHaveLength(1);
+          expect(denied[0]?.target).toBe('sh');
+          expect(denied[0]?.allowWith).toMatch(/--allow-spawn/);
+          expect(denied[0]?.reason).toMatch(/spawnSubprocess/);
+        },
+        120_000,
+      );
+
+      it.skipIf(identity.skip !== undefined)(
+        `${asIdentityTitle(identity)}: control: with --allow-spawn the pipeline runs and nothing is denied`,
+        async () => {
+          const r = await cli(['--allow-spawn'], ['sh', '-c', 'ls / | wc -l']);
+          expect(r.exitCode).toBe(0);
+          expect(Number(r.stdout.trim())).toBeGreaterThan(3);
+          expect(spawns(r.details.denials)).toEqual([]);
+        },
+        120_000,
+      );
+
+      it.skipIf(identity.skip !== undefined)(
+        `${asIdentityTitle(identity)}: a loop of refused forks gives one denial with its count; threads still start`,
+        async () => {
+          const r = await cli([], ['python3', '-c', FORK_LOOP]);
+          expect(r.exitCode, r.stderr).toBe(0);
+          expect(r.stdout.trim()).toBe('300 refused');
+          const denied = spawns(r.details.denials);
+          expect(denied).toHaveLength(1);
+          expect(denied[0]?.target).toBe('python3');
+          // 300 forks and the posix_spawn's clone.
+          expect(denied[0]?.reason).toMatch(/\(301 times\)/);
+        },
+        120_000,
+      );
+
+      it.skipIf(identity.skip !== undefined)(
+        `${asIdentityTitle(identity)}: a command printing the supervisor's report line gets no denial`,
+        async () => {
+          const r = await cli([], ['sh', '-c', FORGED]);
+          expect(r.exitCode).toBe(0);
+          expect(r.stdout).toContain('spawn 7 :sh');
+          expect(spawns(r.details.denials)).toEqual([]);
+        },
+        120_000,
+      );
+
+      it.skipIf(identity.skip !== undefined)(
+        `${asIdentityTitle(identity)}: the session API reports it in the result's details.denials`,
+        async () => {
+          const workspaceRoot = path.join(base, 'api-ws');
+          mkdirSync(workspaceRoot, { mode: 0o755 });
+          if (identity.uid !== process.getuid?.()) chownSync(workspaceRoot, identity.uid, identity.uid);
+          const steps = [
+            { id: 'denied', command: { program: 'sh', args: ['-c', 'ls / | wc -l'] } },
+            {
+              id: 'allowed',
+              command: {
+                program: 'sh',
+                args: ['-c', 'ls / | wc -l'],
+                capabilities: { spawnSubprocess: true },
+              },
+            },
+          ];
+          const { results } = await runHarness<{
+            id: string;
+            stdout?: string;
+            stderr?: string;
+            denials?: Denial[];
+          }>(
+            { workspaceRoot, steps },
+            { ...process.env, HOME: path.join(base, 'home') },
+            { uid: identity.uid, mountpoint: path.join(base, 'repo') },
+          );
+          const denied = results.get('denied');
+          expect(denied?.stderr).toMatch(/Cannot fork/);
+          expect(spawns(denied?.denials).map((d) => d.target)).toEqual(['sh']);
+          const allowed = results.get('allowed');
+          expect(Number(allowed?.stdout?.trim())).toBeGreaterThan(3);
+          expect(spawns(allowed?.denials)).toEqual([]);
+        },
+        120_000,
+      );
+    });
+  },
+);
