@@ -1,8 +1,19 @@
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { resolveHelperPath } from '@aleph/driver-linux';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cliArgvAs, linuxStack, REQUIRED, requiredButMissing, runAsync, runHarness } from '../support.js';
+import {
+  asUid,
+  cliArgvAs,
+  linuxStack,
+  REQUIRED,
+  repoRoot,
+  requiredButMissing,
+  runAsync,
+  runHarness,
+} from '../support.js';
 import { identities as allIdentities, asIdentityTitle, type Identity } from './hosts.js';
 
 /**
@@ -11,7 +22,9 @@ import { identities as allIdentities, asIdentityTitle, type Identity } from './h
  * trapping filter refuses it and the launcher's supervisor reports the program, so `details.denials` holds
  * one `process.spawn` denial naming it and `--allow-spawn`. Checked in the real sandbox as root and as uid
  * 65534: the command still cannot fork (the control with spawn allowed can), a refused-fork loop gives one
- * denial with its count, and a command printing what the launcher writes gets no denial.
+ * denial with its count, and a command printing what the launcher writes gets no denial. It fails closed:
+ * a helper told to carry the denial whose trapping filter cannot be installed (a listener already in the
+ * chain, e2e/linux/listener-taken.c) dies before the program runs; without the denial to carry it runs.
  */
 
 const stack = linuxStack();
@@ -148,6 +161,56 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           expect(r.exitCode).toBe(0);
           expect(r.stdout).toContain('spawn 7 :sh');
           expect(spawns(r.details.denials)).toEqual([]);
+        },
+        120_000,
+      );
+
+      it.skipIf(identity.skip !== undefined)(
+        `${asIdentityTitle(identity)}: a helper that cannot install the refusing filter dies before the program runs`,
+        async () => {
+          const bin = path.join(base, 'bin');
+          mkdirSync(bin, { mode: 0o755 });
+          const wrapper = path.join(bin, 'listener-taken');
+          const cc = spawnSync(
+            'cc',
+            ['-O2', '-o', wrapper, path.join(repoRoot, 'e2e/linux/listener-taken.c')],
+            { encoding: 'utf8' },
+          );
+          expect(cc.status, cc.stderr).toBe(0);
+          const helper = path.join(bin, 'aleph-sandbox-init');
+          copyFileSync(resolveHelperPath(), helper);
+          chmodSync(helper, 0o755);
+          // fd 3: one end of a socket pair standing in for the launcher's (the other end stays unread).
+          const run = (extra: readonly string[]) => {
+            const script = `import socket, subprocess, sys
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+r = subprocess.run(sys.argv[1:3] + ['--changes-fd', str(b.fileno())] + sys.argv[3:], pass_fds=[b.fileno()], capture_output=True, text=True)
+print(r.returncode, r.stdout.strip() or '-', r.stderr.strip() or '-', sep='|')`;
+            const argv = asUid(identity.uid, [
+              // Not a shim under root's home (a pyenv's): the system's, which every uid can run.
+              '/usr/bin/python3',
+              '-c',
+              script,
+              wrapper,
+              helper,
+              ...extra,
+              '--',
+              '/bin/sh',
+              '-c',
+              'echo ran',
+            ]) as [string, ...string[]];
+            const r = spawnSync(argv[0], argv.slice(1), { encoding: 'utf8', cwd: base });
+            if (r.status !== 0) throw new Error(`the run failed (${r.status}): ${r.stderr}`);
+            const [status, out, err] = r.stdout.trim().split('|');
+            return { status: Number(status), out, err };
+          };
+          const refused = run(['--changes-spawn', 'deny']);
+          expect(refused.out).toBe('-');
+          expect(refused.status).not.toBe(0);
+          expect(refused.err).toMatch(/the filter refusing subprocesses could not be installed/);
+          // Control: the same helper with nothing to carry runs the program, unrecorded.
+          const control = run([]);
+          expect(control).toEqual({ status: 0, out: 'ran', err: '-' });
         },
         120_000,
       );
