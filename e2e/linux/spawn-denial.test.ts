@@ -20,8 +20,8 @@ import { identities as allIdentities, asIdentityTitle, type Identity } from './h
  * A refused subprocess is a typed denial (issue 39, item 1): a command whose capabilities lack
  * spawnSubprocess (the CLI without `--allow-spawn`, the session API) tries to fork; the change recording's
  * trapping filter refuses it and the launcher's supervisor reports the program, so `details.denials` holds
- * one `process.spawn` denial naming it and `--allow-spawn`. Checked in the real sandbox as root and as uid
- * 65534: the command still cannot fork (the control with spawn allowed can), a refused-fork loop gives one
+ * one `process.spawn` denial naming it and `--allow-spawn`. Checked in the real sandbox as every identity
+ * of `hosts.ts` (root, uid 65534, root without CAP_SYS_ADMIN, the tier 3 hosts): the command still cannot fork (the control with spawn allowed can), a refused-fork loop gives one
  * denial with its count, and a command printing what the launcher writes gets no denial. It fails closed:
  * a helper told to carry the denial whose trapping filter cannot be installed (a listener already in the
  * chain, e2e/linux/listener-taken.c) dies before the program runs; without the denial to carry it runs.
@@ -73,7 +73,7 @@ const FORGED = `printf 'spawn 7 :sh\\nprocess.spawn sh\\n'; printf 'spawn 7 :sh\
 const spawns = (denials: readonly Denial[] | undefined) =>
   (denials ?? []).filter((d) => d.kind === 'process.spawn');
 
-const identities = allIdentities().filter((i) => i.key === 'root' || i.key === 'unprivileged');
+const identities = allIdentities();
 
 describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
   `a refused subprocess is reported${stack.ok ? '' : ` [skipped: ${stack.reason}]`}`,
@@ -98,7 +98,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
       /** The CLI run of `command` with `flags`, as the identity, parsed from `--json`. */
       const cli = async (flags: readonly string[], command: readonly string[]): Promise<CliJson> => {
         const args = ['run', '--json', '--workspace', path.join(base, 'ws'), ...flags, '--', ...command];
-        const [cmd, ...rest] = cliArgvAs(identity.uid, path.join(base, 'repo'), args) as [
+        const [cmd, ...rest] = cliArgvAs(identity.uid, path.join(base, 'repo'), args, identity.wrap) as [
           string,
           ...string[],
         ];
@@ -133,7 +133,8 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         async () => {
           const r = await cli(['--allow-spawn'], ['sh', '-c', 'ls / | wc -l']);
           expect(r.exitCode).toBe(0);
-          expect(Number(r.stdout.trim())).toBeGreaterThan(3);
+          // wc's count: the pipeline's processes started (tier 3 may list nothing of the host's /).
+          expect(r.stdout).toMatch(/^\d+\n$/);
           expect(spawns(r.details.denials)).toEqual([]);
         },
         120_000,
@@ -240,13 +241,13 @@ print(r.returncode, r.stdout.strip() or '-', r.stderr.strip() or '-', sep='|')`;
           }>(
             { workspaceRoot, steps },
             { ...process.env, HOME: path.join(base, 'home') },
-            { uid: identity.uid, mountpoint: path.join(base, 'repo') },
+            { uid: identity.uid, mountpoint: path.join(base, 'repo'), wrap: identity.wrap },
           );
           const denied = results.get('denied');
           expect(denied?.stderr).toMatch(/Cannot fork/);
           expect(spawns(denied?.denials).map((d) => d.target)).toEqual(['sh']);
           const allowed = results.get('allowed');
-          expect(Number(allowed?.stdout?.trim())).toBeGreaterThan(3);
+          expect(allowed?.stdout).toMatch(/^\d+\n$/);
           expect(spawns(allowed?.denials)).toEqual([]);
         },
         120_000,
