@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { resolveHelperPath } from '@aleph/driver-linux';
@@ -135,6 +135,19 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           expect(r.exitCode).toBe(0);
           // wc's count: the pipeline's processes started (tier 3 may list nothing of the host's /).
           expect(r.stdout).toMatch(/^\d+\n$/);
+          expect(spawns(r.details.denials)).toEqual([]);
+        },
+        120_000,
+      );
+
+      it.skipIf(identity.skip !== undefined)(
+        `${asIdentityTitle(identity)}: with change recording off the fork is refused all the same, without a denial`,
+        async () => {
+          const config = path.join(base, 'no-changes.toml');
+          writeFileSync(config, '[sandbox.changes]\nenabled = false\n', { mode: 0o644 });
+          const r = await cli(['--config', config], ['sh', '-c', 'ls / | wc -l']);
+          expect(r.stderr).toMatch(/Cannot fork/);
+          expect(r.stdout).toBe('');
           expect(spawns(r.details.denials)).toEqual([]);
         },
         120_000,
