@@ -40,12 +40,18 @@ interface CliJson {
   exitCode: number | null;
   stdout: string;
   stderr: string;
-  details: { denials?: Denial[] };
+  details: {
+    denials?: Denial[];
+    changes?: { recorded: boolean; entries: { path: string; kind: string }[] };
+  };
 }
 
-// 300 forks, each refused; then a thread (not a process: still allowed) and a posix_spawn (refused).
+// A file written (the recording's own traps still work), 300 forks, each refused; then a thread (not a
+// process: still allowed) and a posix_spawn (refused).
 const FORK_LOOP = `
 import os, threading
+with open('made-by-the-loop.txt', 'w') as f:
+    f.write('x')
 refused = 0
 for i in range(300):
     try:
@@ -164,6 +170,11 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           expect(denied[0]?.target).toBe('python3');
           // 300 forks and the posix_spawn's clone.
           expect(denied[0]?.reason).toMatch(/\(301 times\)/);
+          // The path traps still record: the file the command wrote is in its change set.
+          expect(r.details.changes?.recorded).toBe(true);
+          expect(r.details.changes?.entries.map((e) => path.basename(e.path))).toContain(
+            'made-by-the-loop.txt',
+          );
         },
         120_000,
       );
