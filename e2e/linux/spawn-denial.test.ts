@@ -268,7 +268,7 @@ print(r.returncode, r.stdout.strip() or '-', r.stderr.strip() or '-', sep='|')`;
             { uid: identity.uid, mountpoint: path.join(base, 'repo'), wrap: identity.wrap },
           );
           const denied = results.get('denied');
-          expect(denied?.stderr).toMatch(/Cannot fork/);
+          expect(denied?.stderr, JSON.stringify(denied)).toMatch(/Cannot fork/);
           expect(spawns(denied?.denials).map((d) => d.target)).toEqual(['sh']);
           const allowed = results.get('allowed');
           expect(allowed?.stdout).toMatch(/^\d+\n$/);
