@@ -1,8 +1,9 @@
 /*
  * The helper's command line (options.h): --uid, --gid, --rlimit, --landlock and the --ll-* rules, the
  * bridge's (--bridge PORT:PATH, --egress-port, --dns, --dns-allow, --dns-deny, --own-netns, --publish-fd),
- * --seccomp-fd, --env-fd, --status-fd (read first, by helper.c), --changes-fd, --chdir, the namespace limits
- * (ns-limits.c: --sysctl-kernel, --sysctl-user, --pid-max, --userns-limit) and the mount operations (mounts.c).
+ * --seccomp-fd, --env-fd, --status-fd (read first, by helper.c), --changes-fd, --changes-spawn deny (the
+ * trapping filter refuses process creation; needs --changes-fd), --chdir, the namespace limits (ns-limits.c:
+ * --sysctl-kernel, --sysctl-user, --pid-max, --userns-limit) and the mount operations (mounts.c).
  */
 #define _GNU_SOURCE
 #include "options.h"
