@@ -73,6 +73,19 @@ except OSError:
 print(refused, spawned, flush=True)
 `;
 
+// 40 names (its comm, PR_SET_NAME), each trying to fork: the report keeps at most 16 programs.
+const MANY_NAMES = `
+import ctypes, os
+libc = ctypes.CDLL(None)
+for i in range(40):
+    libc.prctl(15, ('n%d' % i).encode(), 0, 0, 0)
+    try:
+        os.fork()
+    except OSError:
+        pass
+print('done', flush=True)
+`;
+
 // What the supervisor writes into the run's store, printed by the command instead (and no fork at all).
 const FORGED = `printf 'spawn 7 :sh\\nprocess.spawn sh\\n'; printf 'spawn 7 :sh\\n' >&2`;
 
@@ -175,6 +188,17 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           expect(r.details.changes?.entries.map((e) => path.basename(e.path))).toContain(
             'made-by-the-loop.txt',
           );
+        },
+        120_000,
+      );
+
+      it.skipIf(identity.skip !== undefined)(
+        `${asIdentityTitle(identity)}: forks under 40 program names give at most 16 denials`,
+        async () => {
+          const r = await cli([], ['python3', '-c', MANY_NAMES]);
+          expect(r.stdout, r.stderr).toBe('done\n');
+          const targets = spawns(r.details.denials).map((d) => d.target);
+          expect(targets).toEqual(Array.from({ length: 16 }, (_, i) => `n${i}`));
         },
         120_000,
       );
