@@ -260,6 +260,17 @@ print(r.returncode, r.stdout.strip() or '-', r.stderr.strip() or '-', sep='|')`;
           // Control: the same helper with nothing to carry runs the program, unrecorded.
           const control = run([]);
           expect(control).toEqual({ status: 0, out: 'ran', err: '-' });
+          // Told to carry the denial without a supervisor to answer, or with an unknown value: it dies.
+          for (const extra of [
+            ['--changes-spawn', 'deny'],
+            ['--changes-spawn', 'allow'],
+          ]) {
+            const argv = asUid(identity.uid, [helper, ...extra, '--', '/bin/sh', '-c', 'echo ran']);
+            const alone = spawnSync(argv[0] as string, argv.slice(1), { encoding: 'utf8', cwd: base });
+            expect(alone.stdout).toBe('');
+            expect(alone.status).not.toBe(0);
+            expect(alone.stderr).toMatch(/--changes-spawn (deny needs --changes-fd|allow: only `deny`)/);
+          }
         },
         120_000,
       );
