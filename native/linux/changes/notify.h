@@ -11,8 +11,10 @@
 
 /* Installs the trapping filter and sends its listener over SOCK (SCM_RIGHTS); where the kernel cannot
  * (no user notification, a listener already in the chain), sends the errno alone, so the launcher records
- * why the run's changes are unrecorded. Closes SOCK. Never fails the run. */
-void changes_hand_over(int sock);
+ * why the run's changes are unrecorded. Closes SOCK. Never fails the run, unless DENY_SPAWN: then the
+ * filter also traps process creation (the supervisor refuses it and reports the program), the main filter
+ * does not refuse it, and a filter that cannot be installed is a set-up failure (die). */
+void changes_hand_over(int sock, int deny_spawn);
 
 /* The probe's exercise (run in a child of its own): the trapping filter installed, a trapped call of a
  * grandchild answered through its listener and let go on. "ok" or the step that failed, in BUF. */

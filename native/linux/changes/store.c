@@ -27,6 +27,8 @@ struct touched {
   int linked; /* the copy is the inode itself, linked */
 };
 
+#define MAX_SPAWN_NAMES 16 /* distinct programs whose refused subprocesses are reported */
+
 static struct {
   int dirfd, blobs;
   long long max_bytes, max_file, used;
@@ -38,6 +40,8 @@ static struct {
   size_t index_cap;
   char *unrecorded, *unundoable;
   int nblobs;
+  struct { char name[32]; long long count; } spawns[MAX_SPAWN_NAMES];
+  int nspawns;
 } st = {.dirfd = -1, .blobs = -1};
 
 void store_open(const char *dir, long long max_bytes, long long max_file) {
@@ -217,6 +221,17 @@ static void finish_entry(struct touched *e) {
   }
 }
 
+void store_spawn_refused(const char *comm) {
+  for (int k = 0; k < st.nspawns; k++)
+    if (strcmp(st.spawns[k].name, comm) == 0) {
+      st.spawns[k].count++;
+      return;
+    }
+  if (st.nspawns >= MAX_SPAWN_NAMES) return;
+  snprintf(st.spawns[st.nspawns].name, sizeof st.spawns[0].name, "%s", comm);
+  st.spawns[st.nspawns++].count = 1;
+}
+
 /* Writes `states` (through a temporary name, so a reader sees it whole or not at all). */
 static void write_states(void) {
   int fd = openat(st.dirfd, "states.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -233,6 +248,11 @@ static void write_states(void) {
   fprintf(f, "\nundoable %d ", st.unundoable == NULL);
   name_write(f, st.unundoable == NULL ? "" : st.unundoable);
   fprintf(f, "\nbytes %lld\n", st.used);
+  for (int k = 0; k < st.nspawns; k++) {
+    fprintf(f, "spawn %lld ", st.spawns[k].count);
+    name_write(f, st.spawns[k].name);
+    fputc('\n', f);
+  }
   for (size_t i = 0; st.unrecorded == NULL && i < st.n; i++) {
     struct touched *e = &st.t[i];
     if (state_same(&e->before, &e->after)) continue;

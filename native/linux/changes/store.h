@@ -31,6 +31,8 @@ void store_touch(int k, const char *rel, int how);
 void store_unundoable(const char *why, const char *path);
 /* The run's changes were not recorded at all. */
 void store_unrecorded(const char *why);
+/* A refused process creation by the program named COMM (up to 16 distinct names kept, each counted). */
+void store_spawn_refused(const char *comm);
 /* After the run: every touched path's after-state, the blobs nobody needs dropped, `states` written. */
 void store_finish(void);
 

@@ -109,6 +109,34 @@ static int open_how(unsigned long long flags, int follows) {
   return (writes ? TOUCH_CONTENT : 0) | (follows && !(flags & O_NOFOLLOW) ? TOUCH_FOLLOWS : 0);
 }
 
+/* Whether the trapped call N creates a process: the filter traps it only when the run's capabilities
+ * refuse subprocesses (notify.c; a clone with CLONE_THREAD is never trapped). */
+static int is_spawn(const struct seccomp_notif *n) {
+#ifdef SYS_fork
+  if (n->data.nr == SYS_fork) return 1;
+#endif
+#ifdef SYS_vfork
+  if (n->data.nr == SYS_vfork) return 1;
+#endif
+  return n->data.nr == SYS_clone;
+}
+
+/* Reports the refused process creation of N: the caller's name (its comm, read while its call is pending;
+ * a caller already gone is not reported). */
+static void report_spawn(const struct seccomp_notif *n, int listener) {
+  char path[64], comm[32];
+  snprintf(path, sizeof path, "/proc/%d/comm", (int)n->pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  ssize_t got = fd < 0 ? -1 : read(fd, comm, sizeof comm - 1);
+  if (fd >= 0) close(fd);
+  __u64 id = n->id;
+  if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) < 0) return;
+  if (got <= 0) got = snprintf(comm, sizeof comm, "?");
+  comm[got] = '\0';
+  if (got > 0 && comm[got - 1] == '\n') comm[got - 1] = '\0';
+  store_spawn_refused(comm[0] == '\0' ? "?" : comm);
+}
+
 /* Records what the trapped call N is about to change. */
 static void handle(const struct seccomp_notif *n, int listener) {
   const struct trapped_call *c = changes_call(n->data.nr);
@@ -166,10 +194,14 @@ static void serve(int listener) {
     if (p[0].revents & POLLIN) {
       memset(req, 0, req_size);
       if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, req) < 0) continue;
-      handle(req, listener);
+      int spawn = is_spawn(req);
+      if (spawn) report_spawn(req, listener);
+      else handle(req, listener);
       memset(resp, 0, resp_size);
       resp->id = req->id;
-      resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+      /* Refused process creation fails as the main filter's refusal would (EPERM: "Cannot fork"). */
+      if (spawn) resp->error = -EPERM;
+      else resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
       ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, resp); /* ENOENT: the caller is gone */
     } else if (p[0].revents & (POLLHUP | POLLERR)) {
       break;

@@ -25,7 +25,8 @@
  *      and after the bridge fork, so the limit is the program's alone: rlimits.c;
  *   7. closes every file descriptor above 2;
  *   8. with --changes-fd, installs the change recording's trapping filter and hands its listener to the
- *      launcher (../changes/notify.c); loads the seccomp-BPF program read from --seccomp-fd: seccomp.c;
+ *      launcher (../changes/notify.c; with --changes-spawn deny it also traps process creation, which the
+ *      main filter then lets through: failing to install it is a set-up failure); loads the seccomp-BPF program read from --seccomp-fd: seccomp.c;
  *   9. says `started` on its status channel (--status-fd: a pipe whose reading end the launcher keeps;
  *      close-on-exec, so the program never holds it), then execs the program with the environment read
  *      from --env-fd (NUL-separated NAME=VALUE entries): the command's environment never passes through
@@ -123,7 +124,7 @@ int helper_main(int argc, char **argv) {
   }
   close_extra_fds(status_fd, o.changes_fd);
   /* The trapping filter first: the main one may refuse seccomp() itself. */
-  if (o.changes_fd >= 0) changes_hand_over(o.changes_fd);
+  if (o.changes_fd >= 0) changes_hand_over(o.changes_fd, o.changes_deny_spawn);
   load_seccomp(&prog);
   if (env != NULL) environ = env;
   status_started();

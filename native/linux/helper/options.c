@@ -1,8 +1,9 @@
 /*
  * The helper's command line (options.h): --uid, --gid, --rlimit, --landlock and the --ll-* rules, the
  * bridge's (--bridge PORT:PATH, --egress-port, --dns, --dns-allow, --dns-deny, --own-netns, --publish-fd),
- * --seccomp-fd, --env-fd, --status-fd (read first, by helper.c), --changes-fd, --chdir, the namespace limits
- * (ns-limits.c: --sysctl-kernel, --sysctl-user, --pid-max, --userns-limit) and the mount operations (mounts.c).
+ * --seccomp-fd, --env-fd, --status-fd (read first, by helper.c), --changes-fd, --changes-spawn deny (the
+ * trapping filter refuses process creation; needs --changes-fd), --chdir, the namespace limits (ns-limits.c:
+ * --sysctl-kernel, --sysctl-user, --pid-max, --userns-limit) and the mount operations (mounts.c).
  */
 #define _GNU_SOURCE
 #include "options.h"
@@ -87,6 +88,10 @@ void parse_args(int argc, char **argv, struct options *o) {
     } else if (strcmp(a, "--seccomp-fd") == 0) o->seccomp_fd = (int)parse_long(v, "fd");
     else if (strcmp(a, "--env-fd") == 0) o->env_fd = (int)parse_long(v, "fd");
     else if (strcmp(a, "--changes-fd") == 0) o->changes_fd = (int)parse_long(v, "fd");
+    else if (strcmp(a, "--changes-spawn") == 0) {
+      if (strcmp(v, "deny") != 0) die("--changes-spawn %s: only `deny` is known", v);
+      o->changes_deny_spawn = 1;
+    }
     else if (strcmp(a, "--chdir") == 0) o->chdir = v;
     else if (strcmp(a, "--status-fd") == 0) { /* read first, by helper.c */
     }
@@ -95,5 +100,6 @@ void parse_args(int argc, char **argv, struct options *o) {
     i++;
   }
   if (i >= argc) die("no program given after --");
+  if (o->changes_deny_spawn && o->changes_fd < 0) die("--changes-spawn deny needs --changes-fd");
   o->argv = &argv[i];
 }

@@ -19,6 +19,7 @@ struct options {
   int seccomp_fd;
   int env_fd;
   int changes_fd; /* --changes-fd: the socket to the launcher's change supervisor (-1: none) */
+  int changes_deny_spawn; /* --changes-spawn deny: the trapping filter refuses process creation */
   const char *chdir; /* after the mounts and the identity drop */
   char **argv;
 };

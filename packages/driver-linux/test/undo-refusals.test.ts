@@ -124,7 +124,7 @@ describe('the session’s budget', () => {
     const request = { sessionId: 's', workspace: '/w', program: 'x', args: [] } as never;
     const options = { enabled: true, maxBytes: 12_000, maxFileBytes: 1 << 20 };
     const c = finishRecording(
-      { runId, dir, startedAt: '', launchArgs: [], helperArgs: [] },
+      { runId, dir, startedAt: '', launchArgs: [], helperArgs: [], trapsSpawn: false },
       request,
       [],
       options,

@@ -1,8 +1,8 @@
 /**
  * A refused subprocess as a `details.denials` entry (`process.spawn`): the command tried to start a process
  * and the sandbox refused it because its capabilities lack `spawnSubprocess`. The driver reports it when
- * something the command cannot forge saw the refusal (on Linux: the seccomp filter that refuses process
- * creation); the text is shared so it is the same on every platform and in every display (the CLI's
+ * something the command cannot forge saw the refusal (on Linux: the change recording's seccomp filter, which
+ * refuses process creation, and its supervisor in the launcher, which names the program); the text is shared so it is the same on every platform and in every display (the CLI's
  * stderr summary, `--json`, the session API, the adapters and MCP).
  */
 import type { SandboxDenial } from './output.js';

@@ -68,6 +68,11 @@ export interface RecordingRun {
   readonly launchArgs: readonly string[];
   /** Put before the helper's `--`. */
   readonly helperArgs: readonly string[];
+  /**
+   * The run's trapping filter refuses process creation (its capabilities deny subprocesses): the main
+   * filter loaded is the profile's `seccomp.spawnTrappedProgram`, and each refusal is reported.
+   */
+  readonly trapsSpawn: boolean;
 }
 
 /** Makes the run's store directory and its arguments; undefined when nothing is to be recorded. */
@@ -76,6 +81,7 @@ export function startRecording(
   runId: string,
   roots: readonly string[],
   options: ChangesOptions,
+  trapsSpawn = false,
 ): RecordingRun | undefined {
   if (!options.enabled || roots.length === 0) return undefined;
   const dir = path.join(changesRoot(stateDir), runId);
@@ -88,7 +94,8 @@ export function startRecording(
     dir,
     startedAt: new Date().toISOString(),
     launchArgs,
-    helperArgs: ['--changes-fd', '@CHANGES'],
+    helperArgs: ['--changes-fd', '@CHANGES', ...(trapsSpawn ? ['--changes-spawn', 'deny'] : [])],
+    trapsSpawn,
   };
 }
 

@@ -3,7 +3,13 @@
  * (the store directory and the arguments), and after it (the change set on `details.changes`).
  */
 import { rmSync } from 'node:fs';
-import { createSandboxOutput, type DriverRunRequest, type SandboxOutput } from '@aleph/sandbox-core';
+import {
+  createSandboxOutput,
+  type DriverRunRequest,
+  type SandboxDenial,
+  type SandboxOutput,
+  spawnDenial,
+} from '@aleph/sandbox-core';
 import type { LinuxProfile } from '../profile/profile-types.js';
 import { unrecorded } from './change-set.js';
 import {
@@ -14,6 +20,7 @@ import {
   runIdOf,
   startRecording,
 } from './change-store.js';
+import { readStates } from './states.js';
 
 /** The tier preflight's session (driver/tier-choice.ts): its runs are not kept. */
 const PREFLIGHT_SESSION = 'aleph-preflight';
@@ -28,7 +35,18 @@ export function recordRun(
 ): RecordingRun | undefined {
   if (probed !== 'ok') return undefined;
   const roots = recordedRoots(profile.launch, profile.home?.host);
-  return startRecording(stateDir, runIdOf(request), roots, options);
+  const trapsSpawn = profile.seccomp.spawnTrappedProgram !== undefined;
+  return startRecording(stateDir, runIdOf(request), roots, options, trapsSpawn);
+}
+
+/**
+ * The run's refused subprocesses as `details.denials` (`process.spawn`), from the `states` the launcher's
+ * supervisor wrote (the command can neither write there nor answer its own trapped calls); none when the
+ * run's trapping filter did not carry the spawn denial.
+ */
+export function spawnDenials(run: RecordingRun | undefined): SandboxDenial[] {
+  if (run === undefined || !run.trapsSpawn) return [];
+  return (readStates(run.dir)?.spawns ?? []).map((s) => spawnDenial(s.program, s.attempts));
 }
 
 /** `argv` with the helper's change option put before its `--` (the one before the program). */

@@ -36,6 +36,17 @@ export interface RunStates {
   /** Allocated bytes of the run's pre-run copies. */
   readonly bytes: number;
   readonly entries: readonly StateEntry[];
+  /**
+   * The process creations the supervisor refused (the run's capabilities deny subprocesses and its trapping
+   * filter carried that denial): per program (its comm), how many times; at most 16 programs.
+   */
+  readonly spawns: readonly RefusedSpawn[];
+}
+
+/** A program whose process creation the supervisor refused, and how many times. */
+export interface RefusedSpawn {
+  readonly program: string;
+  readonly attempts: number;
 }
 
 /** Decodes a name written by the launcher's `name_write` (`:` then bytes, some as %XX). */
@@ -71,6 +82,7 @@ function readState(f: readonly string[], at: number): PathState {
 export function parseStates(text: string): RunStates {
   const roots: string[] = [];
   const entries: StateEntry[] = [];
+  const spawns: RefusedSpawn[] = [];
   let recorded = true;
   let reason = '';
   let undoable = true;
@@ -87,6 +99,7 @@ export function parseStates(text: string): RunStates {
       undoable = f[1] === '1';
       undoRefusal = decodeName(f[2] ?? ':');
     } else if (f[0] === 'bytes') bytes = Number(f[1]);
+    else if (f[0] === 'spawn') spawns.push({ attempts: Number(f[1]), program: decodeName(f[2] ?? ':') });
     else if (f[0] === 'entry') {
       const root = roots[Number(f[1])] as string;
       const rel = decodeName(f[4] as string);
@@ -97,7 +110,7 @@ export function parseStates(text: string): RunStates {
       });
     }
   }
-  return { roots, recorded, reason, undoable, undoRefusal, bytes, entries };
+  return { roots, recorded, reason, undoable, undoRefusal, bytes, entries, spawns };
 }
 
 /** Reads `<dir>/states`; undefined when the launcher wrote none. */

@@ -27,6 +27,7 @@ export class PlanBuilder {
   readonly #plans = new Map<string, { profile: LinuxProfile; queries: Queries }>();
   /** A cached plan's seccomp program, decoded once. */
   readonly #programs = new WeakMap<LinuxProfile, Buffer>();
+  readonly #trappedPrograms = new WeakMap<LinuxProfile, Buffer>();
   /** Tier 2's namespaces are the launcher's where bwrap cannot make them (`ProfileInputs.outerNamespaces`). */
   readonly #outerNamespaces = onGvisor() === 'from-2023-11';
 
@@ -83,12 +84,18 @@ export class PlanBuilder {
     return profile;
   }
 
-  /** A plan's seccomp program as bytes (decoded once per plan). */
-  readonly seccompBytes = (profile: LinuxProfile): Buffer => {
-    let bytes = this.#programs.get(profile);
+  /**
+   * A plan's seccomp program as bytes (decoded once per plan); `trapsSpawn`: its program without the spawn
+   * denial (the change recording's trapping filter carries it), which a profile denying spawn has.
+   */
+  readonly seccompBytes = (profile: LinuxProfile, trapsSpawn: boolean): Buffer => {
+    const cache = trapsSpawn ? this.#trappedPrograms : this.#programs;
+    let bytes = cache.get(profile);
     if (bytes === undefined) {
-      bytes = Buffer.from(profile.seccomp.program, 'base64');
-      this.#programs.set(profile, bytes);
+      const program = trapsSpawn ? profile.seccomp.spawnTrappedProgram : profile.seccomp.program;
+      if (program === undefined) throw new Error('the profile has no program for a trapped spawn denial');
+      bytes = Buffer.from(program, 'base64');
+      cache.set(profile, bytes);
     }
     return bytes;
   };

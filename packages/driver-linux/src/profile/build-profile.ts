@@ -49,7 +49,7 @@ export function buildLinuxProfile(
   const identity = profileIdentity(inputs, privileged);
   const sharedNetwork = net.kind === 'allowAll';
   const netPlan = planNetwork(caps, inputs.network ?? {}, privileged);
-  const { rendered, bwrap, helper, nsLimits, seccomp, seccompNetwork, rlimits } = processArgs(
+  const { rendered, bwrap, helper, nsLimits, seccomp, seccompOptions, rlimits } = processArgs(
     draft,
     caps,
     cwd,
@@ -104,7 +104,7 @@ export function buildLinuxProfile(
     helperArgs: helper,
     // No TCP rules: see `namespaceHelperArgs`.
     landlock: { mode: inputs.landlock, rules, tcp: null, scoped: true },
-    seccomp: seccompSection(seccomp, seccompNetwork, caps),
+    seccomp: seccompSection(seccomp, seccompOptions),
     limits: limitsSection(rlimits, caps, { ...inputs, nsLimits }),
     network: networkSection(net, inputs.proxySocket, netPlan),
     mounts: mountSummary,
@@ -151,11 +151,12 @@ function processArgs(
   );
   const seccompNetwork =
     net.kind === 'none' ? 'loopback' : net.kind === 'allowHosts' ? 'proxy-routed' : 'unrestricted';
-  const seccomp = buildSeccompProgram({
+  const seccompOptions = {
     arch: inputs.arch,
     network: seccompNetwork,
     denySpawn: !caps.spawnSubprocess,
-  });
+  } as const;
+  const seccomp = buildSeccompProgram(seccompOptions);
   const rlimits = profileRlimits(caps, inputs);
   const helper = namespaceHelperArgs({
     mountArgs: [...rendered.helper, ...limitArgs.helper],
@@ -167,7 +168,7 @@ function processArgs(
     network: netPlan.helper,
     cwd,
   });
-  return { rendered, bwrap, helper, nsLimits, seccomp, seccompNetwork, rlimits } as const;
+  return { rendered, bwrap, helper, nsLimits, seccomp, seccompOptions, rlimits } as const;
 }
 
 /**

@@ -74,12 +74,13 @@ export function buildDirectProfile(
   const net = caps.network;
   const trustEnv = directTrust(rules, caps, inputs);
   const network = directNetwork(net.kind, inputs.landlockAbi);
-  const seccomp = buildSeccompProgram({
+  const seccompOptions = {
     arch: inputs.arch,
     network,
     denySpawn: !caps.spawnSubprocess,
     extraDenied: SYSV_IPC,
-  });
+  } as const;
+  const seccomp = buildSeccompProgram(seccompOptions);
   const uid = inputs.host.isRoot ? inputs.sandboxUid : undefined;
   const identity: LinuxProfile['identity'] =
     uid === undefined
@@ -113,7 +114,7 @@ export function buildDirectProfile(
     bwrapArgs: [],
     helperArgs: helper,
     landlock: { mode: 'required', rules, tcp, scoped: true },
-    seccomp: seccompSection(seccomp, network, caps),
+    seccomp: seccompSection(seccomp, seccompOptions),
     limits: limitsSection(rlimits, caps, {
       maxPids: inputs.maxPids,
       cpuQuotaPercent: inputs.cpuQuotaPercent,

@@ -171,6 +171,12 @@ export interface LinuxProfile extends SandboxProfile {
     readonly rules: readonly string[];
     /** The BPF program, base64. */
     readonly program: string;
+    /**
+     * With `denySpawn`: the same program without the process-creation refusal, base64. A run whose changes
+     * are recorded loads it, and the change recording's trapping filter refuses process creation instead
+     * (the supervisor reports each refusal: `details.denials`, kind `process.spawn`).
+     */
+    readonly spawnTrappedProgram?: string;
   };
   readonly limits: {
     readonly rlimits: Readonly<Record<string, number>>;

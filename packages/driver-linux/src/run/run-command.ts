@@ -20,7 +20,7 @@ import {
   sessionKeyToFilename,
 } from '@aleph/sandbox-core';
 import type { ChangesOptions, RecordingRun } from '../changes/change-store.js';
-import { dropRecording, recordRun, withChanges, withHelperArgs } from '../changes/run-hooks.js';
+import { dropRecording, recordRun, spawnDenials, withChanges, withHelperArgs } from '../changes/run-hooks.js';
 import { type QuarantineBudget, quarantineBudgetArgs } from '../driver/quarantine-layout.js';
 import type { CgroupLimits, CgroupManager } from '../host/cgroup.js';
 import type { HostFacts } from '../host/host-facts.js';
@@ -69,7 +69,8 @@ export interface RunParts {
   /** What the helper's probe said of change recording (`'ok'`, else why it is unrecorded). */
   readonly changesProbe?: () => Promise<string>;
   /** A plan's seccomp program as bytes. */
-  readonly seccompBytes: (profile: LinuxProfile) => Buffer;
+  /** The main filter's bytes; `trapsSpawn`: the program without the spawn denial the recording carries. */
+  readonly seccompBytes: (profile: LinuxProfile, trapsSpawn: boolean) => Buffer;
   /** The host's Landlock ABI (0: none), as the probe found it: the run names the same gaps as doctor. */
   readonly landlockAbi?: () => Promise<number>;
   /** Each session's scratch space (its /tmp, tier 3's TMPDIR): made before its first run, kept after. */
@@ -141,7 +142,10 @@ export class CommandRunner {
       ];
       leaf = await this.#enterLeaf(profile, request, launch);
       launch.push(...watchPidsArgs(profile, leaf !== undefined));
-      const result = await runBoundedProcess(this.#launcherRun(request, profile, launch, argv, env));
+      const trapsSpawn = recording?.trapsSpawn === true;
+      const result = await runBoundedProcess(
+        this.#launcherRun(request, profile, { launch, argv, env, trapsSpawn }),
+      );
       const refused = (await lease?.entrance?.settle()) ?? [];
       const limited = limitDenials(profile, {
         processesSeen: processesSeen(reportFile, profile, leaf !== undefined),
@@ -153,7 +157,11 @@ export class CommandRunner {
         limits: runnable.limits,
         reportFile,
         notEnforced: this.#notEnforced(profile, await this.#landlock(profile)),
-        denials: [...refused.map((d) => networkDenial(d, hosts ?? [])), ...limited],
+        denials: [
+          ...refused.map((d) => networkDenial(d, hosts ?? [])),
+          ...limited,
+          ...spawnDenials(recording),
+        ],
       });
       const withRecord = withChanges(output, recording, request, this.settings.changes, probed);
       recording = undefined;
@@ -267,11 +275,16 @@ export class CommandRunner {
   #launcherRun(
     request: DriverRunRequest,
     profile: LinuxProfile,
-    launch: readonly string[],
-    argv: readonly string[],
-    env: Readonly<Record<string, string>>,
+    run: {
+      readonly launch: readonly string[];
+      readonly argv: readonly string[];
+      readonly env: Readonly<Record<string, string>>;
+      /** The recording's trapping filter refuses process creation: the main filter lets it through. */
+      readonly trapsSpawn: boolean;
+    },
   ): BoundedRunOptions {
     const { forkServer, seccompBytes } = this.parts;
+    const { launch, argv, env } = run;
     return {
       file: this.settings.helperPath,
       args: ['--launch', ...launch, '--', ...argv],
@@ -286,7 +299,7 @@ export class CommandRunner {
       // 3: the seccomp program, 4: the environment, 5 and 6: the resolv.conf and hosts file bwrap mounts
       // (allowHosts).
       extraFds: [
-        seccompBytes(profile),
+        seccompBytes(profile, run.trapsSpawn),
         encodeEnv(env),
         ...(profile.network.resolver === null ? [] : [RESOLV_CONF_BYTES, HOSTS_BYTES]),
       ],
