@@ -101,6 +101,7 @@ int launch_main(int argc, char **argv) {
   setup_status_report(report);
   idmap_reap();
   if (o.reap) reap_descendants();
+  set_aside_moved(&start, report);
   check_after(&start, report);
   release_roots(report);
   inflight_end();
