@@ -92,6 +92,8 @@ interface StepResult {
   stdout?: string;
   stderr?: string;
   error?: { code: string; message: string };
+  /** What the check after the run set aside, and where it went. */
+  quarantine?: { path: string; movedTo: string }[];
 }
 
 interface HarnessPlan {
@@ -422,6 +424,21 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
             // The victims of the moments' exchanges mostly started: they really ran while the names moved.
             const ran = expectRoundsAccounted(results, 'a-moment').filter((r) => r.stdout === 'ran\n');
             expect(ran.length).toBeGreaterThan(0);
+          });
+
+          it('a write that reached the real hooks under the name they were moved to was set aside after its run', () => {
+            // The victims won the race (their writes reached the directory mounted read-only, while the
+            // attacker held it under the writable name): each time, the check after that run moved what
+            // they wrote to the session's quarantine.
+            const hooks = path.join(proj, '.git', 'hooks');
+            const setAside = Array.from(
+              { length: ROUNDS },
+              (_, k) => results.get(`a-moment#${k}`)?.quarantine ?? [],
+            )
+              .flat()
+              .filter((q) => q.path === path.join(hooks, 'marker'));
+            expect(setAside.length).toBeGreaterThan(0);
+            for (const q of setAside) expect(readFileSync(q.movedTo, 'utf8')).toBe('PWNED\n');
           });
 
           it("the protected paths' real content did not change and nothing was left in place of a missing one", () => {

@@ -148,7 +148,7 @@ void set_aside_moved(const struct timespec *start, FILE *report) {
     if (fstat(n->host_fd, &st) == 0 && !newer(&st, &since)) continue; /* never moved nor changed */
     char shown[2200];
     snprintf(shown, sizeof shown, "%s/%s", nodes[n->root].path, n->rel);
-    int budget = 4096;
+    int budget = 1 << 16;
     if (S_ISDIR(n->st.st_mode) && set_aside_changed(n->host_fd, shown, &since, &budget, report) == 0) continue;
     /* A file, or what changed cannot be told: the protected path is set aside whole, as an absent one is. */
     const struct node *p = &nodes[n->parent];
