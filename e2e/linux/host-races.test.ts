@@ -7,6 +7,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
   symlinkSync,
   utimesSync,
@@ -91,6 +92,8 @@ interface StepResult {
   stdout?: string;
   stderr?: string;
   error?: { code: string; message: string };
+  /** What the check after the run set aside, and where it went. */
+  quarantine?: { path: string; movedTo: string }[];
 }
 
 interface HarnessPlan {
@@ -200,6 +203,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           let atk = '';
           let proj = '';
           let gv = '';
+          let controlMarker = '';
           const rootListing = () =>
             Object.fromEntries(
               ['.', ...readdirSync(root)].map((n) => {
@@ -254,6 +258,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
                 workspaceRoot: root,
                 parallel: true,
                 approve: 'none',
+                spawnWithoutApproval: true,
                 stopFile: `${atk}/.stop`,
                 workspaces: { atk, vic: proj },
                 steps: [
@@ -269,8 +274,37 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
                   victim(
                     'a-victim',
                     'vic',
-                    `${writeAll('.git/hooks')}; ${writeAll('.aleph')}; echo PWNED >> .git/config; : > .git/config; cat .git/config`,
+                    `(${writeAll('.git/hooks')}); (${writeAll('evil-dir')}); (${writeAll('.aleph')}); echo PWNED >> .git/config; : > .git/config; cat .git/config`,
                     `${atk}/.ready`,
+                  ),
+                ],
+              },
+              {
+                // (a') the same repository's .git/hooks exchanged with the symlink for a moment at a time, so
+                // most victims start and run through exchanges: the real hooks directory, mounted read-only,
+                // is then for a moment under another name of the writable workspace.
+                workspaceRoot: root,
+                parallel: true,
+                approve: 'none',
+                spawnWithoutApproval: true,
+                stopFile: `${atk}/.stop-moment`,
+                workspaces: { atk, vic: proj },
+                steps: [
+                  attacker('a-moment-attacker', 'atk', {
+                    actions: [
+                      ['xchg', `${proj}/.git/hooks`, `${proj}/evil-dir`],
+                      ['sleep', '0.002', ''],
+                      ['xchg', `${proj}/.git/hooks`, `${proj}/evil-dir`],
+                      ['sleep', '0.02', ''],
+                    ],
+                    stop: `${atk}/.stop-moment`,
+                    ready: `${atk}/.ready-moment`,
+                  }),
+                  victim(
+                    'a-moment',
+                    'vic',
+                    'i=0; while [ $i -lt 4000 ]; do echo PWNED > evil-dir/marker; echo PWNED >> evil-dir/pre-commit; echo PWNED > .git/hooks/marker; i=$((i+1)); done 2>/dev/null; echo ran',
+                    `${atk}/.ready-moment`,
                   ),
                 ],
               },
@@ -333,10 +367,37 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
             for (const plan of plans) {
               for (const [id, r] of await runPlan(plan, uid, home, base)) results.set(id, r);
             }
+            // The control: the hooks directory moved by the host to a name that is not protected, the same
+            // victim's write lands in it (so a write that did not land in the races was stopped by the sandbox).
+            const hooksDir = path.join(proj, '.git', 'hooks');
+            const moved = path.join(proj, 'ctl-hooks');
+            renameSync(hooksDir, moved);
+            const ctl = await runPlan(
+              {
+                workspaceRoot: root,
+                approve: 'none',
+                spawnWithoutApproval: true,
+                workspaces: { vic: proj },
+                steps: [
+                  {
+                    id: 'control',
+                    session: 'vic',
+                    command: { program: 'sh', args: ['-c', 'echo PWNED > ctl-hooks/marker && echo ran'] },
+                  },
+                ],
+              },
+              uid,
+              home,
+              base,
+            );
+            controlMarker = readFileSync(path.join(moved, 'marker'), 'utf8');
+            results.set('control', ctl.get('control') as StepResult);
+            rmSync(path.join(moved, 'marker'));
+            renameSync(moved, hooksDir);
           }, 600_000);
 
           it('the attackers really swapped while the victims ran', () => {
-            for (const id of ['a-attacker', 'b-attacker', 'c-attacker']) {
+            for (const id of ['a-attacker', 'a-moment-attacker', 'b-attacker', 'c-attacker']) {
               const r = results.get(id);
               const said = r?.error?.message ?? `${r?.stdout ?? ''}${r?.stderr ?? ''} exit ${r?.exitCode}`;
               expect([id, said]).toEqual([id, expect.stringMatching(/^swaps \d+/)]);
@@ -352,20 +413,44 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
             for (const r of results.values()) expect(r.stdout ?? '', r.id).not.toContain('DECOY');
           });
 
+          it("control: the victim's write lands in the hooks directory when the host moved it to a name that is not protected", () => {
+            expect(results.get('control')?.stdout).toBe('ran\n');
+            expect(controlMarker).toBe('PWNED\n');
+          });
+
           it('every round did its job or was refused by the driver', () => {
-            for (const id of ['a-victim', 'b-victim', 'c-new', 'c-old']) expectRoundsAccounted(results, id);
+            for (const id of ['a-victim', 'a-moment', 'b-victim', 'c-new', 'c-old'])
+              expectRoundsAccounted(results, id);
+            // The victims of the moments' exchanges mostly started: they really ran while the names moved.
+            const ran = expectRoundsAccounted(results, 'a-moment').filter((r) => r.stdout === 'ran\n');
+            expect(ran.length).toBeGreaterThan(0);
+          });
+
+          it('a write that reached the real hooks under the name they were moved to was set aside after its run', () => {
+            // The victims won the race (their writes reached the directory mounted read-only, while the
+            // attacker held it under the writable name): each time, the check after that run moved what
+            // they wrote to the session's quarantine.
+            const hooks = path.join(proj, '.git', 'hooks');
+            const setAside = Array.from(
+              { length: ROUNDS },
+              (_, k) => results.get(`a-moment#${k}`)?.quarantine ?? [],
+            )
+              .flat()
+              .filter((q) => q.path === path.join(hooks, 'marker'));
+            expect(setAside.length).toBeGreaterThan(0);
+            for (const q of setAside) expect(readFileSync(q.movedTo, 'utf8')).toBe('PWNED\n');
           });
 
           it("the protected paths' real content did not change and nothing was left in place of a missing one", () => {
-            // The original hook is intact wherever the attacker's last exchange left it, and nothing was
-            // added to it.
-            const hooks = [path.join(proj, '.git', 'hooks'), path.join(proj, 'evil-dir')]
-              .filter((p) => existsSync(p) && lstatSync(p).isDirectory())
-              .filter((p) => readdirSync(p).includes('pre-commit'));
-            expect(hooks).toHaveLength(1);
-            expect(readdirSync(hooks[0] as string)).toEqual(['pre-commit']);
-            expect(readFileSync(path.join(hooks[0] as string, 'pre-commit'), 'utf8')).toBe('ORIGINAL-HOOK\n');
+            // The real hooks directory is back at its name (the attackers leave the names as they found
+            // them) and holds nothing the victims wrote: the original hook, unchanged, unless a victim's
+            // write reached it under the other name, when the check after that run set the hook aside.
+            const hooks = path.join(proj, '.git', 'hooks');
+            expect(lstatSync(hooks).isDirectory()).toBe(true);
             expect(lstatSync(path.join(proj, 'evil-dir')).isSymbolicLink()).toBe(true);
+            expect(readdirSync(hooks).filter((n) => n !== 'pre-commit')).toEqual([]);
+            if (existsSync(path.join(hooks, 'pre-commit')))
+              expect(readFileSync(path.join(hooks, 'pre-commit'), 'utf8')).toBe('ORIGINAL-HOOK\n');
             expect(existsSync(path.join(proj, '.aleph'))).toBe(false);
             expect(existsSync(path.join(proj, '.git', 'config'))).toBe(false);
             // That .git/hooks was missing when the attacker's run started: the check after it set aside what
@@ -478,12 +563,15 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
                   {
                     id: 'allowed',
                     session: 'env',
-                    command: sh(`cat ${tmpMark}`, { env: { LD_PRELOAD: lib } }),
+                    command: sh(`cat ${tmpMark}; : > ${tmpMark}`, { env: { LD_PRELOAD: lib } }),
                   },
                   {
                     id: 'allowed-net',
                     session: 'env',
-                    command: sh(`cat ${tmpMark}`, { env: { LD_PRELOAD: lib }, capabilities: netCaps }),
+                    command: sh(`cat ${tmpMark}; : > ${tmpMark}`, {
+                      env: { LD_PRELOAD: lib },
+                      capabilities: netCaps,
+                    }),
                   },
                   { id: 'still-refused', session: 'env', command: sh('true', { env: { LD_AUDIT: lib } }) },
                 ],

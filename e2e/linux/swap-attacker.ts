@@ -10,11 +10,12 @@ const RENAMEAT2 = process.arch === 'arm64' ? 276 : 316;
  * The attacker's source. `setup` first: directories to make and symlinks to plant. Then, until `stop`
  * exists (and at most a bounded number of iterations), every action of the list once per iteration:
  * `xchg` exchanges `a` and `b` with renameat2(RENAME_EXCHANGE), `link` creates and removes a symlink
- * `a` → `b`. It creates `ready` when it starts swapping, leaves the names as it found them, and prints
+ * `a` → `b`, `sleep` waits `a` seconds (so that an `xchg` listed twice can hold the swapped names for a
+ * moment and the found ones for longer). It creates `ready` when it starts swapping, leaves the names as it found them, and prints
  * `swaps N` (N: iterations done).
  */
 export const ATTACKER = `
-import ctypes, json, os, sys
+import ctypes, json, os, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 spec = json.loads(sys.argv[1])
 for d in spec.get('mkdir', []):
@@ -28,6 +29,8 @@ while n < 50000000 and (n % 64 or not os.path.exists(spec['stop'])):
     for m, a, b in acts:
         if m == 'xchg':
             libc.syscall(${RENAMEAT2}, -100, a, -100, b.encode(), 2)
+        elif m == 'sleep':
+            time.sleep(float(a))
         else:
             try:
                 os.symlink(b, a)
@@ -45,7 +48,7 @@ print('swaps', n)
 export interface AttackSpec {
   mkdir?: string[];
   symlink?: [string, string][];
-  actions: ['xchg' | 'link', string, string][];
+  actions: (['xchg' | 'link', string, string] | ['sleep', string, ''])[];
   stop: string;
   ready: string;
 }

@@ -86,6 +86,18 @@ int open_path(int dirfd, const char *path, uint64_t resolve) {
   return walk(dirfd, path, resolve);
 }
 
+int open_path_nolink(int dirfd, const char *path, uint64_t resolve) {
+  int fd = open_path(dirfd, path, resolve);
+  struct stat st;
+  if (fd < 0) return -1;
+  int e = fstat(fd, &st) < 0 ? errno : S_ISLNK(st.st_mode) ? ELOOP : 0;
+  if (e != 0) {
+    close(fd);
+    return errno = e, -1;
+  }
+  return fd;
+}
+
 const char *open_path_why(int e) {
   if (e == ELOOP) return "it or a directory above it is a symlink, which could be swapped";
   if (e == EXDEV) return "it leads outside its parent";

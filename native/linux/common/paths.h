@@ -21,6 +21,11 @@
  * and RESOLVE_BENEATH are used here; the walk refuses any other flag with EINVAL. */
 int open_path(int dirfd, const char *path, uint64_t resolve);
 
+/* As open_path, but a last component that is a symlink is ELOOP too: for what is then mounted, bound or
+ * treated as a directory or file (an O_PATH descriptor of a symlink names the link, not what a check of
+ * the path at another moment finds there). */
+int open_path_nolink(int dirfd, const char *path, uint64_t resolve);
+
 /* Why open_path failed with errno E, in words for a message (a symlink on the way, a path leading out). */
 const char *open_path_why(int e);
 

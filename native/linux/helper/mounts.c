@@ -105,7 +105,8 @@ static void vanished(const char *dest) {
   die("%s changed while the sandbox was being set up (another command may have moved it); run again", dest);
 }
 
-static int resolve(const char *path) { return open_path(AT_FDCWD, path, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS); }
+/* A mount point is never a symlink: a mount on the link would stay with it when it is swapped away. */
+static int resolve(const char *path) { return open_path_nolink(AT_FDCWD, path, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS); }
 
 /* Opens DEST, creating it (and missing directories above it) where the directory it would be made in
  * is a tmpfs of the sandbox's own: nothing is ever created on a host filesystem here. */
@@ -125,7 +126,7 @@ static int open_dest(const struct mount_op *m, int create_file) {
     char *slash = strchr(p, '/');
     int last = slash == NULL;
     if (!last) *slash = '\0';
-    int next = open_path(pfd, p, beneath);
+    int next = open_path_nolink(pfd, p, beneath);
     if (next < 0 && errno == ENOENT) {
       struct statfs sf;
       if (fstatfs(pfd, &sf) < 0 || sf.f_type != TMPFS_MAGIC)
@@ -133,7 +134,7 @@ static int open_dest(const struct mount_op *m, int create_file) {
       int made = last && create_file ? openat(pfd, p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644) : mkdirat(pfd, p, 0755);
       if (made < 0) die("creating mount point %s: %s", m->dest, strerror(errno));
       if (last && create_file) close(made);
-      next = open_path(pfd, p, beneath);
+      next = open_path_nolink(pfd, p, beneath);
     }
     if (next < 0) die("mount point %s: %s", m->dest, errno == ELOOP ? "a symlink is in the way" : strerror(errno));
     close(pfd);

@@ -106,6 +106,7 @@ int launch_main(int argc, char **argv) {
   idmap_reap();
   if (o.reap) reap_descendants();
   changes_after(); /* what the command left, before the check sets anything aside */
+  set_aside_moved(&start, report);
   check_after(&start, report);
   release_roots(report);
   inflight_end();

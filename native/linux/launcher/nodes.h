@@ -7,7 +7,9 @@
 #ifndef ALEPH_LAUNCHER_NODES_H
 #define ALEPH_LAUNCHER_NODES_H
 
+#include <stdio.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define MAX_NODES 1024
 
@@ -41,6 +43,14 @@ void open_below(const char *name, const char *parent_name, const char *rel, cons
 /* A descriptor of node K on the host, for the check after the run; dies once a clone replaced the node's
  * own. */
 int node_host_fd(int k);
+/* After the run, before the check (which exempts what was read-only): a path mounted read-only (a
+ * protected path, a `.git` file on the way) that changed since START (coarse clock) was changed from outside
+ * the run. Moved by a command of another sandbox, it was meanwhile under another name of this run's writable
+ * mounts, where the read-only mount (which stays on it, at the place it left) does not cover it: so what
+ * changed below a directory is set aside (reported), and a file, or a directory where that cannot be told,
+ * whole (as an absent protected path is, by its name). A host process changing it during the run has its
+ * change set aside too (failing closed). */
+void set_aside_moved(const struct timespec *start, FILE *report);
 /* Every present node's descriptor stays open across PROGRAM's exec (the others of this process close). */
 void pass_nodes_on(void);
 /* Closes every node's descriptor (PROGRAM has its own). */

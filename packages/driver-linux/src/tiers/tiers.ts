@@ -81,7 +81,7 @@ export function tierGaps(tier: LinuxTierId, ctx: TierGapContext): string[] {
   const gaps: string[] = [];
   if (tier !== 'direct')
     gaps.push(
-      'absent-protected-paths-during-run: a protected path that is missing when the command starts (.git/hooks, .git/config, .envrc, .claude, … in a writable root) gets no placeholder, so the command can create it, and a host process reading it while the command runs sees what it planted; the launcher sets it aside after the run, as it does with the git control files the command writes anywhere else',
+      'absent-protected-paths-during-run: a protected path that is missing when the command starts (.git/hooks, .git/config, .envrc, .claude, … in a writable root) gets no placeholder, so the command can create it, and a host process reading it while the command runs sees what it planted; the launcher sets it aside after the run, as it does with the git control files the command writes anywhere else; one that is there, read-only, but moved during the run by a command of another sandbox (one whose writable root holds it) is meanwhile writable under the name it was moved to: what changed in it is set aside after the run too',
     );
   const keepsRoot =
     ctx.isRoot && (tier === 'user-namespace' || (tier === 'direct' && ctx.directUid === undefined));
