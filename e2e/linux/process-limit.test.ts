@@ -36,7 +36,7 @@ const SMALL_MAX_PIDS = 8;
 // for every tier's PIDs to have wrapped (tier 2 as root: pid_max 501), so every tier refuses them.
 const SLEEPERS = 250;
 const SLEEPERS_SCRIPT = `i=0; while [ $i -lt 520 ]; do /bin/true; i=$((i+1)); done
-for i in $(seq ${SLEEPERS}); do sleep 1 & done
+for i in $(seq ${SLEEPERS}); do sleep 3 & done
 wait`;
 const SEQUENTIAL_THEN_AT_ONCE = `i=0; while [ $i -lt ${SEQUENTIAL} ]; do /bin/true || exit 9; i=$((i+1)); done
 pids=''
@@ -261,7 +261,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
       );
 
       it.skipIf(identity.skip !== undefined || declares)(
-        `${asIdentityTitle(identity)}: ${SLEEPERS} concurrent \`sleep 1\` under the default max_pids (200) is reported as a limit.processes denial${declares ? ' [skipped: the tier declares process-limit]' : ''}`,
+        `${asIdentityTitle(identity)}: ${SLEEPERS} concurrent \`sleep 3\` (held long enough that a loaded machine still starts 200 before the first ends) under the default max_pids (200) is reported as a limit.processes denial${declares ? ' [skipped: the tier declares process-limit]' : ''}`,
         async () => {
           const workspaceRoot = path.join(base, 'ws-sleepers');
           mkdirSync(workspaceRoot, { mode: 0o755 });
