@@ -119,14 +119,14 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           const r = result('parallel');
           for (const i of [1, 2, 3])
             expect(r[`p${i}`]).toMatch(
-              new RegExp(`Process exited with code 0\\nOutput:\\ntogether-${i}\\n$`),
+              new RegExp(`Process exited with code 0\\nOutput:\\ntogether-${i}\\n(\\[aleph\\] changes: .*\\n)?$`),
             );
         });
 
         it("manifest entries get the SDK's modes in the sandbox; create_file never replaces an existing file", () => {
           const r = result('manifest');
           expect(r.m1).toMatch(
-            /Process exited with code 0\nOutput:\nran-from-manifest\n755 run\.sh\n700 private\n1777 drop\n$/,
+            /Process exited with code 0\nOutput:\nran-from-manifest\n755 run\.sh\n700 private\n1777 drop\n(\[aleph\] changes: .*\n)?$/,
           );
           expect(r.m2).toBe('failed: create_file "run.sh" failed: File already exists.');
           expect(r.script).toBe('#!/bin/sh\necho ran-from-manifest\n');
@@ -166,8 +166,8 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           expect(interruptions[1]).toEqual([
             expect.stringMatching(/^exec_command .*rejected\.txt.*write_paths/),
           ]);
-          expect(r.a0).toMatch(/Process exited with code 0\nOutput:\ninside\n$/);
-          expect(r.a1).toMatch(/Process exited with code 0\nOutput:\napproved\n$/);
+          expect(r.a0).toMatch(/Process exited with code 0\nOutput:\ninside\n(\[aleph\] changes: .*\n)?$/);
+          expect(r.a1).toMatch(/Process exited with code 0\nOutput:\napproved\n(\[aleph\] changes: .*\n)?$/);
           expect(r.a2).toBe('the user said no');
           expect(r.approvedFile).toBe(true);
           expect(r.rejectedFile).toBe(false);
@@ -188,7 +188,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           expect(a.providerKeys).toEqual(['alephSessionId', 'environment', 'userWorkspace', 'workspacePath']);
           const b = result('resume-b');
           expect(b.resumed).toBe('written-in-a\n');
-          expect(b.r2).toMatch(/Process exited with code 0\nOutput:\n\/.*\n$/);
+          expect(b.r2).toMatch(/Process exited with code 0\nOutput:\n\/.*\n(\[aleph\] changes: .*\n)?$/);
           expect(b.final).toBe('resumed');
           expect(b.refused).toMatch(
             /SandboxConfigurationError: cannot resume the Aleph session .*it worked in "\/"/,
