@@ -85,7 +85,10 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           // The command wrote a file: the sandbox's note says so after its own (empty) stderr.
           expect(s.c1).toMatchObject({
             type: 'json',
-            value: { exitCode: 0, stderr: expect.stringMatching(/^aleph-sandbox: changes: 1 created \(run r/) },
+            value: {
+              exitCode: 0,
+              stderr: expect.stringMatching(/^aleph-sandbox: changes: 1 created \(run r/),
+            },
           });
           const c1 = s.c1?.value as { stdout: string } | undefined;
           const [pwd, uid] = (c1?.stdout ?? '').trim().split('\n');

@@ -119,7 +119,9 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           const r = result('parallel');
           for (const i of [1, 2, 3])
             expect(r[`p${i}`]).toMatch(
-              new RegExp(`Process exited with code 0\\nOutput:\\ntogether-${i}\\n(\\[aleph\\] changes: .*\\n)?$`),
+              new RegExp(
+                `Process exited with code 0\\nOutput:\\ntogether-${i}\\n(\\[aleph\\] changes: .*\\n)?$`,
+              ),
             );
         });
 
