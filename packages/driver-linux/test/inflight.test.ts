@@ -226,8 +226,10 @@ describe.runIf(usable)('runs in progress (the real launcher) [needs the built he
     const held = record(w, 'inflight-2-2-0', w.ws);
     const holder = spawn('flock', ['-o', path.join(w.state, held), 'sleep', '60'], { stdio: 'ignore' });
     children.push(holder);
-    for (let i = 0; i < 200 && spawnSync('flock', ['-n', path.join(w.state, held), 'true']).status === 0; i++)
-      await sleep(25);
+    // Bounded, long enough for a loaded machine to start the holder; the test needs the lock held.
+    const free = () => spawnSync('flock', ['-n', path.join(w.state, held), 'true']).status === 0;
+    for (let i = 0; i < 1200 && free(); i++) await sleep(25);
+    expect(free(), 'the holder took the lock').toBe(false);
     writeFileSync(path.join(w.ws, '.envrc'), 'x\n');
     writeFileSync(path.join(w.state, 'inflight-3-3-0'), 'not a record');
     const r = run(w, 'true');
