@@ -2,7 +2,6 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, write
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { sessionKeyToFilename } from '@aleph/sandbox-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { linuxStack, REQUIRED, requiredButMissing, runHarness } from '../support.js';
 import { identities as allIdentities, asIdentityTitle } from './hosts.js';
@@ -53,14 +52,14 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           mkdirSync(home, { mode: 0o700 });
           if (uid !== process.getuid?.()) for (const d of [workspaceRoot, home]) chownSync(d, uid, uid);
           const go = path.join(base, 'go');
-          const ws = path.join(workspaceRoot, sessionKeyToFilename('git-id'));
           const steps = [
             {
               id: 'first',
               session: 'git-id',
-              command: sh(
-                'git var GIT_AUTHOR_IDENT >/dev/null 2>&1 && echo known || echo unknown; touch .first-done',
-              ),
+              // Done once its run has returned: its check after the run would set aside a .git/hooks the
+              // second run's git init made while that check still ran (two runs in one workspace).
+              doneFile: path.join(home, 'first-done'),
+              command: sh('git var GIT_AUTHOR_IDENT >/dev/null 2>&1 && echo known || echo unknown'),
             },
             {
               id: 'second',
@@ -77,7 +76,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
             { uid, mountpoint: path.join(base, 'repo'), wrap: identity.wrap },
           );
           // The user sets an identity once the first run is over, while the driver keeps running.
-          for (let i = 0; i < 600 && !existsSync(path.join(ws, '.first-done')); i++) await sleep(50);
+          for (let i = 0; i < 600 && !existsSync(path.join(home, 'first-done')); i++) await sleep(50);
           writeFileSync(
             path.join(home, '.gitconfig'),
             '[user]\n\tname = Late User\n\temail = late@example.test\n',

@@ -6,7 +6,8 @@
 //     output streamed, then wait(); default execute()),
 //   parallel?: run every step at once instead of one after the other; a step may then have
 //     repeat (run N times in a row, ids `id#k`, `{k}` in its session replaced by k), waitFor (a host path that must exist before it starts)
-//     and background (an attacker: it is not waited for before `stopFile` is created),
+//     and background (an attacker: it is not waited for before `stopFile` is created), doneFile (a host path
+//     created once the step's run has returned, its check after the run included),
 //   stopFile?: created on the host once every step that is not `background` has finished,
 //   workspaces?: { session: path } (workspaceFor), approve?: 'all' (default) | 'none',
 //   maxOutputBytes?: the sandbox's output budget, spawnWithoutApproval?: spawning is in the baseline }
@@ -118,6 +119,7 @@ if (plan.parallel) {
     const repeat = step.repeat ?? 1;
     for (let k = 0; k < repeat; k++)
       results.push(await runStep(step, repeat === 1 ? step.id : `${step.id}#${k}`, k));
+    if (step.doneFile) writeFileSync(step.doneFile, '');
   });
   await Promise.all(running.filter((_, i) => !plan.steps[i].background));
   if (plan.stopFile) writeFileSync(plan.stopFile, '');
