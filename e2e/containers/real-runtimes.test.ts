@@ -1,7 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { linuxStack, REQUIRED, repoRoot } from '../support.js';
+import { inContainer as inContainerOf, missing, noNewerRunsc, noRunsc, skipAll } from './runtimes.js';
 
 /**
  * The product in real container runtimes (podman 4 with runc, and gVisor's runsc), each container built
@@ -11,22 +10,6 @@ import { linuxStack, REQUIRED, repoRoot } from '../support.js';
  * container. Skipped, with the reason, where podman, runc or runsc are missing (.ci/run installs them where
  * it can); `ALEPH_REQUIRE=containers` makes that a failure.
  */
-
-const runIn = path.join(repoRoot, '.ci/containers/run-in.sh');
-const script = path.join(repoRoot, 'e2e/containers/in-container.mjs');
-const has = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
-const stack = linuxStack();
-const missing = [
-  ...(process.getuid?.() === 0 ? [] : ['root (rootful podman)']),
-  ...['podman', 'runc'].filter((c) => !has(c)),
-  ...(stack.ok ? [] : [`the Linux stack (${stack.reason})`]),
-];
-const noRunsc = has('runsc') ? undefined : 'runsc';
-/** gVisor's newer generation (bookworm-backports), fetched by .ci/containers/runsc-newer.sh, or why not. */
-const newer = spawnSync('bash', [path.join(repoRoot, '.ci/containers/runsc-newer.sh')], { encoding: 'utf8' });
-const noNewerRunsc =
-  newer.status === 0 ? undefined : newer.stderr.trim().split('\n').pop() || `exit ${newer.status}`;
-const skipAll = missing.length > 0 && !REQUIRED.has('containers');
 
 interface Mechanism {
   available: boolean;
@@ -57,25 +40,8 @@ interface Outcome {
 }
 
 /** Runs in-container.mjs in a container of `config`, returning what it printed. */
-function inContainer(config: string, user?: string): Outcome {
-  const r = spawnSync(
-    'bash',
-    [runIn, ...(user === undefined ? [] : ['--user', user]), config, '--', process.execPath, script],
-    {
-      encoding: 'utf8',
-      timeout: 280_000,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ALEPH_REPO: repoRoot },
-    },
-  );
-  const line = r.stdout.trim().split('\n').pop() ?? '';
-  try {
-    return JSON.parse(line) as Outcome;
-  } catch {
-    throw new Error(
-      `run-in.sh ${config} exited ${r.status}: ${r.stdout.slice(-2000)} ${r.stderr.slice(-2000)}`,
-    );
-  }
-}
+const inContainer = (config: string, user?: string) =>
+  inContainerOf<Outcome>('in-container.mjs', config, user);
 
 /** Every fix doctor printed. */
 const fixes = (o: Outcome) =>

@@ -128,12 +128,16 @@ async function reportOf(
   if (probe === undefined || probe.available) trial = await trialRun(sandbox);
   const mechanisms = { ...(probe?.mechanisms ?? {}) } as Record<string, unknown>;
   const problems = [...(probe?.problems ?? [])];
-  const ran: Record<string, unknown> = {};
+  // A run that never started reports no gaps, nor does doctor then: a host where no tier runs has none
+  // to list (its refusal is the problem), whatever the probe would have named for a tier that ran.
+  const ran: Record<string, unknown> = { notEnforced: [] };
   if (trial !== undefined) {
     mechanisms['sandboxed-run'] = { available: trial.ok, detail: trial.detail };
     if (!trial.ok) problems.push(`sandboxed-run: ${trial.detail}`);
     const details = trial.details;
-    if (details !== undefined && typeof details.tier === 'string') ran.tierId = details.tier;
+    // A run refused in this workspace (no tier allowed here serves it) has no tier either.
+    if (typeof details?.tier === 'string') ran.tierId = details.tier;
+    else if (!trial.ok) ran.tierId = null;
     if (details !== undefined && Array.isArray(details.notEnforced)) ran.notEnforced = details.notEnforced;
     if (details !== undefined && typeof details.tierFallback === 'string') {
       mechanisms['workspace-tier'] = { available: true, detail: details.tierFallback };
