@@ -8,8 +8,13 @@ import path from 'node:path';
 
 const cli = path.join(process.env.ALEPH_REPO ?? '', 'packages/sandbox/dist/cli-bundle/aleph-sandbox.cjs');
 /** The CLI's JSON output (undefined when it printed none), its exit code and the start of its stderr. */
-const aleph = (args) => {
-  const r = spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', timeout: 120_000, input: '' });
+const aleph = (args, env = process.env) => {
+  const r = spawnSync(process.execPath, [cli, ...args], {
+    encoding: 'utf8',
+    timeout: 120_000,
+    input: '',
+    env,
+  });
   let json;
   try {
     json = JSON.parse(r.stdout);
@@ -56,10 +61,10 @@ if (process.getuid() === 0) {
 
 const step = ['--json', '--allow-spawn', '--approve', 'all'];
 /** Doctor's verdict, tier and gaps, and the run's, for one workspace (`dir` undefined: the defaults). */
-function both(dir) {
+function both(dir, env = process.env) {
   const ws = dir === undefined ? [] : ['--workspace', dir];
-  const doctor = aleph(['doctor', '--json', ...ws]);
-  const run = aleph(['run', ...step, ...ws, '--', 'sh', '-c', 'echo hi']);
+  const doctor = aleph(['doctor', '--json', ...ws], env);
+  const run = aleph(['run', ...step, ...ws, '--', 'sh', '-c', 'echo hi'], env);
   return {
     doctor: {
       code: doctor.code,
@@ -68,6 +73,7 @@ function both(dir) {
       notEnforced: doctor.json?.notEnforced ?? null,
       problems: doctor.json?.problems ?? [],
       workspaceTier: doctor.json?.mechanisms?.['workspace-tier']?.detail ?? null,
+      tier1: doctor.json?.mechanisms?.['tier-1'] ?? null,
       stderr: doctor.stderr,
     },
     run: {
@@ -89,6 +95,16 @@ results.push({
   fs: fsType(path.join(process.env.HOME ?? '/', '.aleph')),
   ...both(),
 });
+// The temporary directory on a filesystem that refuses idmapped mounts (as a tmpfs /tmp does before Linux
+// 6.3), with a HOME of its own (and so a host cache of its own): the tmpfs workspace again.
+if (ramfs !== undefined) {
+  const home = mkdtempSync('/tmp/aleph-home-');
+  const tmp = mkdtempSync(path.join(ramfs, 'aleph-tmp-'));
+  made.push(home, tmp);
+  const env = { ...process.env, HOME: home, TMPDIR: tmp };
+  const dir = workspaces.find((w) => w.name === 'tmpfs')?.dir;
+  results.push({ name: 'tmpfs, TMPDIR on ramfs', dir, fs: fsType(dir), ...both(dir, env) });
+}
 for (const dir of made) rmSync(dir, { recursive: true, force: true });
 if (ramfs !== undefined) {
   spawnSync('umount', [ramfs]);

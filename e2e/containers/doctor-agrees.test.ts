@@ -3,8 +3,8 @@ import { inContainer, missing, noNewerRunsc, noRunsc, skipAll } from './runtimes
 
 /**
  * Doctor says what a run will do, in real containers (issue 39 §8): for each workspace on a filesystem of
- * the container's (its tmpfs /tmp, its overlay root, a ramfs where root may mount one, and the default
- * session workspace), `doctor --json --workspace DIR` is ready exactly when `run --json --workspace DIR`
+ * the container's (its tmpfs /tmp, its overlay root, a ramfs where root may mount one, the default
+ * session workspace, and the tmpfs again with TMPDIR on the ramfs), `doctor --json --workspace DIR` is ready exactly when `run --json --workspace DIR`
  * ran, with the run's tier and its list of gaps. Where tier 1 cannot serve the workspace (a filesystem
  * that refuses idmapped mounts, in a privileged podman container), both fall back to tier 2; under gVisor
  * both name the same gaps (`tmpfs` without Landlock included), and where no tier runs there (Debian 12's
@@ -22,6 +22,7 @@ interface Seen {
     notEnforced: string[] | null;
     problems: string[];
     workspaceTier: string | null;
+    tier1: { available: boolean; detail: string; fix?: string } | null;
     stderr: string;
   };
   run: {
@@ -85,11 +86,17 @@ describe.skipIf(skipAll)(
       // ramfs refuses idmapped mounts on every kernel: the run falls back, and doctor's check with it.
       expectFellBack(seen(o, 'ramfs'));
       // The tmpfs and the overlay serve tier 1 or not by kernel; either way doctor is ready.
-      for (const name of ['tmpfs', 'overlay', 'default']) {
+      for (const name of ['tmpfs', 'overlay', 'default', 'tmpfs, TMPDIR on ramfs']) {
         const s = seen(o, name);
         expect(s.run.code, s.run.stderr).toBe(0);
         if (s.run.tier !== 'namespaces') expectFellBack(s);
       }
+      // A temporary directory that refuses idmapped mounts costs no workspace tier 1: where the tmpfs
+      // serves it, it still does, and doctor does not call tier 1 missing.
+      const tmpfs = seen(o, 'tmpfs');
+      const tmpOnRamfs = seen(o, 'tmpfs, TMPDIR on ramfs');
+      expect(tmpOnRamfs.run.tier).toBe(tmpfs.run.tier);
+      expect(tmpOnRamfs.doctor.tier1?.available, tmpOnRamfs.doctor.tier1?.detail).toBe(true);
     });
 
     it('podman --privileged, as uid 65534: tier 2 in every workspace, doctor ready', () => {

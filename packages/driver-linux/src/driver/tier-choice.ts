@@ -4,7 +4,7 @@
  * is built for the chosen one (`profileFor`), or refused when none ran. `revalidate` drops a cached
  * verdict and runs the preflight again.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { lstatSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -33,6 +33,16 @@ interface TierRun {
   readonly ok: boolean;
   readonly detail: string;
   readonly hostProc?: boolean;
+}
+
+/** `dir` is a directory (not a link) of this uid that nobody else may write. */
+function ownDirectory(dir: string): boolean {
+  try {
+    const st = lstatSync(dir);
+    return st.isDirectory() && st.uid === process.getuid?.() && (st.mode & 0o022) === 0;
+  } catch {
+    return false;
+  }
 }
 
 /** The verdict's tier runs with this host's /proc (tier 2 where a fresh procfs is refused). */
@@ -198,9 +208,24 @@ export class TierChoice {
     };
   }
 
+  /**
+   * Where `tier`'s preflight makes its workspace: the temporary directory, except for tier 1 on a root host
+   * when that filesystem refuses idmapped mounts (tmpfs before Linux 6.3, ramfs) and the state directory's
+   * does not. Which filesystems serve tier 1 is decided per workspace (`fitWorkspace`); the temporary
+   * directory's alone must not cost every workspace tier 1.
+   */
+  async #preflightParent(tier: LinuxTierId): Promise<string> {
+    const tmp = os.tmpdir();
+    if (tier !== 'namespaces' || !this.settings.host.isRoot) return tmp;
+    if ((await this.#idmap.refused([tmp])).length === 0) return tmp;
+    const state = this.settings.stateDir;
+    if (!ownDirectory(state) || (await this.#idmap.refused([state])).length > 0) return tmp;
+    return state;
+  }
+
   /** Runs `true` through `tier`, exactly as a command would run. */
   async #tryTier(tier: LinuxTierId, hostProc = false): Promise<TierRun> {
-    const ws = mkdtempSync(path.join(os.tmpdir(), 'aleph-preflight-'));
+    const ws = mkdtempSync(path.join(await this.#preflightParent(tier), 'aleph-preflight-'));
     try {
       const caps = strictCapabilities();
       const profile = await this.plans.build(tier, caps, ws, ws, undefined, hostProc);
