@@ -11,14 +11,20 @@ export interface ProxyDenial {
   /**
    * `network.host`: the host is not on the allowlist (or a deny entry names it); `network.port`: the host
    * is, but only for other ports; `network.private-address`: an allowed name resolved to a loopback,
-   * private, link-local or reserved address; `network.dns`: the sandbox's resolver refused the name.
+   * private, link-local or reserved address; `network.dns`: the sandbox's resolver refused the name;
+   * `network.udp`: a UDP datagram to `target`, which the sandbox does not relay (its resolver aside).
    */
-  readonly kind: 'network.host' | 'network.port' | 'network.private-address' | 'network.dns';
+  readonly kind: 'network.host' | 'network.port' | 'network.private-address' | 'network.dns' | 'network.udp';
   /** `host:port` (a name for `network.dns`). */
   readonly target: string;
   readonly reason: string;
-  /** The allowlist entry that would allow it: `api.example.com`, `api.example.com:8443`, `10.0.0.5`. */
+  /**
+   * The allowlist entry that would allow it: `api.example.com`, `api.example.com:8443`, `10.0.0.5`
+   * (`network.udp`: the entry that allows the host over TCP, which does not allow the datagram).
+   */
   readonly allowEntry: string;
+  /** What allows it where no allowlist entry does (`network.udp`), in the words of `details.denials`. */
+  readonly allowWith?: string;
   /** The deny entry that refused it: allowing it means removing that entry. */
   readonly deniedBy?: string;
   /** `network.private-address`: the address the name resolved to. */
@@ -129,5 +135,31 @@ export function transparentPortDenial(allowlist: Allowlist, text: string): Proxy
     target: where,
     reason: `${target.host} is allowed, but port ${target.port} is not among the sandbox's transparent egress ports, so the connection was refused inside (a client using the proxy variables reaches it)`,
     allowEntry: `${addressEntry(target.host)}:${target.port}`,
+  };
+}
+
+/** What allows a UDP datagram to another host: no allowlist entry, only the host's whole network. */
+export const UDP_ALLOW_WITH =
+  'no allowlist entry allows UDP: the sandbox relays TCP (through the managed proxy) and DNS (to its resolver, 127.0.0.53) only; the host\'s whole network, UDP included: aleph-sandbox run --net all (capabilities.network = { kind: "allowAll" }; Linux driver)';
+
+/**
+ * The denial of a UDP datagram the sandbox's kernel refused on the transparent path (`ALEPH udp-refused
+ * TARGET`: an address, or an allowed name for its synthetic address, with the datagram's port): only the
+ * sandbox's resolver takes datagrams there. `undefined` for a malformed target.
+ */
+export function udpDenial(allowlist: Allowlist, text: string): ProxyDenial | undefined {
+  let target: Target;
+  try {
+    target = parseAuthority(text);
+  } catch {
+    return undefined;
+  }
+  const allowed = allowlist.decide(target).allowed;
+  return {
+    kind: 'network.udp',
+    target: formatTarget(target),
+    reason: `${allowed ? `${target.host} is allowed, but only over TCP` : `${target.host} is not on the allowlist`}: the sandbox relays no UDP datagrams (DNS goes to its own resolver), so the datagram to port ${target.port} was refused inside`,
+    allowEntry: addressEntry(target.host),
+    allowWith: UDP_ALLOW_WITH,
   };
 }

@@ -191,6 +191,30 @@ describe('entrances: refusals attributed to one user, typed', () => {
     await e.close();
   });
 
+  it('records a refused UDP datagram as network.udp, allowed host or not, with what allows UDP and no allowlist entry', async () => {
+    const upstream = await startUpstream();
+    const proxy = await proxyFor(upstream, { allow: ['10.1.2.3', 'api.test'], deny: [] });
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'aleph-entrance-'));
+    dirs.push(dir);
+    const e = await proxy.openEntrance({ unixPath: path.join(dir, 'e.sock') });
+    const sock = e.unixPath as string;
+    for (const target of ['10.1.2.3:443', '10.9.9.9:53', '[::2]:4433', 'api.test:443', 'junk', '10.9.9.9'])
+      await exchange(sock, `ALEPH udp-refused ${target}\r\n`);
+    const denials = await e.settle();
+    expect(denials.map((d) => [d.kind, d.target])).toEqual([
+      ['network.udp', '10.1.2.3:443'],
+      ['network.udp', '10.9.9.9:53'],
+      ['network.udp', '[::2]:4433'],
+      ['network.udp', 'api.test:443'],
+    ]);
+    expect(denials[0]?.reason).toBe(
+      '10.1.2.3 is allowed, but only over TCP: the sandbox relays no UDP datagrams (DNS goes to its own resolver), so the datagram to port 443 was refused inside',
+    );
+    expect(denials[1]?.reason).toMatch(/^10\.9\.9\.9 is not on the allowlist: the sandbox relays no UDP/);
+    for (const d of denials) expect(d.allowWith).toMatch(/^no allowlist entry allows UDP: .*--net all/);
+    await e.close();
+  });
+
   it('the pool gives each lease an entrance of its own, closed on release', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'aleph-entrance-'));
     dirs.push(dir);

@@ -14,6 +14,8 @@ export interface NetworkRefusal {
   readonly allowEntry: string;
   /** The deny-list entry that refused it, when one did. */
   readonly deniedBy?: string;
+  /** What allows it where no allowlist entry does (a UDP datagram): the denial's `allowWith` as it is. */
+  readonly allowWith?: string;
 }
 
 /**
@@ -26,6 +28,8 @@ export interface NetworkRefusal {
  * ```
  */
 export function networkDenial(r: NetworkRefusal, hosts: readonly string[]): SandboxDenial {
+  if (r.allowWith !== undefined)
+    return { kind: r.kind, target: r.target, reason: r.reason, allowWith: r.allowWith };
   if (r.deniedBy !== undefined) {
     return {
       kind: r.kind,

@@ -29,6 +29,27 @@ describe('networkDenial', () => {
     });
   });
 
+  it('a refusal no allowlist entry lifts (a UDP datagram) keeps its own allowWith, and offers no entry to approve', () => {
+    const allowWith = 'no allowlist entry allows UDP: … aleph-sandbox run --net all';
+    const d = networkDenial(
+      {
+        kind: 'network.udp',
+        target: 'api.test:443',
+        reason: 'api.test is allowed, but only over TCP: …',
+        allowEntry: 'api.test',
+        allowWith,
+      },
+      ['api.test'],
+    );
+    expect(d).toEqual({
+      kind: 'network.udp',
+      target: 'api.test:443',
+      reason: 'api.test is allowed, but only over TCP: …',
+      allowWith,
+    });
+    expect(networkAllowEntry(d)).toBeUndefined();
+  });
+
   it('a private address: the address joins the name already allowed', () => {
     const d = networkDenial(
       {

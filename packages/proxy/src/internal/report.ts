@@ -1,18 +1,18 @@
 /**
  * Reports from the sandbox's bridge, on an entrance, each one line on a connection of its own:
- * `ALEPH dns-refused NAME`, sent before the resolver answers NXDOMAIN, and `ALEPH port-refused
+ * `ALEPH dns-refused NAME`, sent before the resolver answers NXDOMAIN, `ALEPH port-refused
  * ADDRESS:PORT`, a connection the sandbox's kernel refused because nothing listens on that port (not an
- * egress port). The proxy checks each against its own allowlist and records the denial for the entrance
+ * egress port), and `ALEPH udp-refused ADDRESS:PORT`, a UDP datagram it refused (`network.udp`). The proxy checks each against its own allowlist and records the denial for the entrance
  * (`network.dns`; `network.host` or `network.port`), so whoever sends such a line can only make the record
  * say what its allowlist decides. Any other request starting with
  * `A` goes to the HTTP server as before.
  */
 import type net from 'node:net';
-import { dnsDenial, transparentPortDenial } from '../denial.js';
+import { dnsDenial, transparentPortDenial, udpDenial } from '../denial.js';
 import type { ProxyContext } from './context.js';
 
 const PREFIX = 'ALEPH ';
-const LINE = /^ALEPH (dns-refused|port-refused) ([!-~]{1,253})\r?\n$/;
+const LINE = /^ALEPH (dns-refused|port-refused|udp-refused) ([!-~]{1,253})\r?\n$/;
 const MAX_LINE = 300;
 
 /**
@@ -54,7 +54,9 @@ function record(ctx: ProxyContext, client: net.Socket, m: RegExpExecArray | null
       ? undefined
       : m[1] === 'dns-refused'
         ? dnsDenial(ctx.allowlist, m[2] as string)
-        : transparentPortDenial(ctx.allowlist, m[2] as string);
+        : m[1] === 'udp-refused'
+          ? udpDenial(ctx.allowlist, m[2] as string)
+          : transparentPortDenial(ctx.allowlist, m[2] as string);
   if (denial !== undefined && entrance !== undefined) {
     ctx.counters.denied++;
     entrance.note(denial);
