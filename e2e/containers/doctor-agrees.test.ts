@@ -109,6 +109,14 @@ describe.skipIf(skipAll)(
       }
     });
 
+    it("podman's default security (no SYS_ADMIN, masked /proc), as root and as uid 65534: doctor agrees", () => {
+      for (const user of [undefined, '65534:65534']) {
+        const o = inContainer<Outcome>('doctor-agrees.mjs', 'default', user);
+        expectAgree(o);
+        for (const s of o.results) expect(s.run.code, s.run.stderr).toBe(0);
+      }
+    });
+
     /**
      * gVisor from 2023-11 on: tier 2 without Landlock, whose gaps doctor names as the run does (a user's
      * `tmpfs` gap included, which a command keeping uid 0 does not have).
