@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import dgram from 'node:dgram';
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gapNames } from '@aleph/driver-linux';
@@ -20,21 +20,38 @@ import { declaredGaps, type Identity, identities } from './hosts.js';
  */
 const stack = linuxStack();
 
-/** The command: datagrams to PORT on 127.0.0.2 (not allowed), 127.0.0.3 (allowed) and 127.0.0.1, a lookup. */
+/**
+ * The command: datagrams to PORT on 127.0.0.2 (not allowed), 127.0.0.3 (allowed) and 127.0.0.1, and a
+ * lookup of a name nobody allowed. With `inside`, also to port 443 of the allowed name aleph-udp.test (the
+ * sandbox's resolver answers it; HTTP/3's case) and, where the sandbox has IPv6, to [::2]: neither is sent
+ * unsandboxed, where ::2 would follow the host's default route.
+ */
 const SEND = `
 const dgram = require('node:dgram');
+const dns = require('node:dns').promises;
 const port = Number(process.argv[1]);
-const s = dgram.createSocket('udp4');
-const send = (host) => new Promise((resolve) => s.send('aleph-udp ' + host, port, host, (e) => resolve(e)));
+const inside = process.argv[2] === 'inside';
+const send = (s, host, p = port) => new Promise((resolve) => s.send('aleph-udp ' + host, p, host, (e) => resolve(e)));
 (async () => {
-  for (const host of ['127.0.0.2', '127.0.0.3', '127.0.0.1']) await send(host);
-  await require('node:dns').promises.lookup('aleph-udp-nowhere.test').catch(() => undefined);
+  const s = dgram.createSocket('udp4');
+  for (const host of ['127.0.0.2', '127.0.0.3', '127.0.0.1']) await send(s, host);
+  await dns.lookup('aleph-udp-nowhere.test').catch(() => undefined);
+  if (inside) {
+    const named = await dns.lookup('aleph-udp.test', { family: 4 }).catch(() => undefined);
+    if (named !== undefined) await send(s, named.address, 443);
+    const s6 = dgram.createSocket('udp6');
+    s6.on('error', () => undefined);
+    const e = await send(s6, '::2');
+    console.log(e === undefined || e === null ? 'ipv6' : 'no ipv6');
+    s6.close();
+  }
   s.close();
 })();
 `;
 
 interface Run {
   exitCode: number | null;
+  stdout: string;
   stderr: string;
   details?: { denials?: SandboxDenial[] };
 }
@@ -75,7 +92,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
       if (base !== '') rmSync(base, { recursive: true, force: true });
     });
 
-    /** `run --json --net 127.0.0.3 -- node -e SEND PORT` as `identity`, in a workspace of its own. */
+    /** `run --json --net 127.0.0.3,aleph-udp.test -- node -e SEND PORT inside` as `identity`, in a workspace of its own. */
     function sandboxed(identity: Identity): Run {
       const dir = path.join(base, identity.key);
       const home = path.join(dir, 'home');
@@ -85,7 +102,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
       for (const d of [home, ws])
         if (identity.uid !== process.getuid?.()) chownSync(d, identity.uid, identity.uid);
       chmodSync(dir, 0o755);
-      const args = ['run', '--json', '--net', '127.0.0.3', '--workspace', ws, '--'];
+      const args = ['run', '--json', '--net', '127.0.0.3,aleph-udp.test', '--workspace', ws, '--'];
       const [cmd, ...rest] = [
         ...identity.wrap,
         ...cliArgvAs(identity.uid, path.join(base, 'checkout'), [
@@ -94,6 +111,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           '-e',
           SEND,
           String(port),
+          'inside',
         ]),
       ] as [string, ...string[]];
       const r = spawnSync(cmd, rest, {
@@ -133,7 +151,21 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           const r = sandboxed(identity);
           expect(r.exitCode, r.stderr).toBe(0);
           const udp = (r.details?.denials ?? []).filter((d) => d.kind === 'network.udp');
-          expect(udp.map((d) => d.target).sort()).toEqual([`127.0.0.2:${port}`, `127.0.0.3:${port}`]);
+          const ipv6 = r.stdout.includes('ipv6\n') && !r.stdout.includes('no ipv6');
+          // A kernel with IPv6 gives the sandbox's namespace an IPv6 loopback: the datagram is sent there.
+          expect(ipv6, r.stdout).toBe(existsSync('/proc/net/if_inet6'));
+          expect(udp.map((d) => d.target).sort()).toEqual(
+            [
+              `127.0.0.2:${port}`,
+              `127.0.0.3:${port}`,
+              'aleph-udp.test:443',
+              ...(ipv6 ? [`[::2]:${port}`] : []),
+            ].sort(),
+          );
+          // The allowed name is named as the allowlist knows it, not by its synthetic address.
+          expect(udp.find((d) => d.target === 'aleph-udp.test:443')?.reason).toMatch(
+            /^aleph-udp\.test is allowed, but only over TCP/,
+          );
           const [notAllowed, allowed] = [`127.0.0.2:${port}`, `127.0.0.3:${port}`].map((t) =>
             udp.find((d) => d.target === t),
           );
