@@ -3,7 +3,7 @@
 // process may mount one, and the default session workspace), what `doctor --json --workspace DIR` says
 // and what `run --json --workspace DIR` of the agent's step then did, printed as one JSON line.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 const cli = path.join(process.env.ALEPH_REPO ?? '', 'packages/sandbox/dist/cli-bundle/aleph-sandbox.cjs');
@@ -104,6 +104,18 @@ if (ramfs !== undefined) {
   const env = { ...process.env, HOME: home, TMPDIR: tmp };
   const dir = workspaces.find((w) => w.name === 'tmpfs')?.dir;
   results.push({ name: 'tmpfs, TMPDIR on ramfs', dir, fs: fsType(dir), ...both(dir, env) });
+  // minimum_tier = 1 allows no fallback: a run in the ramfs workspace is refused, and doctor says so.
+  const strict = mkdtempSync('/tmp/aleph-home-');
+  made.push(strict);
+  mkdirSync(path.join(strict, '.aleph'));
+  writeFileSync(path.join(strict, '.aleph', 'config.toml'), '[sandbox.linux]\nminimum_tier = 1\n');
+  const ws = workspaces.find((w) => w.name === 'ramfs')?.dir;
+  results.push({
+    name: 'ramfs, minimum_tier = 1',
+    dir: ws,
+    fs: fsType(ws),
+    ...both(ws, { ...process.env, HOME: strict }),
+  });
 }
 for (const dir of made) rmSync(dir, { recursive: true, force: true });
 if (ramfs !== undefined) {

@@ -85,6 +85,17 @@ describe.skipIf(skipAll)(
       expectAgree(o);
       // ramfs refuses idmapped mounts on every kernel: the run falls back, and doctor's check with it.
       expectFellBack(seen(o, 'ramfs'));
+      // Where minimum_tier = 1 allows no fallback, both refuse: doctor names no tier and no gap of a run
+      // that never happens, and its problem is the run's refusal, with the fix.
+      const strict = seen(o, 'ramfs, minimum_tier = 1');
+      expect(strict.run.code).toBe(125);
+      expect(strict.run.error).toBe('ALEPH_DRIVER_UNAVAILABLE');
+      expect(strict.doctor.available).toBe(false);
+      expect(strict.doctor.tierId).toBeNull();
+      expect(strict.doctor.notEnforced).toEqual([]);
+      expect(strict.doctor.problems.join('\n')).toMatch(
+        /sandboxed-run: .*tier 1 cannot serve .*ramfs.*minimum_tier = 1 allows no weaker tier; fix: /,
+      );
       // The tmpfs and the overlay serve tier 1 or not by kernel; either way doctor is ready.
       for (const name of ['tmpfs', 'overlay', 'default', 'tmpfs, TMPDIR on ramfs']) {
         const s = seen(o, name);

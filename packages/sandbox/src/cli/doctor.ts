@@ -136,8 +136,15 @@ async function reportOf(
     if (!trial.ok) problems.push(`sandboxed-run: ${trial.detail}`);
     const details = trial.details;
     // A run refused in this workspace (no tier allowed here serves it) has no tier either.
-    if (typeof details?.tier === 'string') ran.tierId = details.tier;
-    else if (!trial.ok) ran.tierId = null;
+    if (typeof details?.tier === 'string') {
+      ran.tierId = details.tier;
+    } else if (!trial.ok) {
+      ran.tierId = null;
+      ran.tier =
+        probe?.tier === undefined
+          ? 'unavailable'
+          : `${String(probe.tier)}; in this workspace: none (the run was refused: see sandboxed-run)`;
+    }
     if (details !== undefined && Array.isArray(details.notEnforced)) ran.notEnforced = details.notEnforced;
     if (details !== undefined && typeof details.tierFallback === 'string') {
       mechanisms['workspace-tier'] = { available: true, detail: details.tierFallback };
