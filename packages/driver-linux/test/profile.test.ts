@@ -437,8 +437,9 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
   });
 
   it.each([
-    // No network with a proxy: an empty allowlist, so every attempt is refused there and recorded.
-    ['none', { kind: 'none' } as const, 'proxy-routed', true],
+    // No network with a proxy: an empty allowlist, so every attempt is refused there and recorded; the
+    // seccomp gate keeps its name (the same gate).
+    ['none', { kind: 'none' } as const, 'loopback', true],
     ['allowHosts', { kind: 'allowHosts', hosts: ['pypi.org'] } as const, 'proxy-routed', true],
     ['allowAll', { kind: 'allowAll' } as const, 'unrestricted', false],
   ])('network %s: seccomp %s, own namespace %s', (_n, network, mode, ownNs) => {

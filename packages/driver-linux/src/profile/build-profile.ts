@@ -57,7 +57,7 @@ export function buildLinuxProfile(
     caps,
     cwd,
     inputs,
-    { privileged, identity },
+    { privileged, identity, policy: asked.network.kind },
     netPlan,
   );
   const rules = draft.landlock;
@@ -143,7 +143,12 @@ function processArgs(
   caps: SandboxCapabilities,
   cwd: string,
   inputs: ProfileInputs,
-  who: { readonly privileged: boolean; readonly identity: LinuxProfile['identity'] },
+  who: {
+    readonly privileged: boolean;
+    readonly identity: LinuxProfile['identity'];
+    /** The network the caller asked for (`caps` may route none as an empty allowlist). */
+    readonly policy: SandboxCapabilities['network']['kind'];
+  },
   netPlan: NetworkPlan,
 ) {
   const { privileged, identity } = who;
@@ -165,8 +170,13 @@ function processArgs(
     },
     [...rendered.bwrap, ...netPlan.bwrap],
   );
+  // No network keeps its name, routed or not: its gate is the same as proxy-routed.
   const seccompNetwork =
-    net.kind === 'none' ? 'loopback' : net.kind === 'allowHosts' ? 'proxy-routed' : 'unrestricted';
+    net.kind === 'none' || who.policy === 'none'
+      ? 'loopback'
+      : net.kind === 'allowHosts'
+        ? 'proxy-routed'
+        : 'unrestricted';
   const seccompOptions = {
     arch: inputs.arch,
     network: seccompNetwork,
