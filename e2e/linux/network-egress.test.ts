@@ -188,6 +188,35 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         },
       );
 
+      inNamespace(
+        `with no network, a name is refused at once by the resolver and an address by the proxy, each recorded with the --net entry that allows it; the own loopback works${why}`,
+        () => {
+          const dns = get('none-dns');
+          expect(dns.stdout).toBe('ENOTFOUND\ncurl 6\n');
+          // Both clients asked; the run keeps one record per kind and target.
+          expect(dns.denials.map((d) => [d.kind, d.target])).toEqual([['network.dns', 'api.test']]);
+          expect(dns.denials[0]?.allowWith).toMatch(
+            /^add "api\.test" to the allowed hosts: aleph-sandbox run --net api\.test \(/,
+          );
+          const address = get('none-address');
+          // An egress port: the proxy answers 403 naming the entry. No proxy variables are set.
+          expect(address.stdout).toMatch(
+            /^403 Forbidden by aleph-proxy: 10\.255\.0\.1 is not on the allowlist.*\ncurl 0\n0\n$/,
+          );
+          expect(address.denials).toEqual([
+            {
+              kind: 'network.host',
+              target: '10.255.0.1:80',
+              reason: '10.255.0.1 is not on the allowlist',
+              allowWith: expect.stringMatching(
+                /^add "10\.255\.0\.1" to the allowed hosts: aleph-sandbox run --net 10\.255\.0\.1 \(/,
+              ),
+            },
+          ]);
+          expect(ok('none-loopback')).toBe('own\n');
+        },
+      );
+
       it('a host off the allowlist through the proxy: 403 naming it, recorded as network.host in details and in the audit record, through execute() and spawn()', () => {
         const r = get('host-denied');
         expect(r.stdout).toBe('403');

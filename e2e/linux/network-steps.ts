@@ -4,15 +4,20 @@
  */
 
 const spawnOk = { spawnSubprocess: true };
-const sh = (script: string, hosts: readonly string[] | 'all') => ({
+const sh = (script: string, hosts: readonly string[] | 'all' | 'none') => ({
   program: 'sh',
   args: ['-c', script],
   capabilities: {
     ...spawnOk,
-    network: hosts === 'all' ? { kind: 'allowAll' } : { kind: 'allowHosts', hosts },
+    network:
+      hosts === 'all'
+        ? { kind: 'allowAll' }
+        : hosts === 'none'
+          ? { kind: 'none' }
+          : { kind: 'allowHosts', hosts },
   },
 });
-const py = (code: string, hosts: readonly string[]) =>
+const py = (code: string, hosts: readonly string[] | 'none') =>
   sh(`exec python3 -c '${code.replaceAll("'", `'"'"'`)}'`, hosts);
 
 /** A DNS query for NAME (type A), with an OPT record when EDNS is wanted, in Python. */
@@ -222,6 +227,25 @@ export function egressSteps(
       command: py(
         'import socket\ntry:\n    socket.create_connection((socket.gethostbyname("api.test"), 22), timeout=3); print("closed port: open")\nexcept OSError:\n    print("closed port: refused")',
         hosts,
+      ),
+    },
+    // No network at all: each attempt is refused at once and recorded, naming the --net entry.
+    {
+      id: 'none-dns',
+      command: sh(
+        `node -e "fetch('http://api.test:${h}/ok').then((r) => console.log(r.status), (e) => console.log(e.cause.code))"; curl -sS http://api.test:${h}/ok; echo curl $?`,
+        'none',
+      ),
+    },
+    {
+      id: 'none-address',
+      command: sh(`curl -sS -m 5 http://10.255.0.1/; echo curl $?; env | grep -ci proxy`, 'none'),
+    },
+    {
+      id: 'none-loopback',
+      command: py(
+        'import socket, threading\nl = socket.create_server(("127.0.0.1", 0)); p = l.getsockname()[1]\nt = threading.Thread(target=lambda: l.accept()[0].sendall(b"own")); t.start()\nprint(socket.create_connection(("127.0.0.1", p)).recv(10).decode())',
+        'none',
       ),
     },
     { id: 'probe-dns-garbage', command: py(DNS_GARBAGE, hosts) },

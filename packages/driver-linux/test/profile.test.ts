@@ -437,6 +437,8 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
   });
 
   it.each([
+    // No network with a proxy: an empty allowlist, so every attempt is refused there and recorded; the
+    // seccomp gate keeps its name (the same gate).
     ['none', { kind: 'none' } as const, 'loopback', true],
     ['allowHosts', { kind: 'allowHosts', hosts: ['pypi.org'] } as const, 'proxy-routed', true],
     ['allowAll', { kind: 'allowAll' } as const, 'unrestricted', false],
@@ -445,12 +447,36 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
     const p = buildLinuxProfile(caps({ network }), ws, ws, inputs({ proxySocket: '/run/x/p.sock' }));
     expect(p.seccomp.network).toBe(mode);
     expect(p.bwrapArgs.includes('--unshare-net')).toBe(ownNs);
-    if (network.kind === 'allowHosts') {
+    expect(p.network.policy).toBe(network.kind);
+    if (network.kind !== 'allowAll') {
       expect(p.bwrapArgs.join(' ')).toContain('--bind /run/x/p.sock /run/aleph/proxy.sock');
       expect(p.helperArgs.join(' ')).toContain('--bridge 3128:/run/aleph/proxy.sock');
       // Its own namespace has only loopback: no TCP rules, so servers and clients on it work.
       expect(p.helperArgs.join(' ')).not.toContain('--ll-net');
     }
+  });
+
+  it('network none without a proxy: a bare loopback, no bridge, no resolver', () => {
+    const ws = temp();
+    const p = buildLinuxProfile(caps({ network: { kind: 'none' } }), ws, ws, inputs());
+    expect(p.seccomp.network).toBe('loopback');
+    expect(p.network.resolver).toBeNull();
+    expect(p.helperArgs.join(' ')).not.toContain('--bridge');
+  });
+
+  it('network none with a proxy: every name refused by the resolver, no CA files, no allowlist', () => {
+    const ws = temp();
+    const p = buildLinuxProfile(
+      caps({ network: { kind: 'none' } }),
+      ws,
+      ws,
+      inputs({ proxySocket: '/run/x/p.sock' }),
+    );
+    expect(p.network.resolver?.names).toEqual([]);
+    expect(p.network.hosts).toEqual([]);
+    expect(p.helperArgs.join(' ')).toContain('--dns on');
+    expect(p.helperArgs.join(' ')).not.toContain('--dns-allow');
+    expect(p.summary.join('\n')).toMatch(/loopback only/);
   });
 
   it('limits: RLIMIT_CORE and RLIMIT_NOFILE always, RLIMIT_AS from maxMemoryMb', () => {

@@ -61,8 +61,13 @@ export class PlanBuilder {
         tmpDir: this.sessionTmpFor(sessionKey ?? 'preflight'),
       });
     }
+    // No network is an empty allowlist on the proxy: every attempt is refused, and recorded.
     const proxySocket =
-      caps.network.kind === 'allowHosts' ? this.pools.socketPath(caps.network.hosts) : undefined;
+      caps.network.kind === 'allowHosts'
+        ? this.pools.socketPath(caps.network.hosts)
+        : caps.network.kind === 'none'
+          ? this.pools.socketPath([])
+          : undefined;
     // Reused while the filesystem still gives the same answers (re-asked each time, so a new .git or a
     // vanished grant counts).
     const key = JSON.stringify([tier, caps, cwd, workspace, sessionKey, proxySocket, notEnforced]);

@@ -41,10 +41,13 @@ export function buildLinuxProfile(
   inputs: ProfileInputs,
 ): LinuxProfile {
   refuseHiddenGrants(caps, inputs.hiddenPaths);
+  const asked = caps;
+  // No network, with a proxy given: routed as an empty allowlist, so every attempt is refused and recorded.
+  caps = refusingAll(caps, inputs.proxySocket);
   const privileged = inputs.privileged ?? inputs.host.isRoot;
   const draft = newDraft(inputs.fs ?? liveFs);
   const fsPlan = planFilesystem(draft, caps, workspace, inputs, privileged);
-  const trust = addTrust(draft, caps, inputs.network?.trust);
+  const trust = addTrust(draft, asked, inputs.network?.trust);
   const net = caps.network;
   const identity = profileIdentity(inputs, privileged);
   const sharedNetwork = net.kind === 'allowAll';
@@ -54,7 +57,7 @@ export function buildLinuxProfile(
     caps,
     cwd,
     inputs,
-    { privileged, identity },
+    { privileged, identity, policy: asked.network.kind },
     netPlan,
   );
   const rules = draft.landlock;
@@ -88,7 +91,7 @@ export function buildLinuxProfile(
   return {
     driver: 'linux',
     summary: [
-      ...namespaceSummary(net, inputs, facts),
+      ...namespaceSummary(asked.network, inputs, facts),
       ...networkPlanInWords(netPlan),
       ...(trust.words.length > 0
         ? [`tls trust: the host's CA files, read-only: ${trust.words.join(', ')}`]
@@ -106,7 +109,7 @@ export function buildLinuxProfile(
     landlock: { mode: inputs.landlock, rules, tcp: null, scoped: true },
     seccomp: seccompSection(seccomp, seccompOptions),
     limits: limitsSection(rlimits, caps, { ...inputs, nsLimits }),
-    network: networkSection(net, inputs.proxySocket, netPlan),
+    network: { ...networkSection(net, inputs.proxySocket, netPlan), policy: asked.network.kind },
     mounts: mountSummary,
     protectedPaths: [...fsPlan.protection.paths, ...fsPlan.homeProtection.paths],
     cwd,
@@ -115,6 +118,19 @@ export function buildLinuxProfile(
       ? {}
       : { sessionTmp: inputs.sessionTmp, sessionTmpMountPoints: sessionTmpMountPoints(draft.mounts) }),
   };
+}
+
+/**
+ * `caps` with no network routed as an empty allowlist when the driver gives it a proxy (`proxySocket`):
+ * the sandbox's resolver answers every name NXDOMAIN and transparent egress sends every connection to the
+ * proxy, each refused and recorded as a typed denial naming the `--net` entry that allows it, where a
+ * namespace with a bare loopback would fail the command silently (a DNS timeout, `EAI_AGAIN` retried until
+ * the run's own timeout).
+ */
+export function refusingAll(caps: SandboxCapabilities, proxySocket: string | undefined): SandboxCapabilities {
+  return caps.network.kind === 'none' && proxySocket !== undefined
+    ? { ...caps, network: { kind: 'allowHosts', hosts: [] } }
+    : caps;
 }
 
 /**
@@ -127,7 +143,12 @@ function processArgs(
   caps: SandboxCapabilities,
   cwd: string,
   inputs: ProfileInputs,
-  who: { readonly privileged: boolean; readonly identity: LinuxProfile['identity'] },
+  who: {
+    readonly privileged: boolean;
+    readonly identity: LinuxProfile['identity'];
+    /** The network the caller asked for (`caps` may route none as an empty allowlist). */
+    readonly policy: SandboxCapabilities['network']['kind'];
+  },
   netPlan: NetworkPlan,
 ) {
   const { privileged, identity } = who;
@@ -149,8 +170,13 @@ function processArgs(
     },
     [...rendered.bwrap, ...netPlan.bwrap],
   );
+  // No network keeps its name, routed or not: its gate is the same as proxy-routed.
   const seccompNetwork =
-    net.kind === 'none' ? 'loopback' : net.kind === 'allowHosts' ? 'proxy-routed' : 'unrestricted';
+    net.kind === 'none' || who.policy === 'none'
+      ? 'loopback'
+      : net.kind === 'allowHosts'
+        ? 'proxy-routed'
+        : 'unrestricted';
   const seccompOptions = {
     arch: inputs.arch,
     network: seccompNetwork,

@@ -98,7 +98,7 @@ function identityInWords(identity: LinuxProfile['identity'], inputs: ProfileInpu
 
 function networkInWords(net: SandboxCapabilities['network']): string {
   return net.kind === 'none'
-    ? 'network: own namespace with loopback only (bind, listen and connect on it work; nothing else is reachable)'
+    ? 'network: own namespace with loopback only (bind, listen and connect on it work; nothing else is reachable: where the driver runs the managed proxy, every name and connection off it is refused there and recorded)'
     : net.kind === 'allowHosts'
       ? `network: own namespace with loopback only; 127.0.0.1:${BRIDGE_PORT} bridged to the managed proxy allowing ${net.hosts.join(', ')}`
       : 'network: the host network, unfiltered';

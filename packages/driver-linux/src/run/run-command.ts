@@ -107,8 +107,10 @@ export class CommandRunner {
     refuseLoaderEnv(request.env, this.settings.allowLoaderEnv);
     this.#prepareHost(profile, request);
     const pool = this.parts.pools.forRun(direct);
+    const network = request.capabilities.network;
+    // No network in tiers 1–2 is an empty allowlist (`refusingAll`): its refusals are recorded too.
     const hosts =
-      request.capabilities.network.kind === 'allowHosts' ? request.capabilities.network.hosts : undefined;
+      network.kind === 'allowHosts' ? network.hosts : network.kind === 'none' && !direct ? [] : undefined;
     // The run's own entrance on the shared proxy: its refusals are this run's.
     const lease = hosts === undefined ? undefined : await pool.acquire(hosts, { entrance: true });
     const tmpDir = direct ? (profile.tmpDir as string) : undefined;
@@ -244,7 +246,8 @@ export class CommandRunner {
     const env = commandEnv(profile, request, this.settings.envAllowlist, tmpDir);
     // Tier 3 connects to the run's entrance on loopback; tiers 1–2 to the bridge inside.
     const proxyPort = lease?.entrance?.address?.port;
-    if (lease !== undefined)
+    // No network has no proxy variables: nothing is reachable through them.
+    if (lease !== undefined && request.capabilities.network.kind === 'allowHosts')
       Object.assign(
         env,
         lease.proxy.env(
