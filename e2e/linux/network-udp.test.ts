@@ -93,8 +93,8 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
     });
 
     /** `run --json --net 127.0.0.3,aleph-udp.test -- node -e SEND PORT inside` as `identity`, in a workspace of its own. */
-    function sandboxed(identity: Identity): Run {
-      const dir = path.join(base, identity.key);
+    function sandboxed(identity: Identity, net: 'allowlist' | 'none' = 'allowlist'): Run {
+      const dir = path.join(base, `${identity.key}-${net}`);
       const home = path.join(dir, 'home');
       const ws = path.join(dir, 'ws');
       mkdirSync(home, { recursive: true });
@@ -102,7 +102,8 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
       for (const d of [home, ws])
         if (identity.uid !== process.getuid?.()) chownSync(d, identity.uid, identity.uid);
       chmodSync(dir, 0o755);
-      const args = ['run', '--json', '--net', '127.0.0.3,aleph-udp.test', '--workspace', ws, '--'];
+      const netArgs = net === 'none' ? [] : ['--net', '127.0.0.3,aleph-udp.test'];
+      const args = ['run', '--json', ...netArgs, '--workspace', ws, '--'];
       const [cmd, ...rest] = [
         ...identity.wrap,
         ...cliArgvAs(identity.uid, path.join(base, 'checkout'), [
@@ -180,6 +181,23 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           }
           // The lookup went to the sandbox's resolver (a network.dns denial), not out as a refused datagram.
           expect(r.details?.denials?.some((d) => d.kind === 'network.dns')).toBe(true);
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          for (const s of servers) expect(s.got).toEqual([]);
+        },
+        120_000,
+      );
+      it.skipIf(skip !== undefined)(
+        `as ${identity.name}, with no network: each datagram and each name is a typed denial; none arrives${skip ? ` [skipped: ${skip}]` : ''}`,
+        async () => {
+          const r = sandboxed(identity, 'none');
+          expect(r.exitCode, r.stderr).toBe(0);
+          const denials = r.details?.denials ?? [];
+          const udp = denials.filter((d) => d.kind === 'network.udp').map((d) => d.target);
+          expect(udp).toContain(`127.0.0.2:${port}`);
+          expect(udp).toContain(`127.0.0.3:${port}`);
+          expect(udp).not.toContain(`127.0.0.1:${port}`);
+          const names = denials.filter((d) => d.kind === 'network.dns').map((d) => d.target);
+          expect(names.sort()).toEqual(['aleph-udp-nowhere.test', 'aleph-udp.test']);
           await new Promise((resolve) => setTimeout(resolve, 200));
           for (const s of servers) expect(s.got).toEqual([]);
         },
