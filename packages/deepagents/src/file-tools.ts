@@ -198,7 +198,10 @@ export async function grepFiles(
   } catch (error) {
     return { error: `Error searching '${path}': ${messageOf(error)}` };
   }
+  // With a cap, reading stops once it is passed: the files after cannot change the (cut) result.
+  const enough = typeof maxCount === 'number' && maxCount >= 0 ? maxCount : Number.POSITIVE_INFINITY;
   for (const entry of walked.entries) {
+    if (matches.length > enough) break;
     if (entry.type !== 'file' || !nameMatches(entry.relative.split('/').pop() as string)) continue;
     await grepOne(files, joinPath(start, entry.relative), pattern, matches);
   }
