@@ -5,6 +5,9 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { AlephSandbox } from '@aleph/deepagents';
+import { AIMessage, ToolMessage } from '@langchain/core/messages';
+import { fakeModel } from '@langchain/core/testing';
+import { createDeepAgent } from 'deepagents';
 
 const config = (plan) => ({
   sandbox: { workspace_root: path.join(plan.base, 'workspaces'), default_timeout_seconds: 60 },
@@ -22,6 +25,19 @@ async function withSandbox(plan, name, fn, options = {}) {
     await sandbox.close();
   }
 }
+
+/** A fake model answering with each turn in order (tool calls, then a final text). */
+function scripted(...turns) {
+  let model = fakeModel();
+  for (const t of turns)
+    model = typeof t === 'string' ? model.respond(new AIMessage(t)) : model.respondWithTools(t);
+  return model;
+}
+
+const contentText = (content) =>
+  typeof content === 'string'
+    ? content
+    : content.map((c) => (c.type === 'text' ? c.text : `[${c.type}]`)).join('');
 
 const pathsOf = (r) => (r.files ?? []).map((f) => f.path).sort();
 const cat = async (sandbox, p) => (await sandbox.execute(`cat '${p}'`)).output;
@@ -227,5 +243,47 @@ export const scenarios = {
       execute: await sandbox.execute('echo late').catch((e) => ({ threw: String(e) })),
     };
     return o;
+  },
+
+  // deepagents' own loop (its tools, its formatting) over the same operations: relative and absolute paths,
+  // unicode names and content, a directory of 3,000 entries listed, globbed and searched.
+  async agent(plan) {
+    return withSandbox(plan, 'agent', async (sandbox) => {
+      const ws = sandbox.workspace;
+      const made = await sandbox.execute(
+        'mkdir -p big && cd big && seq -f e%04g.txt 0 2999 | xargs sh -c \'for f; do echo needle > "$f"; done\' _',
+      );
+      const u = path.join(ws, 'ü', '数据.txt');
+      const call = (name, args, id) => ({ name, args, id });
+      const model = scripted(
+        [call('write_file', { file_path: u, content: 'строка 1\nline 2 🎉\n' }, 'w1')],
+        [call('edit_file', { file_path: 'ü/数据.txt', old_string: '🎉', new_string: '🌍' }, 'e1')],
+        [call('read_file', { file_path: 'ü/数据.txt' }, 'r1')],
+        [call('ls', { path: 'ü' }, 'l1')],
+        [call('grep', { pattern: '🌍', path: 'ü' }, 'g2')],
+        [call('read_file', { file_path: 'big/missing.txt' }, 'r2')],
+        [
+          call('ls', { path: path.join(ws, 'big') }, 'l2'),
+          call('glob', { pattern: '**/*.txt', path: 'big' }, 'b1'),
+          call('grep', { pattern: 'needle', path: ws, glob: 'e29*.txt' }, 'g1'),
+        ],
+        'done',
+      );
+      const result = await createDeepAgent({ model, backend: sandbox }).invoke({
+        messages: [{ role: 'user', content: 'go' }],
+      });
+      const tools = Object.fromEntries(
+        result.messages
+          .filter((m) => ToolMessage.isInstance(m))
+          .map((m) => [m.tool_call_id, { text: contentText(m.content), status: m.status }]),
+      );
+      return {
+        workspace: ws,
+        made: made.exitCode,
+        tools,
+        messages: result.messages.length,
+        final: contentText(result.messages.at(-1).content),
+      };
+    });
   },
 };

@@ -126,6 +126,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
             'spec',
             'large',
             'errors',
+            'agent',
           ]);
         }, 300_000);
         afterAll(() => {
@@ -223,6 +224,30 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           expect(found).toContain('tree/open/y.txt');
           expect(found.length).toBe(identity.uid === 0 ? 2 : 1);
           expect((r.globTree as { files: unknown[] }).files.length).toBe(identity.uid === 0 ? 2 : 1);
+        });
+
+        it("deepagents' own loop: unicode paths relative and absolute, 3,000 entries listed, globbed, searched", () => {
+          const r = result('agent');
+          const t = r.tools as Record<string, { text: string }>;
+          const big = path.join(r.workspace as string, 'big');
+          expect(r.made).toBe(0);
+          expect(t.w1?.text).toBe(
+            `Successfully wrote to '${path.join(r.workspace as string, 'ü', '数据.txt')}'`,
+          );
+          expect(t.e1?.text).toBe("Successfully replaced 1 occurrence(s) in 'ü/数据.txt'");
+          expect(t.r1?.text).toBe('@@ lines 1-2 of 2 @@\nстрока 1\nline 2 🌍');
+          expect(t.l1?.text).toBe('ü/数据.txt (27 bytes)');
+          expect(t.g2?.text).toBe('ü/数据.txt:\n  2: line 2 🌍');
+          expect(t.r2?.text).toBe("Error: File 'big/missing.txt' not found");
+          // deepagents cuts a listing this long itself, with its own guidance.
+          const listed = (t.l2?.text ?? '').split('\n');
+          expect(listed[0]).toBe(`${big}/e0000.txt (7 bytes)`);
+          expect(listed.at(-1)).toMatch(/^\.\.\. \[results truncated, try being more specific/);
+          const globbed = (t.b1?.text ?? '').split('\n');
+          expect([globbed.length, globbed[0], globbed.at(-1)]).toEqual([3000, 'e0000.txt', 'e2999.txt']);
+          const found = (t.g1?.text ?? '').split('\n').filter((l) => l.startsWith(`${big}/e29`));
+          expect(found.length).toBe(100);
+          expect(r.final).toBe('done');
         });
 
         it('closed: isRunning is false, every file tool is an error, execute says the session closed', () => {
