@@ -286,4 +286,44 @@ export const scenarios = {
       };
     });
   },
+
+  // Lifecycle and execute as the standard tests ask: id, isRunning until close, initialFiles (absolute and
+  // relative, nested, a script then run, read, downloaded, listed; an empty object), exit codes, stderr.
+  async lifecycle(plan) {
+    const ws = path.join(plan.base, 'life');
+    const sandbox = await AlephSandbox.create({
+      config: config(plan),
+      workspace: ws,
+      initialFiles: {
+        [path.join(ws, 'src/components/Button/index.tsx')]:
+          'export const Button = () => <button>Click</button>;',
+        'init-script.sh': '#!/bin/sh\necho "Hello from initialFiles script"',
+        'init-ls-dir/file.txt': 'ls test content',
+      },
+    });
+    const empty = await AlephSandbox.create({ config: config(plan), workspace: ws, initialFiles: {} });
+    try {
+      return {
+        id: sandbox.id,
+        running: [sandbox.isRunning, empty.isRunning],
+        button: await sandbox.execute(`cat ${path.join(ws, 'src/components/Button/index.tsx')}`),
+        script: await sandbox.execute('sh init-script.sh'),
+        read: await sandbox.read('init-ls-dir/file.txt'),
+        download: (await sandbox.downloadFiles([path.join(ws, 'init-ls-dir/file.txt')])).map((d) => ({
+          ...d,
+          content: d.content && new TextDecoder().decode(d.content),
+        })),
+        ls: pathsOf(await sandbox.ls(path.join(ws, 'init-ls-dir'))),
+        works: await empty.execute('echo "Works!"'),
+        exit42: await sandbox.execute('exit 42'),
+        stderr: await sandbox.execute('echo "error message" >&2'),
+        env: await sandbox.execute('export MY_VAR="test_value" && echo $MY_VAR'),
+        missing: await sandbox.execute('nonexistent_command_12345'),
+        closed: await sandbox.close().then(() => [sandbox.isRunning, empty.isRunning]),
+      };
+    } finally {
+      await sandbox.close();
+      await empty.close();
+    }
+  },
 };

@@ -127,6 +127,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
             'large',
             'errors',
             'agent',
+            'lifecycle',
           ]);
         }, 300_000);
         afterAll(() => {
@@ -248,6 +249,34 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           const found = (t.g1?.text ?? '').split('\n').filter((l) => l.startsWith(`${big}/e29`));
           expect(found.length).toBe(100);
           expect(r.final).toBe('done');
+        });
+
+        it('lifecycle and execute: id, isRunning, initialFiles every way the standard tests use them, exit codes', () => {
+          const r = result('lifecycle');
+          const ws = path.join(run?.base as string, 'life');
+          expect(r.id).toMatch(/^aleph:./);
+          expect(r.running).toEqual([true, true]);
+          expect(r.button).toEqual({
+            output: 'export const Button = () => <button>Click</button>;',
+            exitCode: 0,
+            truncated: false,
+          });
+          expect(r.script).toEqual({
+            output: 'Hello from initialFiles script\n',
+            exitCode: 0,
+            truncated: false,
+          });
+          expect(r.read).toMatchObject({ content: 'ls test content' });
+          expect(r.download).toEqual([
+            { path: path.join(ws, 'init-ls-dir/file.txt'), content: 'ls test content', error: null },
+          ]);
+          expect(r.ls).toEqual([path.join(ws, 'init-ls-dir/file.txt')]);
+          expect(r.works).toEqual({ output: 'Works!\n', exitCode: 0, truncated: false });
+          expect(r.exit42).toMatchObject({ exitCode: 42, truncated: false });
+          expect(r.stderr).toMatchObject({ output: 'error message\n', exitCode: 0 });
+          expect(r.env).toMatchObject({ output: 'test_value\n', exitCode: 0 });
+          expect((r.missing as { exitCode: number }).exitCode).not.toBe(0);
+          expect(r.closed).toEqual([false, true]);
         });
 
         it('closed: isRunning is false, every file tool is an error, execute says the session closed', () => {
