@@ -288,7 +288,8 @@ export const scenarios = {
   },
 
   // Lifecycle and execute as the standard tests ask: id, isRunning until close, initialFiles (absolute and
-  // relative, nested, a script then run, read, downloaded, listed; an empty object), exit codes, stderr.
+  // relative, nested, a script then run, read, downloaded, listed; an empty object), exit codes, stderr;
+  // /tmp kept between one sandbox's commands, never seen by another's.
   async lifecycle(plan) {
     const ws = path.join(plan.base, 'life');
     const sandbox = await AlephSandbox.create({
@@ -319,6 +320,10 @@ export const scenarios = {
         stderr: await sandbox.execute('echo "error message" >&2'),
         env: await sandbox.execute('export MY_VAR="test_value" && echo $MY_VAR'),
         missing: await sandbox.execute('nonexistent_command_12345'),
+        tmpKept: await sandbox
+          .execute('mkdir /tmp/dl && echo fetched > /tmp/dl/a.txt')
+          .then(() => sandbox.execute('cat /tmp/dl/a.txt')),
+        tmpOther: await empty.execute('test -e /tmp/dl; echo $?'),
         closed: await sandbox.close().then(() => [sandbox.isRunning, empty.isRunning]),
       };
     } finally {

@@ -251,7 +251,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           expect(r.final).toBe('done');
         });
 
-        it('lifecycle and execute: id, isRunning, initialFiles every way the standard tests use them, exit codes', () => {
+        it('lifecycle and execute: id, isRunning, initialFiles every way the standard tests use them, exit codes, /tmp kept per sandbox', () => {
           const r = result('lifecycle');
           const ws = path.join(run?.base as string, 'life');
           expect(r.id).toMatch(/^aleph:./);
@@ -276,6 +276,8 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           expect(r.stderr).toMatchObject({ output: 'error message\n', exitCode: 0 });
           expect(r.env).toMatchObject({ output: 'test_value\n', exitCode: 0 });
           expect((r.missing as { exitCode: number }).exitCode).not.toBe(0);
+          expect(r.tmpKept).toEqual({ output: 'fetched\n', exitCode: 0, truncated: false });
+          expect(r.tmpOther).toEqual({ output: '1\n', exitCode: 0, truncated: false });
           expect(r.closed).toEqual([false, true]);
         });
 
