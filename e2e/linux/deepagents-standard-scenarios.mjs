@@ -182,8 +182,11 @@ export const scenarios = {
         last: (r.files ?? r.matches)?.at(-1)?.path,
         truncated: r.truncated,
       });
+      const other = await AlephSandbox.create({ config: config(plan), workspace: ws });
+      const otherTmp = await other.read('/tmp/scratch/notes.md').finally(() => other.close());
       return {
         workspace: ws,
+        otherTmp,
         made: made.exitCode,
         ls: summary(ls),
         lsRel: summary(lsRel),
@@ -246,7 +249,8 @@ export const scenarios = {
   },
 
   // deepagents' own loop (its tools, its formatting) over the same operations: relative and absolute paths,
-  // unicode names and content, a directory of 3,000 entries listed, globbed and searched.
+  // unicode names and content, a directory of 3,000 entries listed, globbed and searched; write_file and
+  // edit_file on the session's /tmp, which its commands then see (another sandbox does not).
   async agent(plan) {
     return withSandbox(plan, 'agent', async (sandbox) => {
       const ws = sandbox.workspace;
@@ -261,6 +265,17 @@ export const scenarios = {
         [call('read_file', { file_path: 'ü/数据.txt' }, 'r1')],
         [call('ls', { path: 'ü' }, 'l1')],
         [call('grep', { pattern: '🌍', path: 'ü' }, 'g2')],
+        [call('write_file', { file_path: '/tmp/scratch/notes.md', content: 'draft ✎\n' }, 't1')],
+        [
+          call(
+            'edit_file',
+            { file_path: '/tmp/scratch/notes.md', old_string: 'draft', new_string: 'final' },
+            't2',
+          ),
+        ],
+        [call('execute', { command: 'cat /tmp/scratch/notes.md' }, 't3')],
+        [call('read_file', { file_path: '/tmp/scratch/notes.md' }, 't4')],
+        [call('write_file', { file_path: '/usr/aleph-nope.txt', content: 'x' }, 't5')],
         [call('read_file', { file_path: 'big/missing.txt' }, 'r2')],
         [
           call('ls', { path: path.join(ws, 'big') }, 'l2'),
@@ -277,8 +292,11 @@ export const scenarios = {
           .filter((m) => ToolMessage.isInstance(m))
           .map((m) => [m.tool_call_id, { text: contentText(m.content), status: m.status }]),
       );
+      const other = await AlephSandbox.create({ config: config(plan), workspace: ws });
+      const otherTmp = await other.read('/tmp/scratch/notes.md').finally(() => other.close());
       return {
         workspace: ws,
+        otherTmp,
         made: made.exitCode,
         tools,
         messages: result.messages.length,

@@ -251,6 +251,20 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           expect(r.final).toBe('done');
         });
 
+        it("write_file and edit_file on the session's /tmp: its commands see it, another sandbox does not", () => {
+          const r = result('agent');
+          const t = r.tools as Record<string, { text: string }>;
+          expect(t.t1?.text).toBe("Successfully wrote to '/tmp/scratch/notes.md'");
+          expect(t.t2?.text).toBe("Successfully replaced 1 occurrence(s) in '/tmp/scratch/notes.md'");
+          expect(t.t3?.text).toBe('final ✎\n\n[Command succeeded with exit code 0]');
+          // Read back through deepagents' own command in the sandbox (its own line format).
+          expect(t.t4?.text).toMatch(/^@@ lines 1-1 of 1 @@\n.*final ✎$/);
+          expect(t.t5?.text).toMatch(
+            /^Failed to write to \/usr\/aleph-nope\.txt: .*(Read-only|Permission denied)/,
+          );
+          expect(r.otherTmp).toEqual({ error: "File '/tmp/scratch/notes.md' not found" });
+        });
+
         it('lifecycle and execute: id, isRunning, initialFiles every way the standard tests use them, exit codes, /tmp kept per sandbox', () => {
           const r = result('lifecycle');
           const ws = path.join(run?.base as string, 'life');

@@ -241,32 +241,42 @@ export async function globFiles(at: FilesAt, pattern: string, path: string): Pro
 
 /**
  * Writes the file (parents made; text as UTF-8, a media file's content as base64, as deepagents' write
- * tool gives it); a refusal is the `error` with Aleph's reason.
+ * tool gives it); a refusal is the `error` with Aleph's reason; `undefined` for a path outside the
+ * workspace (the sandbox writes it: outside-files.ts).
  */
-export async function writeToFiles(at: FilesAt, path: string, content: string): Promise<WriteResult> {
+export async function writeToFiles(
+  at: FilesAt,
+  path: string,
+  content: string,
+): Promise<WriteResult | undefined> {
   const { files } = at;
   const bytes = mimeTypeOf(path).text ? new TextEncoder().encode(content) : Buffer.from(content, 'base64');
   try {
     await files.writeFile(path, bytes);
     return { path, filesUpdate: null };
   } catch (error) {
+    if (isOutside(at, path, error)) return undefined;
     return { error: `Failed to write to ${path}: ${messageOf(error)}` };
   }
 }
 
-/** Replaces `oldString` in the file (every occurrence with `replaceAll`), keeping its mode. */
+/**
+ * Replaces `oldString` in the file (every occurrence with `replaceAll`), keeping its mode; `undefined`
+ * for a path outside the workspace (the sandbox edits it: outside-files.ts).
+ */
 export async function editFile(
   at: FilesAt,
   path: string,
   oldString: string,
   newString: string,
   replaceAll = false,
-): Promise<EditResult> {
+): Promise<EditResult | undefined> {
   const { files } = at;
   let text: string;
   try {
     text = decode(await files.readFile(path));
   } catch (error) {
+    if (isOutside(at, path, error)) return undefined;
     const failed = readError(path, error).error as string;
     return { error: failed.startsWith('File ') ? `Error: ${failed}` : failed };
   }
