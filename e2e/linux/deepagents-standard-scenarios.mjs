@@ -182,6 +182,7 @@ export const scenarios = {
         last: (r.files ?? r.matches)?.at(-1)?.path,
         truncated: r.truncated,
       });
+      // Another sandbox on the same workspace, while this one's /tmp still holds notes.md.
       const other = await AlephSandbox.create({ config: config(plan), workspace: ws });
       const otherTmp = await other.read('/tmp/scratch/notes.md').finally(() => other.close());
       return {
@@ -262,10 +263,18 @@ export const scenarios = {
       const model = scripted(
         [call('write_file', { file_path: u, content: 'строка 1\nline 2 🎉\n' }, 'w1')],
         [call('edit_file', { file_path: 'ü/数据.txt', old_string: '🎉', new_string: '🌍' }, 'e1')],
-        [call('read_file', { file_path: 'ü/数据.txt' }, 'r1')],
-        [call('ls', { path: 'ü' }, 'l1')],
-        [call('grep', { pattern: '🌍', path: 'ü' }, 'g2')],
-        [call('write_file', { file_path: '/tmp/scratch/notes.md', content: 'draft ✎\n' }, 't1')],
+        // Few turns (independent calls at once): the fake model's messages repeat the whole conversation,
+        // and a long one would set off deepagents' summarization, which takes a scripted turn.
+        [
+          call('read_file', { file_path: 'ü/数据.txt' }, 'r1'),
+          call('ls', { path: 'ü' }, 'l1'),
+          call('grep', { pattern: '🌍', path: 'ü' }, 'g2'),
+          call('read_file', { file_path: 'big/missing.txt' }, 'r2'),
+          call('write_file', { file_path: '/tmp/scratch/notes.md', content: 'draft ✎\n' }, 't1'),
+          call('write_file', { file_path: '/usr/aleph-nope.txt', content: 'x' }, 't5'),
+          call('write_file', { file_path: '/tmp/gone/a.txt', content: 'soon gone' }, 't9'),
+          call('delete', { file_path: '/usr/bin/env' }, 't8'),
+        ],
         [
           call(
             'edit_file',
@@ -273,10 +282,12 @@ export const scenarios = {
             't2',
           ),
         ],
-        [call('execute', { command: 'cat /tmp/scratch/notes.md' }, 't3')],
-        [call('read_file', { file_path: '/tmp/scratch/notes.md' }, 't4')],
-        [call('write_file', { file_path: '/usr/aleph-nope.txt', content: 'x' }, 't5')],
-        [call('read_file', { file_path: 'big/missing.txt' }, 'r2')],
+        [
+          call('execute', { command: 'cat /tmp/scratch/notes.md' }, 't3'),
+          call('read_file', { file_path: '/tmp/scratch/notes.md' }, 't4'),
+        ],
+        [call('delete', { file_path: '/tmp/gone' }, 't6')],
+        [call('execute', { command: 'test -e /tmp/gone; echo $?; cat /tmp/scratch/notes.md' }, 't7')],
         [
           call('ls', { path: path.join(ws, 'big') }, 'l2'),
           call('glob', { pattern: '**/*.txt', path: 'big' }, 'b1'),
@@ -292,6 +303,7 @@ export const scenarios = {
           .filter((m) => ToolMessage.isInstance(m))
           .map((m) => [m.tool_call_id, { text: contentText(m.content), status: m.status }]),
       );
+      // Another sandbox on the same workspace, while this one's /tmp still holds notes.md.
       const other = await AlephSandbox.create({ config: config(plan), workspace: ws });
       const otherTmp = await other.read('/tmp/scratch/notes.md').finally(() => other.close());
       return {

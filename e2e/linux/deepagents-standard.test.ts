@@ -251,7 +251,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           expect(r.final).toBe('done');
         });
 
-        it("write_file and edit_file on the session's /tmp: its commands see it, another sandbox does not", () => {
+        it("write_file, edit_file and delete on the session's /tmp: its commands see it, another sandbox does not", () => {
           const r = result('agent');
           const t = r.tools as Record<string, { text: string }>;
           expect(t.t1?.text).toBe("Successfully wrote to '/tmp/scratch/notes.md'");
@@ -262,6 +262,11 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           expect(t.t5?.text).toMatch(
             /^Failed to write to \/usr\/aleph-nope\.txt: .*(Read-only|Permission denied)/,
           );
+          expect(t.t9?.text).toBe("Successfully wrote to '/tmp/gone/a.txt'");
+          expect(t.t6?.text).toBe('Deleted /tmp/gone');
+          expect(t.t7?.text).toBe('1\nfinal ✎\n\n[Command succeeded with exit code 0]');
+          expect(t.t8?.text).toMatch(/\/usr\/bin\/env/);
+          expect(t.t8?.text).not.toMatch(/^Deleted/);
           expect(r.otherTmp).toEqual({ error: "File '/tmp/scratch/notes.md' not found" });
         });
 

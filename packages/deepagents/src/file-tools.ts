@@ -292,14 +292,18 @@ export async function editFile(
   return { path, filesUpdate: null, occurrences: replaced.occurrences };
 }
 
-/** Deletes a file, a link (not what it points at) or a directory with all it holds. */
-export async function deleteFile(at: FilesAt, path: string): Promise<DeleteResult> {
+/**
+ * Deletes a file, a link (not what it points at) or a directory with all it holds; `undefined` for a path
+ * outside the workspace (deepagents' own command in the sandbox deletes it).
+ */
+export async function deleteFile(at: FilesAt, path: string): Promise<DeleteResult | undefined> {
   const { files } = at;
   try {
     const st = await files.stat(path, { followSymlinks: false });
     await files.delete(path, { recursive: st.type === 'directory' });
     return { path, filesUpdate: null };
   } catch (error) {
+    if (isOutside(at, path, error)) return undefined;
     if (codeOf(error) === 'ALEPH_FILE_NOT_FOUND') return { error: `Error: '${path}' not found` };
     return { error: `Error deleting '${path}': ${messageOf(error)}` };
   }

@@ -303,9 +303,9 @@ export class AlephSandbox extends BaseSandbox {
     );
   }
 
-  override delete(filePath: string): Promise<DeleteResult> {
+  override async delete(filePath: string): Promise<DeleteResult> {
     if (isAgentFile(filePath)) return this.#agentFiles.delete(filePath);
-    return deleteFile(this.#files, filePath);
+    return (await deleteFile(this.#files, filePath)) ?? (await this.#inSandbox(() => super.delete(filePath)));
   }
 
   uploadFiles(files: Array<[string, Uint8Array]>): Promise<FileUploadResponse[]> {
