@@ -60,6 +60,7 @@ async function commands(session) {
   await writer.write(new TextEncoder().encode('hello, stdin\n'));
   await writer.close();
   o.stdin = { stdout: await text(w.stdout), wait: await w.wait() };
+  o.tty = await session.run({ command: 'for fd in 0 1 2; do test -t $fd; echo $?; done' });
   return o;
 }
 

@@ -77,7 +77,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           });
         });
 
-        it('spawn: the two streams, wait(), no stdin unless asked; with stdin: true EOF on close', () => {
+        it('spawn: the two streams, wait(), no stdin unless asked; with stdin: true EOF on close; no tty', () => {
           const c = part('commands');
           expect(c.spawn).toEqual({
             hasStdin: false,
@@ -86,6 +86,8 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
             wait: { exitCode: 5 },
           });
           expect(c.stdin).toEqual({ stdout: 'HELLO, STDIN\n', wait: { exitCode: 0 } });
+          // No terminal, as the README says: no descriptor is a tty.
+          expect(c.tty).toEqual({ exitCode: 0, stdout: '1\n1\n1\n', stderr: '' });
         });
 
         it('abortSignal: run rejects and spawn’s wait() rejects with the reason, the whole tree killed', () => {
