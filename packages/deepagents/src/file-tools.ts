@@ -198,7 +198,10 @@ export async function grepFiles(
   } catch (error) {
     return { error: `Error searching '${path}': ${messageOf(error)}` };
   }
+  // With a cap, reading stops once it is passed: the files after cannot change the (cut) result.
+  const enough = typeof maxCount === 'number' && maxCount >= 0 ? maxCount : Number.POSITIVE_INFINITY;
   for (const entry of walked.entries) {
+    if (matches.length > enough) break;
     if (entry.type !== 'file' || !nameMatches(entry.relative.split('/').pop() as string)) continue;
     await grepOne(files, joinPath(start, entry.relative), pattern, matches);
   }
@@ -238,32 +241,42 @@ export async function globFiles(at: FilesAt, pattern: string, path: string): Pro
 
 /**
  * Writes the file (parents made; text as UTF-8, a media file's content as base64, as deepagents' write
- * tool gives it); a refusal is the `error` with Aleph's reason.
+ * tool gives it); a refusal is the `error` with Aleph's reason; `undefined` for a path outside the
+ * workspace (the sandbox writes it: outside-files.ts).
  */
-export async function writeToFiles(at: FilesAt, path: string, content: string): Promise<WriteResult> {
+export async function writeToFiles(
+  at: FilesAt,
+  path: string,
+  content: string,
+): Promise<WriteResult | undefined> {
   const { files } = at;
   const bytes = mimeTypeOf(path).text ? new TextEncoder().encode(content) : Buffer.from(content, 'base64');
   try {
     await files.writeFile(path, bytes);
     return { path, filesUpdate: null };
   } catch (error) {
+    if (isOutside(at, path, error)) return undefined;
     return { error: `Failed to write to ${path}: ${messageOf(error)}` };
   }
 }
 
-/** Replaces `oldString` in the file (every occurrence with `replaceAll`), keeping its mode. */
+/**
+ * Replaces `oldString` in the file (every occurrence with `replaceAll`), keeping its mode; `undefined`
+ * for a path outside the workspace (the sandbox edits it: outside-files.ts).
+ */
 export async function editFile(
   at: FilesAt,
   path: string,
   oldString: string,
   newString: string,
   replaceAll = false,
-): Promise<EditResult> {
+): Promise<EditResult | undefined> {
   const { files } = at;
   let text: string;
   try {
     text = decode(await files.readFile(path));
   } catch (error) {
+    if (isOutside(at, path, error)) return undefined;
     const failed = readError(path, error).error as string;
     return { error: failed.startsWith('File ') ? `Error: ${failed}` : failed };
   }
@@ -279,14 +292,18 @@ export async function editFile(
   return { path, filesUpdate: null, occurrences: replaced.occurrences };
 }
 
-/** Deletes a file, a link (not what it points at) or a directory with all it holds. */
-export async function deleteFile(at: FilesAt, path: string): Promise<DeleteResult> {
+/**
+ * Deletes a file, a link (not what it points at) or a directory with all it holds; `undefined` for a path
+ * outside the workspace (deepagents' own command in the sandbox deletes it).
+ */
+export async function deleteFile(at: FilesAt, path: string): Promise<DeleteResult | undefined> {
   const { files } = at;
   try {
     const st = await files.stat(path, { followSymlinks: false });
     await files.delete(path, { recursive: st.type === 'directory' });
     return { path, filesUpdate: null };
   } catch (error) {
+    if (isOutside(at, path, error)) return undefined;
     if (codeOf(error) === 'ALEPH_FILE_NOT_FOUND') return { error: `Error: '${path}' not found` };
     return { error: `Error deleting '${path}': ${messageOf(error)}` };
   }

@@ -2,9 +2,11 @@
 // session API (policy, capabilities and approval, audit, the OS sandbox); the file tools
 // (ls/read/grep/glob/write/edit/delete, upload/download) go through the session's files (file-tools.ts:
 // never a command, so never rate limited, and a failure is an `error`), and only a path outside the
-// workspace and its grants (a system file) falls back to deepagents' own command in the sandbox. Commands of the `execute` tool may ask for more than the baseline
-// (`commandCapabilities`); a person approves them through `interruptOn()` + `approvalMiddleware()`. deepagents'
-// own files (large tool results, conversation history) stay in the agent's state (agent-files.ts).
+// workspace and its grants (a system file, the session's /tmp) is left to the sandbox: deepagents' own
+// command for reads, a fixed script for write/edit (outside-files.ts). Commands of the `execute` tool may
+// ask for more than the baseline (`commandCapabilities`); a person approves them through `interruptOn()` +
+// `approvalMiddleware()`. deepagents' own files (large tool results, conversation history) stay in the
+// agent's state (agent-files.ts).
 import { AsyncLocalStorage } from 'node:async_hooks';
 import {
   type AdapterSession,
@@ -61,6 +63,7 @@ import {
   writeToFiles,
 } from './file-tools.js';
 import { checkInitialFiles, type InitialFiles, writeInitialFiles } from './initial-files.js';
+import { editInSandbox, writeInSandbox } from './outside-files.js';
 import { downloadFiles, uploadFiles } from './transfer.js';
 
 /** What the commands of the `execute` tool ask for beyond the baseline: fixed, or per command. */
@@ -279,24 +282,30 @@ export class AlephSandbox extends BaseSandbox {
     );
   }
 
-  override write(filePath: string, content: string): Promise<WriteResult> {
+  override async write(filePath: string, content: string): Promise<WriteResult> {
     if (isAgentFile(filePath)) return this.#agentFiles.write(filePath, content);
-    return writeToFiles(this.#files, filePath, content);
+    return (
+      (await writeToFiles(this.#files, filePath, content)) ??
+      (await writeInSandbox(this.#held, filePath, content))
+    );
   }
 
-  override edit(
+  override async edit(
     filePath: string,
     oldString: string,
     newString: string,
     replaceAll?: boolean,
   ): Promise<EditResult> {
     if (isAgentFile(filePath)) return this.#agentFiles.edit(filePath, oldString, newString, replaceAll);
-    return editFile(this.#files, filePath, oldString, newString, replaceAll);
+    return (
+      (await editFile(this.#files, filePath, oldString, newString, replaceAll)) ??
+      (await editInSandbox(this.#held, filePath, oldString, newString, replaceAll))
+    );
   }
 
-  override delete(filePath: string): Promise<DeleteResult> {
+  override async delete(filePath: string): Promise<DeleteResult> {
     if (isAgentFile(filePath)) return this.#agentFiles.delete(filePath);
-    return deleteFile(this.#files, filePath);
+    return (await deleteFile(this.#files, filePath)) ?? (await this.#inSandbox(() => super.delete(filePath)));
   }
 
   uploadFiles(files: Array<[string, Uint8Array]>): Promise<FileUploadResponse[]> {

@@ -79,7 +79,7 @@ export function linuxGapFixes(gaps: readonly string[], ctx: GapFixContext): Reco
         'create the protected paths the host reads (an empty .envrc, .git/hooks, …) before the command runs: those that exist are read-only for it; or keep host tools off the workspace while a command runs';
     else if (name === 'disk')
       fix =
-        'outside the sandbox: put the workspaces and write grants on a filesystem with quotas, or a size-limited volume';
+        "outside the sandbox: put the workspaces, write grants and the state directory (sessions' /tmp) on a filesystem with quotas, or a size-limited volume";
     else if (name === 'tmpfs')
       fix =
         'boot a kernel >= 5.13 with Landlock enabled (`lsm=landlock,…`), which keeps bubblewrap’s own tmpfs mounts read-only';

@@ -66,7 +66,9 @@ export function linuxNotEnforced(facts: NotEnforcedFacts): string[] {
         : `per-uid limits: inotify instances and watches, pending signals and POSIX message queues are counted per uid, and every execution runs as uid ${facts.uid}${facts.isRoot ? '' : ' like the host user itself'}, so they are shared`,
     );
   }
-  out.push('disk: what a command writes to its workspace and write grants has no quota');
+  out.push(
+    "disk: what a command writes to its workspace, write grants and its session's /tmp (in the state directory) has no quota",
+  );
   if (facts.landlock === false && !facts.isRoot) {
     out.push(
       "tmpfs: without Landlock, bubblewrap's own / and /dev are writable tmpfs mounts of the kernel's default size (half of RAM)",
