@@ -89,6 +89,13 @@ print('done', flush=True)
 // What the supervisor writes into the run's store, printed by the command instead (and no fork at all).
 const FORGED = `printf 'spawn 7 :sh\\nprocess.spawn sh\\n'; printf 'spawn 7 :sh\\n' >&2`;
 
+// Writes the sandbox refuses (a system directory, through a relative path too, a removal through the /bin
+// link) and ones it allows (the workspace, its /tmp, /dev/null), a missing directory, and the supervisor's
+// line printed by the command: only the refused three are denials.
+const WRITES = `exec 2>/dev/null; echo x > /usr/aleph-e2e-write; rm -f /bin/true; (cd /usr/lib && echo > aleph-e2e-rel)
+echo > /dev/null; echo > "\${TMPDIR:-/tmp}/aleph-e2e-ok"; echo > ok-in-ws; echo x > /aleph-e2e-nowhere/x
+printf 'rofs 3 :/etc/forged\\n'; echo end`;
+
 const spawns = (denials: readonly Denial[] | undefined) =>
   (denials ?? []).filter((d) => d.kind === 'process.spawn');
 
@@ -308,6 +315,26 @@ print(r.returncode, r.stdout.strip() or '-', r.stderr.strip() or '-', sep='|')`;
           const allowed = results.get('allowed');
           expect(allowed?.stdout).toMatch(/^\d+\n$/);
           expect(spawns(allowed?.denials)).toEqual([]);
+        },
+        120_000,
+      );
+
+      it.skipIf(identity.skip !== undefined)(
+        `${asIdentityTitle(identity)}: a write a read-only mount refuses is a filesystem.write denial naming --allow-write; allowed writes and forged lines are not`,
+        async () => {
+          const r = await cli(['--allow-spawn'], ['sh', '-c', WRITES]);
+          expect(r.stdout, JSON.stringify(r)).toBe('rofs 3 :/etc/forged\nend\n');
+          const writes = (r.details.denials ?? []).filter((d) => d.kind === 'filesystem.write');
+          // Tier 3 has no mounts of its own: Landlock refuses (EACCES), unattributed (README).
+          if (identity.tier === 'direct') return expect(writes).toEqual([]);
+          expect(writes.map((d) => d.target).sort()).toEqual([
+            '/bin/true',
+            '/usr/aleph-e2e-write',
+            '/usr/lib/aleph-e2e-rel',
+          ]);
+          expect(writes.find((d) => d.target === '/usr/aleph-e2e-write')?.allowWith).toMatch(
+            /^a write grant on \/usr: aleph-sandbox run --allow-write \/usr \(/,
+          );
         },
         120_000,
       );

@@ -42,6 +42,8 @@ static struct {
   int nblobs;
   struct { char name[32]; long long count; } spawns[MAX_SPAWN_NAMES];
   int nspawns;
+  struct { char *path; long long count; } writes[MAX_SPAWN_NAMES];
+  int nwrites;
 } st = {.dirfd = -1, .blobs = -1};
 
 void store_open(const char *dir, long long max_bytes, long long max_file) {
@@ -232,6 +234,19 @@ void store_spawn_refused(const char *comm) {
   st.spawns[st.nspawns++].count = 1;
 }
 
+void store_write_refused(const char *path) {
+  for (int k = 0; k < st.nwrites; k++)
+    if (strcmp(st.writes[k].path, path) == 0) {
+      st.writes[k].count++;
+      return;
+    }
+  if (st.nwrites >= MAX_SPAWN_NAMES) return;
+  char *copy = strdup(path);
+  if (copy == NULL) return;
+  st.writes[st.nwrites].path = copy;
+  st.writes[st.nwrites++].count = 1;
+}
+
 /* Writes `states` (through a temporary name, so a reader sees it whole or not at all). */
 static void write_states(void) {
   int fd = openat(st.dirfd, "states.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -251,6 +266,11 @@ static void write_states(void) {
   for (int k = 0; k < st.nspawns; k++) {
     fprintf(f, "spawn %lld ", st.spawns[k].count);
     name_write(f, st.spawns[k].name);
+    fputc('\n', f);
+  }
+  for (int k = 0; k < st.nwrites; k++) {
+    fprintf(f, "rofs %lld ", st.writes[k].count);
+    name_write(f, st.writes[k].path);
     fputc('\n', f);
   }
   for (size_t i = 0; st.unrecorded == NULL && i < st.n; i++) {

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../common/errors.h"
+#include "refused.h"
 #include "resolve.h"
 #include "store.h"
 #include "syscalls.h"
@@ -100,6 +101,8 @@ static void touch_arg(const struct seccomp_notif *n, int mem, int dirfd_arg, int
   const char *rel;
   int k = root_of(abs, &rel);
   if (k >= 0) store_touch(k, rel, how & ~TOUCH_OPTIONAL);
+  else if (!(how & TOUCH_OPTIONAL) && write_refused(n->pid, n->id, listener, abs, (how & TOUCH_FOLLOWS) != 0))
+    store_write_refused(abs);
 }
 
 /* How an open with FLAGS may change its path; -1: it cannot (read-only, not creating). */

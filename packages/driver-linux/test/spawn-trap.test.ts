@@ -1,10 +1,10 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { spawnDenial } from '@aleph/sandbox-core';
+import { spawnDenial, writeDenial } from '@aleph/sandbox-core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_CHANGES, startRecording } from '../src/changes/change-store.js';
-import { spawnDenials } from '../src/changes/run-hooks.js';
+import { spawnDenials, writeDenials } from '../src/changes/run-hooks.js';
 import { parseStates } from '../src/changes/states.js';
 import { AUDIT_ARCH, buildSeccompProgram, CLONE, ERRNO, SECCOMP_RET, SYSCALLS } from '../src/index.js';
 import { seccompSection } from '../src/profile/profile-sections.js';
@@ -87,5 +87,21 @@ describe('a recorded run that denies subprocesses', () => {
     // A run whose filter did not carry the denial reports none, whatever its store says.
     expect(spawnDenials({ ...run, trapsSpawn: false })).toEqual([]);
     expect(spawnDenials(undefined)).toEqual([]);
+  });
+
+  it('turns the launcher’s rofs lines into filesystem.write denials', () => {
+    const state = temp();
+    const run = startRecording(state, 'r3', ['/w'], DEFAULT_CHANGES);
+    if (run === undefined) throw new Error('not recorded');
+    writeFileSync(
+      path.join(run.dir, 'states'),
+      'aleph-changes 1\nroot 0 :/w\nrecorded 1 :\nundoable 1 :\nbytes 0\nrofs 2 :/usr/x\nrofs 1 :/etc/a%20b\n',
+    );
+    expect(parseStates(readFileSync(path.join(run.dir, 'states'), 'latin1')).writes).toEqual([
+      { attempts: 2, path: '/usr/x' },
+      { attempts: 1, path: '/etc/a b' },
+    ]);
+    expect(writeDenials(run)).toEqual([writeDenial('/usr/x', 2), writeDenial('/etc/a b', 1)]);
+    expect(writeDenials(undefined)).toEqual([]);
   });
 });

@@ -221,3 +221,4 @@ export {
   WorkspaceSandbox,
   type WorkspaceSandboxOptions,
 } from './workspace-sandbox.js';
+export { FILESYSTEM_WRITE_DENIAL, writeDenial } from './write-denial.js';

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { PROCESS_SPAWN_DENIAL, SPAWN_ALLOW_WITH, spawnDenial } from '../src/index.js';
+import {
+  FILESYSTEM_WRITE_DENIAL,
+  PROCESS_SPAWN_DENIAL,
+  SPAWN_ALLOW_WITH,
+  spawnDenial,
+  writeDenial,
+} from '../src/index.js';
 
 describe('spawnDenial', () => {
   it('is a process.spawn denial naming the program, what refused it and every way to allow it', () => {
@@ -20,5 +26,19 @@ describe('spawnDenial', () => {
   it('counts repeated attempts', () => {
     expect(spawnDenial('make', 3).reason).toMatch(/^make tried to start a subprocess \(3 times\)/);
     expect(spawnDenial('make', 1).reason).not.toMatch(/times/);
+  });
+
+  it('a refused write is a filesystem.write denial naming the write grant on its directory', () => {
+    expect(writeDenial('/opt/tool/cache.db', 2)).toEqual({
+      kind: FILESYSTEM_WRITE_DENIAL,
+      target: '/opt/tool/cache.db',
+      reason: expect.stringMatching(
+        /^the command tried to write \/opt\/tool\/cache\.db \(2 times\), which is outside/,
+      ),
+      allowWith: expect.stringMatching(
+        /^a write grant on \/opt\/tool: aleph-sandbox run --allow-write \/opt\/tool \(/,
+      ),
+    });
+    expect(FILESYSTEM_WRITE_DENIAL).toBe('filesystem.write');
   });
 });

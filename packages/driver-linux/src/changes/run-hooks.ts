@@ -9,6 +9,7 @@ import {
   type SandboxDenial,
   type SandboxOutput,
   spawnDenial,
+  writeDenial,
 } from '@aleph/sandbox-core';
 import type { LinuxProfile } from '../profile/profile-types.js';
 import { unrecorded } from './change-set.js';
@@ -47,6 +48,15 @@ export function recordRun(
 export function spawnDenials(run: RecordingRun | undefined): SandboxDenial[] {
   if (run === undefined || !run.trapsSpawn) return [];
   return (readStates(run.dir)?.spawns ?? []).map((s) => spawnDenial(s.program, s.attempts));
+}
+
+/**
+ * The run's writes outside its writable roots that a read-only mount refused, as `details.denials`
+ * (`filesystem.write`), from the same `states`; none when the run was not recorded.
+ */
+export function writeDenials(run: RecordingRun | undefined): SandboxDenial[] {
+  if (run === undefined) return [];
+  return (readStates(run.dir)?.writes ?? []).map((w) => writeDenial(w.path, w.attempts));
 }
 
 /** `argv` with the helper's change option put before its `--` (the one before the program). */

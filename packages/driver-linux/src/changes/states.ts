@@ -41,6 +41,14 @@ export interface RunStates {
    * filter carried that denial): per program (its comm), how many times; at most 16 programs.
    */
   readonly spawns: readonly RefusedSpawn[];
+  /** Writes outside the writable roots that a read-only mount refused: per path, how many; at most 16. */
+  readonly writes: readonly RefusedWrite[];
+}
+
+/** A path outside the writable roots whose write a read-only mount refused, and how many times. */
+export interface RefusedWrite {
+  readonly path: string;
+  readonly attempts: number;
 }
 
 /** A program whose process creation the supervisor refused, and how many times. */
@@ -83,6 +91,7 @@ export function parseStates(text: string): RunStates {
   const roots: string[] = [];
   const entries: StateEntry[] = [];
   const spawns: RefusedSpawn[] = [];
+  const writes: RefusedWrite[] = [];
   let recorded = true;
   let reason = '';
   let undoable = true;
@@ -100,6 +109,7 @@ export function parseStates(text: string): RunStates {
       undoRefusal = decodeName(f[2] ?? ':');
     } else if (f[0] === 'bytes') bytes = Number(f[1]);
     else if (f[0] === 'spawn') spawns.push({ attempts: Number(f[1]), program: decodeName(f[2] ?? ':') });
+    else if (f[0] === 'rofs') writes.push({ attempts: Number(f[1]), path: decodeName(f[2] ?? ':') });
     else if (f[0] === 'entry') {
       const root = roots[Number(f[1])] as string;
       const rel = decodeName(f[4] as string);
@@ -110,7 +120,7 @@ export function parseStates(text: string): RunStates {
       });
     }
   }
-  return { roots, recorded, reason, undoable, undoRefusal, bytes, entries, spawns };
+  return { roots, recorded, reason, undoable, undoRefusal, bytes, entries, spawns, writes };
 }
 
 /** Reads `<dir>/states`; undefined when the launcher wrote none. */

@@ -20,7 +20,14 @@ import {
   sessionKeyToFilename,
 } from '@aleph/sandbox-core';
 import type { ChangesOptions, RecordingRun } from '../changes/change-store.js';
-import { dropRecording, recordRun, spawnDenials, withChanges, withHelperArgs } from '../changes/run-hooks.js';
+import {
+  dropRecording,
+  recordRun,
+  spawnDenials,
+  withChanges,
+  withHelperArgs,
+  writeDenials,
+} from '../changes/run-hooks.js';
 import { type QuarantineBudget, quarantineBudgetArgs } from '../driver/quarantine-layout.js';
 import type { CgroupLimits, CgroupManager } from '../host/cgroup.js';
 import type { HostFacts } from '../host/host-facts.js';
@@ -163,6 +170,7 @@ export class CommandRunner {
           ...refused.map((d) => networkDenial(d, hosts ?? [])),
           ...limited,
           ...spawnDenials(recording),
+          ...writeDenials(recording),
         ],
       });
       const withRecord = withChanges(output, recording, request, this.settings.changes, probed);
