@@ -29,19 +29,25 @@ import { asIdentityTitle, identities } from './hosts.js';
 import { attacker } from './swap-attacker.js';
 
 /**
- * Grants are opened, not named, for every kind of path a run is granted: run A exchanges, in a loop, each
- * path run B is granted with a symlink to its parent (renameat2 RENAME_EXCHANGE) while B starts again and
- * again: a write grant and a read grant outside B's workspace (each approved by its exact path only),
- * B's workspace itself (inside A's), and the protected `.git/hooks` of B's workspace (its `.git` exchanged
- * with a decoy directory holding a `hooks` of its own). B looks for the sentinel of the parent through
- * every name it was given, tries to write it and to create files beside it, to write into its read grant,
- * and to create a file in the real hooks directory (known by a marker the host put there). Whatever the
- * exchanges showed when B's paths were resolved, opened, checked and mounted, no round of B may reach the
- * parent, write its read grant, or leave anything in the real hooks; a round is either run or refused
- * before it started (fail-closed, counted apart), and some rounds ran. For every identity this machine
- * can give (root: tier 1; uid 65534 and root without CAP_SYS_ADMIN: tier 2; the simulated hosts: tier 3),
- * in bounded rounds. The controls: the same probe granted the sentinel's directory by name reaches it, and
- * with the host's own exchange of `.git` and the decoy made before the run, it writes the real hooks.
+ * Grants are opened, not named, for every kind of path a run is granted. Run A exchanges, in a loop
+ * (renameat2 RENAME_EXCHANGE), a path run B is granted while B starts again and again:
+ * - a write grant `out/g` and a read grant `out/r` outside B's workspace (each approved by its exact path
+ *   only; A holds `out`), each exchanged with a symlink to `..`, the directory holding the sentinel;
+ * - B's workspace itself (inside A's, a fresh session each round), exchanged with a symlink to `..`;
+ * - the protected `.git/hooks` of the workspace A and B share: A, started before there was a `.git`,
+ *   exchanges `.git` with a decoy directory holding a `hooks` of its own.
+ * B looks for the sentinel through every name it was given, tries to append to it and create a file
+ * beside it, to write into its read grant, and to create a file in the real hooks (known by a marker the
+ * host put there). Whatever the exchanges showed when B's paths were resolved, opened, checked and
+ * mounted, no round of B may reach the sentinel's directory or write its read grant; each round either
+ * ran or was refused before it started (fail-closed, counted apart), and some rounds ran (`grant-probe.ts`).
+ * The real hooks may be written while the exchange had the launcher protect the decoy (it protects what is
+ * named `.git/hooks` when it opens it); what counts there is that nothing a round made is left in the live
+ * `.git/hooks`. For every identity this machine can give (root: tier 1; uid 65534 and root without
+ * CAP_SYS_ADMIN: tier 2; the simulated hosts: tier 3), in bounded rounds. The controls: the same probe
+ * granted the sentinel's directory by name reaches it; with the host's own exchange of `.git` and the decoy
+ * made before the run, it writes the real hooks; after the attack B runs with its grants, and with a
+ * symlink the host planted in place of the write grant it is refused.
  */
 
 const stack = linuxStack();
