@@ -182,3 +182,11 @@ export async function runAttack(
   }
   return attack;
 }
+
+/** A harness step with `capabilities` added to its command. */
+export function withCapabilities<S extends { command: Record<string, unknown> }>(
+  step: S,
+  capabilities: object,
+): S {
+  return { ...step, command: { ...step.command, capabilities } };
+}

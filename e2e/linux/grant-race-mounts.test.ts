@@ -24,6 +24,7 @@ import {
   type RoundResult,
   runAttack,
   SENTINEL,
+  withCapabilities,
 } from './grant-probe.js';
 import { asIdentityTitle, identities } from './hosts.js';
 import { attacker } from './swap-attacker.js';
@@ -121,12 +122,11 @@ function layout(uid: number): Layout {
   return { base, home, root, par, out, w, ctl, h };
 }
 
+/** Whether `p` is a directory itself (not a symlink to one). */
+const isDirectory = (p: string) => existsSync(p) && lstatSync(p).isDirectory();
+
 /** The names below `dir`, for comparing before and after. */
 const listing = (dir: string) => readdirSync(dir).sort();
-
-/** The directory among `candidates` holding `marker`. */
-const holding = (candidates: string[], marker: string) =>
-  candidates.find((d) => existsSync(path.join(d, marker)) && !lstatSync(d).isSymbolicLink());
 
 /** The plan of the attack on B's write and read grants, for attempt `n` (`runAttack`). */
 function grantsPlan(l: Layout, n: number) {
@@ -282,6 +282,14 @@ async function runControls(l: Layout, env: NodeJS.ProcessEnv, as: Parameters<typ
  */
 async function runAfter(l: Layout, env: NodeJS.ProcessEnv, as: Parameters<typeof runAttack>[3]) {
   const g = path.join(l.out, 'g');
+  // A check after a run may have set a grant aside whole while it was being exchanged: made again.
+  for (const dir of [g, path.join(l.out, 'r')]) {
+    if (existsSync(dir) && lstatSync(dir).isSymbolicLink()) unlinkSync(dir);
+    if (!existsSync(dir)) {
+      mkdirSync(dir);
+      chownSync(dir, as.uid, as.uid);
+    }
+  }
   const plan = (id: string) => ({
     workspaceRoot: l.root,
     approve: [l.out, g, path.join(l.out, 'r')],
@@ -311,6 +319,8 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         let hooks: Attack;
         let control: Map<string, RoundResult>;
         let after: Awaited<ReturnType<typeof runAfter>>;
+        /** What B's grants held after the attack (undefined: set aside whole). */
+        const grantsLeft = new Map<string, string[] | undefined>();
         let parBefore: string[] = [];
 
         beforeAll(async () => {
@@ -320,6 +330,11 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           control = await runControls(l, env, as);
           parBefore = listing(l.par);
           grants = await runAttack((n) => grantsPlan(l, n), ROUNDS, env, as);
+          for (const n of ['g', 'r']) {
+            // Wherever the last exchange left it (a check that could not examine it sets it aside whole).
+            const dir = [n, `${n}link`].map((d) => path.join(l.out, d)).find((d) => isDirectory(d));
+            grantsLeft.set(n, dir === undefined ? undefined : listing(dir));
+          }
           nested = await runAttack((n) => nestedPlan(l, n), ROUNDS, env, as);
           hooks = await runAttack(
             (n) => hooksPlan(l, n),
@@ -363,10 +378,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
 
         it('write and read grants: no round reached the parent or wrote its read grant', () => {
           expectNoRoundWidened(grants, REFUSALS);
-          for (const n of ['g', 'r']) {
-            const dir = holding([path.join(l.out, n), path.join(l.out, `${n}link`)], 'kept.txt');
-            expect(dir === undefined ? [] : listing(dir), n).toEqual(['kept.txt']);
-          }
+          for (const [n, left] of grantsLeft) if (left !== undefined) expect(left, n).toEqual(['kept.txt']);
         });
 
         it('the workspace: no round reached the parent', () => {
@@ -390,8 +402,3 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
     }
   },
 );
-
-/** A harness step with `capabilities` added to its command. */
-function withCapabilities<S extends { command: Record<string, unknown> }>(step: S, capabilities: object): S {
-  return { ...step, command: { ...step.command, capabilities } };
-}
