@@ -150,10 +150,10 @@ export interface Attack {
 /**
  * Runs the plan `planFor(attempt)` (an attacker step `attacker` and a victim step `victim` of `rounds`
  * repeats, whose ready and stop files must be the attempt's own) as `as`, with `beside(attempt)` on the
- * host meanwhile; again, at most {@link ATTEMPTS}
- * times in all, while no round ran: on a loaded machine the attacker can be descheduled holding the
- * exchange for a whole attempt, which refuses every round. The rounds are `victim#k` of the first
- * attempt, `victim@2#k` of the second, and so on.
+ * host meanwhile; again, at most {@link ATTEMPTS} times in all, while no round ran: on a loaded machine
+ * the attacker can be descheduled holding the exchange for a whole attempt, which refuses every round
+ * (seen once: 192 exchanges in an attempt, its 40 rounds all refused). The rounds are `victim#k` of the
+ * first attempt, `victim@2#k` of the second, and so on.
  */
 export async function runAttack(
   planFor: (attempt: number) => unknown,
