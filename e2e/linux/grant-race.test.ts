@@ -6,41 +6,46 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  renameSync,
+  symlinkSync,
+  unlinkSync,
   writeFileSync,
 } from 'node:fs';
 import path from 'node:path';
 import { sessionKeyToFilename } from '@aleph/sandbox-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { canSwitchUid, linuxStack, REQUIRED, runHarness, tempDirs } from '../support.js';
+import {
+  type Attack,
+  expectNoRoundWidened,
+  outcomeOf,
+  probe,
+  type RoundResult,
+  runAttack,
+  SENTINEL,
+} from './grant-probe.js';
 import { identities, UNPRIVILEGED } from './hosts.js';
 import { attacker } from './swap-attacker.js';
 
 /**
- * Grants are opened, not named: run A exchanges `ws/sub` with a symlink to `..` (renameat2
- * RENAME_EXCHANGE) in a loop while run B starts again and again with `fsWrite: [ws/sub]`, a grant inside
- * the workspace that needs no approval. B tries to read and write a sentinel file in the workspace's
- * parent and to create files there, directly and through the grant. Whatever the exchange showed when B's
- * grant was resolved, opened, mounted or turned into a Landlock rule, B must never reach the parent. In
- * every tier this machine can give (tier 1 as root, tier 2 as uid 65534 and as root without
- * CAP_SYS_ADMIN, tier 3 on simulated hosts as root and as uid 65534), bounded in rounds. The control: a
- * run granted the sentinel by name reads and writes it with the same script.
+ * The round-2 race: run A exchanges `ws/sub` with a symlink to `..` (renameat2 RENAME_EXCHANGE) in a loop
+ * while run B starts again and again with `fsWrite: [ws/sub]`, a grant inside the workspace that needs no
+ * approval. B looks for a sentinel in the workspace's parent, directly and through the grant, and tries
+ * to write it and create files beside it. Whatever the exchange showed when B's grant was resolved, opened,
+ * mounted or turned into a Landlock rule, B must never reach the parent: every round either ran and reached
+ * nothing, or was refused before it started (fail-closed: counted apart, `grant-probe.ts`). In every tier
+ * this machine can give (tier 1 as root, tier 2 as uid 65534 and as root without CAP_SYS_ADMIN, tier 3 on
+ * simulated hosts as root and as uid 65534), in bounded rounds. The controls: a run granted the sentinel by
+ * name reaches it with the same probe; after the attack B runs with its grant; with a symlink the host
+ * planted in place of the grant, B is refused. The other kinds of grant: `grant-race-mounts.test.ts`.
  */
 
 const stack = linuxStack();
 const tempDir = tempDirs();
 /** Runs of B per host, while A swaps; a run takes long enough for tens of thousands of exchanges. */
 const ROUNDS = 40;
-/** Outcomes a run set up during a swap may legitimately end with. */
+/** Refusals before the command started: the driver catching the exchange (failing closed). */
 const REFUSALS = new Set(['ALEPH_DRIVER_FAILED', 'ALEPH_INVALID_COMMAND', 'ALEPH_CAPABILITY_DENIED']);
-const SENTINEL = 'SENTINEL-OUTSIDE-THE-WORKSPACE\n';
-
-interface StepResult {
-  id: string;
-  exitCode?: number | null;
-  stdout?: string;
-  stderr?: string;
-  error?: { code: string; message: string };
-}
 
 const all = identities();
 const seccomp = all.find((i) => i.key === 'seccomp-no-namespaces');
@@ -59,36 +64,31 @@ const hosts = [
       ]),
 ];
 
-/**
- * B's program (one process: spawning would need an approval): read the sentinel in the parent `argv[1]`,
- * append to it and create files and a directory there, directly and through the grant `argv[2]/sub`.
- */
-const VICTIM = `
-import os, sys
-parent, ws = sys.argv[1], sys.argv[2]
-seen = []
-for f in (parent + '/sentinel.txt', ws + '/sub/sentinel.txt', ws + '/sub/../sentinel.txt'):
-    try:
-        seen.append(f + ': ' + open(f).read())
-    except OSError:
-        pass
-for f, mode in ((parent + '/sentinel.txt', 'a'), (ws + '/sub/sentinel.txt', 'a'), (parent + '/escaped', 'w'),
-                (ws + '/sub/escaped-through-grant', 'w')):
-    try:
-        open(f, mode).write('PWNED\\n')
-    except OSError:
-        pass
-try:
-    os.mkdir(parent + '/made')
-except OSError:
-    pass
-print(''.join(seen), end='')
-`;
+/** B: the probe looking for the sentinel in `parent`, directly and through the grant `ws/sub`. */
+const victim = (parent: string, ws: string, fsWrite: string[]) =>
+  probe({ dirs: [parent, `${ws}/sub`, `${ws}/sub/..`] }, { fsWrite });
 
-const victim = (parent: string, ws: string, fsWrite: string[]) => ({
-  program: 'python3',
-  args: ['-c', VICTIM, parent, ws],
-  capabilities: { fsWrite },
+/** The attack, attempt `n`: A exchanges `ws/sub` with `ws/sub-link` (to `..`) while B starts again and again. */
+const attackPlan = (parent: string, ws: string, n: number) => ({
+  workspaceRoot: parent,
+  parallel: true,
+  approve: 'none',
+  stopFile: `${ws}/.stop${n}`,
+  steps: [
+    attacker('attacker', 'gr', {
+      symlink: [['..', `${ws}/sub-link`]],
+      actions: [['xchg', `${ws}/sub`, `${ws}/sub-link`]],
+      stop: `${ws}/.stop${n}`,
+      ready: `${ws}/.ready${n}`,
+    }),
+    {
+      id: 'victim',
+      session: 'gr',
+      repeat: ROUNDS,
+      waitFor: `${ws}/.ready${n}`,
+      command: victim(parent, ws, [`${ws}/sub`]),
+    },
+  ],
 });
 
 describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
@@ -103,9 +103,10 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           let before: string[] = [];
           /** The sentinel's content after the control, before the attack. */
           let sentinel = '';
-          let swaps = '';
-          const results = new Map<string, StepResult>();
-          const control = new Map<string, StepResult>();
+          let attack: Attack;
+          /** What the grant held after the attack, wherever it was (undefined: set aside whole). */
+          let grantLeft: string[] | undefined;
+          const control = new Map<string, RoundResult>();
 
           beforeAll(async () => {
             const base = tempDir('aleph-grant-race-');
@@ -127,95 +128,106 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
               chownSync(p, host.uid, host.uid);
             const as = { uid: host.uid, mountpoint: path.join(base, 'repo'), wrap: host.wrap };
             const env = { ...process.env, HOME: home };
-            const checked = await runHarness<StepResult>(
-              {
-                workspaceRoot: parent,
-                approve: 'all',
-                steps: [
-                  {
-                    id: 'control',
-                    session: 'control',
-                    command: victim(parent, '{ws}', [`${parent}/sentinel.txt`]),
-                  },
-                ],
-              },
+            const granted = {
+              id: 'granted',
+              session: 'control',
+              command: victim(parent, '{ws}', [`${parent}/sentinel.txt`]),
+            };
+            const checked = await runHarness<RoundResult>(
+              { workspaceRoot: parent, approve: 'all', steps: [granted] },
               env,
               as,
             );
             for (const [id, r] of checked.results) control.set(id, r);
             before = readdirSync(parent).sort();
             sentinel = readFileSync(path.join(parent, 'sentinel.txt'), 'utf8');
-            const attack = await runHarness<StepResult>(
-              {
-                workspaceRoot: parent,
-                parallel: true,
-                approve: 'none',
-                stopFile: `${ws}/.stop`,
-                steps: [
-                  attacker('attacker', 'gr', {
-                    symlink: [['..', `${ws}/sub-link`]],
-                    actions: [['xchg', `${ws}/sub`, `${ws}/sub-link`]],
-                    stop: `${ws}/.stop`,
-                    ready: `${ws}/.ready`,
-                  }),
-                  {
-                    id: 'victim',
-                    session: 'gr',
-                    repeat: ROUNDS,
-                    waitFor: `${ws}/.ready`,
-                    command: victim(parent, ws, [`${ws}/sub`]),
-                  },
-                ],
-              },
-              env,
-              as,
-            );
-            for (const [id, r] of attack.results) results.set(id, r);
-            const a = results.get('attacker');
-            swaps = a?.error?.message ?? `${a?.stdout ?? ''}${a?.stderr ?? ''}`;
-          }, 300_000);
-
-          it('the attacker really exchanged the grant with the symlink while B ran', () => {
-            expect(swaps).toMatch(/^swaps \d+/);
-            expect(Number(/^swaps (\d+)/.exec(swaps)?.[1])).toBeGreaterThan(ROUNDS);
-          });
-
-          it('no run of B read, wrote or created anything in the parent', () => {
-            const rounds = Array.from({ length: ROUNDS }, (_, k) => results.get(`victim#${k}`));
-            expect(rounds.every((r) => r !== undefined)).toBe(true);
-            for (const r of rounds as StepResult[]) {
-              if (r.error !== undefined)
-                expect([r.id, REFUSALS.has(r.error.code)], r.error.message).toEqual([r.id, true]);
-              expect(r.stdout ?? '', r.id).not.toContain('SENTINEL');
-            }
-            // Most rounds ran (a refusal is the driver catching the swap, not every round).
-            const ran = rounds.filter((r) => r?.error === undefined);
-            expect(ran.length, JSON.stringify(rounds[0])).toBeGreaterThan(0);
-            expect(readdirSync(parent).sort()).toEqual(before);
-            expect(readFileSync(path.join(parent, 'sentinel.txt'), 'utf8')).toBe(sentinel);
-          });
-
-          it('the grant kept its own content, wherever the last exchange left it', () => {
+            attack = await runAttack((n) => attackPlan(parent, ws, n), ROUNDS, env, as);
             // (The check after the attacker's run sets its symlink out aside; a check that could not examine
             // the directory while it was being exchanged sets it aside whole, failing closed.)
             const sub = [path.join(ws, 'sub'), path.join(ws, 'sub-link')].find(
               (p) => existsSync(p) && lstatSync(p).isDirectory(),
             );
-            if (sub === undefined) return;
-            expect(readdirSync(sub)).toContain('kept.txt');
-            // B's appends through the grant, when it was the directory, made a file of its own there.
-            const made = path.join(sub, 'sentinel.txt');
-            if (existsSync(made)) expect(readFileSync(made, 'utf8')).toMatch(/^(PWNED\n)+$/);
+            grantLeft = sub === undefined ? undefined : readdirSync(sub);
+            for (const [id, r] of (await afterAttack(parent, ws, env, as)).entries()) control.set(id, r);
+          }, 600_000);
+
+          it('the attacker really exchanged the grant with the symlink while B ran', () => {
+            expect(Math.min(...attack.swaps), String(attack.swaps)).toBeGreaterThan(ROUNDS);
           });
 
-          it('control: a run granted the sentinel by name reads and writes it with the same commands', () => {
-            const r = control.get('control');
-            expect(r?.error).toBeUndefined();
-            expect(r?.stdout, r?.stderr).toBe(`${parent}/sentinel.txt: ${SENTINEL}`);
+          it('no run of B read, wrote or created anything in the parent', () => {
+            expectNoRoundWidened(attack, REFUSALS);
+            expect(readdirSync(parent).sort()).toEqual(before);
+            expect(readFileSync(path.join(parent, 'sentinel.txt'), 'utf8')).toBe(sentinel);
+          });
+
+          it('the grant kept its own content, wherever the last exchange left it', () => {
+            if (grantLeft !== undefined) expect(grantLeft).toEqual(['kept.txt']);
+          });
+
+          it('control: a run granted the sentinel by name reaches it with the same probe', () => {
+            const r = outcomeOf(control.get('granted') as RoundResult, REFUSALS);
+            expect(r.kind === 'ran' && r.reached.slice(0, 2)).toEqual([
+              `read ${parent}`,
+              `appended ${parent}`,
+            ]);
             expect(sentinel).toBe(`${SENTINEL}PWNED\n`);
+            // Only the file was granted: a file made beside it lands in the sandbox's own /tmp at most.
+            expect(existsSync(path.join(parent, 'escaped'))).toBe(false);
+          });
+
+          it('control: after the attack B runs with its grant; with a symlink the host planted in place, it is refused', () => {
+            expect(outcomeOf(control.get('after') as RoundResult, REFUSALS)).toEqual({
+              kind: 'ran',
+              reached: [],
+            });
+            expect(outcomeOf(control.get('planted') as RoundResult, REFUSALS)).toMatchObject({
+              kind: 'refused',
+              code: 'ALEPH_CAPABILITY_DENIED',
+            });
           });
         },
       );
     }
   },
 );
+
+/**
+ * B's command once more after the attack (`after`), with the names as the host left them, and once with
+ * the host's own symlink to `..` in place of `ws/sub` (`planted`): the parent is not approved.
+ */
+async function afterAttack(
+  parent: string,
+  ws: string,
+  env: NodeJS.ProcessEnv,
+  as: Parameters<typeof runAttack>[3],
+): Promise<Map<string, RoundResult>> {
+  const run = async (id: string) => {
+    const step = { id, session: 'gr', command: victim(parent, ws, [`${ws}/sub`]) };
+    const { results } = await runHarness<RoundResult>(
+      { workspaceRoot: parent, approve: 'none', steps: [step] },
+      env,
+      as,
+    );
+    return results.get(id) as RoundResult;
+  };
+  const out = new Map<string, RoundResult>();
+  const sub = path.join(ws, 'sub');
+  // A check after a run may have set the grant aside whole while it was being exchanged: made again.
+  if (existsSync(sub) && lstatSync(sub).isSymbolicLink()) unlinkSync(sub);
+  if (!existsSync(sub)) {
+    mkdirSync(sub);
+    chownSync(sub, as.uid, as.uid);
+  }
+  out.set('after', await run('after'));
+  const aside = path.join(ws, 'sub-aside');
+  renameSync(sub, aside);
+  symlinkSync('..', sub);
+  try {
+    out.set('planted', await run('planted'));
+  } finally {
+    unlinkSync(sub);
+    renameSync(aside, sub);
+  }
+  return out;
+}

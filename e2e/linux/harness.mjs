@@ -9,7 +9,8 @@
 //     and background (an attacker: it is not waited for before `stopFile` is created), doneFile (a host path
 //     created once the step's run has returned, its check after the run included),
 //   stopFile?: created on the host once every step that is not `background` has finished,
-//   workspaces?: { session: path } (workspaceFor), approve?: 'all' (default) | 'none',
+//   workspaces?: { session: path } (workspaceFor), approve?: 'all' (default) | 'none' | [paths] (approved
+//     when every path asked for, realpath-resolved, is one of these or inside the session's baseline),
 //   maxOutputBytes?: the sandbox's output budget, spawnWithoutApproval?: spawning is in the baseline }
 // Each result also says the size of the output's details and JSON (`detailsBytes`, `jsonBytes`) and what
 // the bound on details left out (`omitted`, `denialsDropped`).
@@ -34,12 +35,22 @@ const driver = createLinuxDriver({
   proxy: { ...proxy, ...(resolve ? { resolver: createStaticResolver(resolve, false) } : {}) },
 });
 const probe = await driver.probe();
-const outcome = plan.approve === 'none' ? 'denied' : 'approved';
+/** The answer to `request`: `plan.approve` as a word, or a list of the only paths approved. */
+const answer = (request) => {
+  if (!Array.isArray(plan.approve)) return plan.approve === 'none' ? 'denied' : 'approved';
+  const within = (p, roots) => roots.some((r) => p === r || p.startsWith(`${r}/`));
+  const { fsRead, fsWrite } = request.requested;
+  const granted = [...request.baseline.fsWrite, ...plan.approve];
+  const ok =
+    fsWrite.every((p) => within(p, granted)) &&
+    fsRead.every((p) => within(p, [...granted, ...request.baseline.fsRead]));
+  return ok ? 'approved' : 'denied';
+};
 const workspaces = plan.workspaces ?? {};
 const sandbox = new WorkspaceSandbox({
   driver,
   workspaceRoot: plan.workspaceRoot,
-  approvalGate: new ApprovalGate({ requester: { requestApproval: async () => ({ outcome }) } }),
+  approvalGate: new ApprovalGate({ requester: { requestApproval: async (r) => ({ outcome: answer(r) }) } }),
   defaultTimeoutMs: 20_000,
   ...(plan.maxOutputBytes === undefined ? {} : { maxOutputBytes: plan.maxOutputBytes }),
   ...(plan.spawnWithoutApproval ? { baseline: { ...strictCapabilities(), spawnSubprocess: true } } : {}),

@@ -7,12 +7,13 @@
 const RENAMEAT2 = process.arch === 'arm64' ? 276 : 316;
 
 /**
- * The attacker's source. `setup` first: directories to make and symlinks to plant. Then, until `stop`
- * exists (and at most a bounded number of iterations), every action of the list once per iteration:
- * `xchg` exchanges `a` and `b` with renameat2(RENAME_EXCHANGE), `link` creates and removes a symlink
- * `a` → `b`, `sleep` waits `a` seconds (so that an `xchg` listed twice can hold the swapped names for a
- * moment and the found ones for longer). It creates `ready` when it starts swapping, leaves the names as it found them, and prints
- * `swaps N` (N: iterations done).
+ * The attacker's source. `setup` first: directories to make and symlinks to plant (one already there is
+ * kept: an attack run again). Then, until `stop` exists (and at most a bounded number of iterations),
+ * every action of the list once per iteration: `xchg` exchanges `a` and `b` with renameat2
+ * (RENAME_EXCHANGE), `link` creates and removes a symlink `a` → `b`, `sleep` waits `a` seconds (so that
+ * an `xchg` listed twice can hold the swapped names for a moment and the found ones for longer). It
+ * creates `ready` when it starts swapping, leaves the names as it found them (those exchanged with a
+ * symlink), and prints `swaps N` (N: iterations done).
  */
 export const ATTACKER = `
 import ctypes, json, os, sys, time
@@ -21,7 +22,10 @@ spec = json.loads(sys.argv[1])
 for d in spec.get('mkdir', []):
     os.makedirs(d, exist_ok=True)
 for target, name in spec.get('symlink', []):
-    os.symlink(target, name)
+    try:
+        os.symlink(target, name)
+    except FileExistsError:
+        pass
 acts = [(m, a.encode(), b) for m, a, b in spec['actions']]
 open(spec['ready'], 'w').close()
 n = 0
