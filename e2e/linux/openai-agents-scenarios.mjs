@@ -13,6 +13,7 @@ import {
   seen,
   upTo,
 } from './openai-agents-run.mjs';
+import { sessionScenarios } from './openai-agents-session-scenarios.mjs';
 
 const exec = (callId, cmd, extra = {}) => [functionCall('exec_command', { cmd, ...extra }, { callId })];
 const stdin = (callId, chars, extra = {}) =>
@@ -132,4 +133,4 @@ const processScenarios = {
   },
 };
 
-export const openaiScenarios = { ...processScenarios, ...fileScenarios };
+export const openaiScenarios = { ...processScenarios, ...fileScenarios, ...sessionScenarios };

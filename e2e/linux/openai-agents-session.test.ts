@@ -1,0 +1,57 @@
+import { rmSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { linuxStack, REQUIRED, requiredButMissing } from '../support.js';
+import { makeHarnessBase, runHarnessAs } from './harness-run.js';
+import { asIdentityTitle, identities } from './hosts.js';
+
+/**
+ * @aleph/openai-agents sessions in the real sandbox (issue 40): what the SDK's own Unix-local client does,
+ * through the Aleph session's public interface: an interrupt written the moment a command starts is
+ * delivered. As root and as uid 65534.
+ */
+
+const stack = linuxStack();
+const SCENARIOS = ['early-interrupt'];
+
+type Results = Record<string, Record<string, unknown> & { crashed?: { message: string; stack?: string } }>;
+
+describe.runIf(stack.ok || REQUIRED.size > 0)(
+  `OpenAI Agents SDK sessions with AlephSandboxClient${stack.ok ? '' : ` [skipped: ${stack.reason}]`}`,
+  () => {
+    if (requiredButMissing(stack)) return;
+    for (const identity of identities().filter((i) => i.key === 'root' || i.key === 'unprivileged')) {
+      describe.skipIf(identity.skip !== undefined)(asIdentityTitle(identity), () => {
+        let base: string | undefined;
+        let results: Results = {};
+        const result = (name: string) => {
+          const r = results[name];
+          if (r === undefined) throw new Error(`no result for ${name}`);
+          if (r.crashed) throw new Error(`${name} crashed: ${r.crashed.message}\n${r.crashed.stack ?? ''}`);
+          return r as Record<string, unknown>;
+        };
+        beforeAll(async () => {
+          const made = makeHarnessBase(identity.uid, 'openai-session');
+          base = made.base;
+          const plan = {
+            base,
+            secret: made.secret,
+            secretDir: made.secretDir,
+            marker: made.marker,
+            scenarios: SCENARIOS,
+          };
+          const script = 'e2e/linux/openai-agents-harness.mjs';
+          results = (await runHarnessAs<{ uid: number; results: Results }>(identity.uid, base, script, plan))
+            .results;
+        }, 300_000);
+        afterAll(() => {
+          if (base !== undefined) rmSync(base, { recursive: true, force: true });
+        });
+
+        it('\\u0003 written the moment a command starts interrupts it (130), in 20 commands, 5 at a time', () => {
+          const r = result('early-interrupt');
+          expect(r.codes).toEqual(Array.from({ length: 20 }, () => '130'));
+        });
+      });
+    }
+  },
+);
