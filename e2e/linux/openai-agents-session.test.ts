@@ -7,11 +7,12 @@ import { asIdentityTitle, identities } from './hosts.js';
 /**
  * @aleph/openai-agents sessions in the real sandbox (issue 40): what the SDK's own Unix-local client does,
  * through the Aleph session's public interface: an interrupt written the moment a command starts is
- * delivered. As root and as uid 65534.
+ * delivered; `tty: true` gets a terminal whose line discipline makes signals of control characters. As
+ * root and as uid 65534.
  */
 
 const stack = linuxStack();
-const SCENARIOS = ['early-interrupt'];
+const SCENARIOS = ['early-interrupt', 'terminal', 'terminal-agent'];
 
 type Results = Record<string, Record<string, unknown> & { crashed?: { message: string; stack?: string } }>;
 
@@ -50,6 +51,32 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
         it('\\u0003 written the moment a command starts interrupts it (130), in 20 commands, 5 at a time', () => {
           const r = result('early-interrupt');
           expect(r.codes).toEqual(Array.from({ length: 20 }, () => '130'));
+        });
+
+        it('tty: true runs on a terminal of its own: tty names it, 80x24 to start, stty resizes it; without tty there is none; the policy reads the command inside', () => {
+          const r = result('terminal');
+          expect(r.tty).toMatch(/^\/dev\/pts\/\d+\r\n24 80\r\n40 120\r\n$/);
+          expect(r.ttyExit).toBe(0);
+          expect(r.noTty).toMatch(/^not a tty\ntty-exit=1\n/);
+          expect(r.denied).toMatch(/^\[aleph\] ALEPH_POLICY_DENIED: .*rm-no-preserve-root/);
+          expect(r.deniedExit).toBe(126);
+        });
+
+        it('control characters written to the terminal are signals: Ctrl-C SIGINT (130, 10 times at once), Ctrl-\\ SIGQUIT, Ctrl-Z SIGTSTP', () => {
+          const r = result('terminal');
+          expect(r.interrupts).toEqual(Array.from({ length: 10 }, () => '130'));
+          expect(r.quit).toBe('131');
+          expect(r.tstp).toMatch(/Process exited with code 5\nOutput:\n\^Zgot-tstp\r\n$/);
+        });
+
+        it('input reaches the command through the terminal, Ctrl-D ends it', () => {
+          const r = result('terminal');
+          expect(r.input).toMatch(/Process exited with code 0\nOutput:\nhello\r\ngot hello\r\neof\r\n$/);
+        });
+
+        it("the agent's exec_command with tty: true gets a terminal", () => {
+          const r = result('terminal-agent');
+          expect(r.t1).toMatch(/Process exited with code 0\nOutput:\n\/dev\/pts\/\d+\r\n$/);
         });
       });
     }

@@ -17,6 +17,7 @@ import {
   truncateToTokens,
 } from './exec-format.js';
 import type { OpenedSandbox } from './open-sandbox.js';
+import { ReadyGate, terminalAvailable, terminalCommand } from './terminal.js';
 import { type ProcessOutput, TrackedProcess } from './tracked-process.js';
 import type { WorkspacePaths } from './workspace-paths.js';
 
@@ -149,15 +150,19 @@ export class Commands {
     const paths = this.#paths();
     const cwd = paths.forCwd(args.workdir);
     const env = this.#environment();
+    const flag = args.login === false ? '-c' : '-lc';
+    const onTerminal = args.tty === true && terminalAvailable();
+    const terminal = onTerminal ? terminalCommand(shell, flag, paths.command(args.cmd)) : undefined;
+    const runEnv = terminal === undefined ? env : { ...env, SHELL: terminal.shellEnv };
     const spawn = () =>
       this.#opened.session.spawn(
         {
-          program: shell,
-          args: [args.login === false ? '-c' : '-lc', paths.command(args.cmd)],
+          program: terminal?.program ?? shell,
+          args: terminal?.args ?? [flag, paths.command(args.cmd)],
           cwd,
           capabilities,
           stdin: 'pipe',
-          ...(env === undefined ? {} : { env }),
+          ...(runEnv === undefined ? {} : { env: runEnv }),
         },
         args.signal === undefined ? {} : { signal: args.signal },
       );
@@ -166,19 +171,21 @@ export class Commands {
       const approver = args.approvalRequester;
       tracked = new TrackedProcess(
         await (approver === undefined ? spawn() : this.#opened.withApprover(approver, spawn)),
+        onTerminal ? new ReadyGate() : undefined,
       );
     } catch (error) {
       const refused = refusedResult(error as { code?: string; message?: string }, started, canRequest);
       return { ...refused, output: paths.output(refused.output), stderr: paths.output(refused.stderr) };
     }
     await tracked.settleWithin(yieldOf(args.yieldTimeMs, DEFAULT_YIELD_MS));
-    if (tracked.ended) return this.#finished(tracked, started, args.maxOutputTokens, args.tty === true);
+    const noTty = args.tty === true && !onTerminal;
+    if (tracked.ended) return this.#finished(tracked, started, args.maxOutputTokens, noTty);
     const sessionId = this.#nextId++;
     this.#running.set(sessionId, tracked);
     const taken = this.#take(tracked);
     const cut = truncateToTokens(taken.output, args.maxOutputTokens);
     return {
-      output: (args.tty === true ? NO_TTY : '') + cut.text,
+      output: (noTty ? NO_TTY : '') + cut.text,
       stdout: taken.stdout,
       stderr: taken.stderr,
       wallTimeSeconds: (Date.now() - started) / 1000,
@@ -240,8 +247,12 @@ export class Commands {
     }
     const chars = typeof args.chars === 'string' ? args.chars : '';
     const problems: string[] = [];
-    if (chars.includes('\u0003')) void tracked.proc.kill('SIGINT');
-    const [text = '', ...afterEof] = chars.replaceAll('\u0003', '').split('\u0004');
+    // On a terminal every character goes to it as it is: its line discipline makes signals of control
+    // characters (Ctrl-C SIGINT, Ctrl-\ SIGQUIT, Ctrl-Z SIGTSTP) and end of input of Ctrl-D.
+    if (!tracked.onTerminal && chars.includes('\u0003')) void tracked.proc.kill('SIGINT');
+    const [text = '', ...afterEof] = tracked.onTerminal
+      ? [chars]
+      : chars.replaceAll('\u0003', '').split('\u0004');
     try {
       await tracked.write(text);
       if (afterEof.length > 0) await tracked.closeStdin();
@@ -283,4 +294,4 @@ export class Commands {
 }
 
 const NO_TTY =
-  '[aleph] no terminal in the sandbox: the command runs with pipes (write_stdin still reaches its stdin; \\u0003 interrupts it)\n';
+  '[aleph] no terminal on this host (it needs Linux and util-linux script): the command runs with pipes (write_stdin still reaches its stdin; \\u0003 interrupts it)\n';

@@ -124,8 +124,10 @@ export class AlephSandboxSession implements SandboxSession<AlephSessionState> {
   }
 
   /**
-   * True: `write_stdin` reaches running commands. There is no terminal in the sandbox; commands get
-   * pipes, and Ctrl-C (`\u0003`) is delivered as SIGINT to the command's process tree.
+   * True: `write_stdin` reaches running commands, and a `tty: true` command runs on a terminal of the
+   * sandbox's own (Linux, util-linux `script`): control characters written to it are signals by its line
+   * discipline. Without `tty` (or where there is no terminal) commands get pipes, and Ctrl-C (`\u0003`)
+   * is SIGINT to the command's process tree.
    */
   supportsPty(): boolean {
     return true;
