@@ -1,6 +1,9 @@
 // Session scenarios of the OpenAI Agents harness (issue 40): what the SDK's Unix-local client does and the
 // Aleph client must do too, through the session's public interface in the real sandbox: an interrupt sent
 // right after a command starts, the terminal, the workspace archive, published ports, git_repo entries.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { assistantMessage, functionCall } from '@openai/agents/testing';
 import { agentWith, clientFor, runWith, seen, upTo } from './openai-agents-run.mjs';
 
@@ -119,5 +122,86 @@ export const sessionScenarios = {
     ]);
     await runWith(agent, 'go', clientFor(plan));
     return seen(model);
+  },
+
+  // persistWorkspace / hydrateWorkspace: a workspace archived and restored into another session's, modes
+  // kept, links left out; crafted archives (a member climbing out, a link leading out, protected paths,
+  // too many members, a file through a link a command planted to a host directory) refused with nothing
+  // written.
+  async archive(plan) {
+    const crafted = path.join(plan.base, 'crafted');
+    mkdirSync(crafted, { recursive: true });
+    const tarOf = (name, dir, members, extra = []) => {
+      const out = path.join(crafted, `${name}.tar`);
+      execFileSync('tar', ['-cPf', out, '-C', dir, ...extra, ...members]);
+      return execFileSync('cat', [out]);
+    };
+    const src = path.join(crafted, 'src');
+    mkdirSync(path.join(src, '.git', 'hooks'), { recursive: true });
+    writeFileSync(path.join(src, 'ok.txt'), 'ok\n');
+    writeFileSync(path.join(src, '.git', 'hooks', 'post-checkout'), '#!/bin/sh\necho owned\n');
+    writeFileSync(path.join(src, '.envrc'), 'echo owned\n');
+    symlinkSync('/etc', path.join(src, 'etc-link'));
+    symlinkSync('../../outside', path.join(src, 'up-link'));
+    mkdirSync(path.join(src, 'sub'));
+    symlinkSync('../ok.txt', path.join(src, 'sub', 'in-link'));
+    const attacks = {
+      climb: tarOf('climb', src, ['ok.txt'], ['--transform', 's,^ok.txt,../escaped.txt,']),
+      absoluteLink: tarOf('abs', src, ['ok.txt', 'etc-link']),
+      upLink: tarOf('up', src, ['ok.txt', 'up-link']),
+      hooks: tarOf('hooks', src, ['ok.txt', '.git/hooks/post-checkout']),
+      envrc: tarOf('envrc', src, ['ok.txt', '.envrc']),
+      many: tarOf('many', src, ['ok.txt', 'sub']),
+    };
+    const inLink = tarOf('in-link', src, ['ok.txt', 'sub']);
+    const first = await withSession(plan, async (session) => {
+      await session.exec({
+        cmd: 'mkdir -p src/deep && echo alpha > src/a.txt && printf "#!/bin/sh\\necho ran\\n" > run.sh && chmod 755 run.sh && chmod 700 src/deep && echo secret > src/deep/k && chmod 600 src/deep/k && ln -s src/a.txt inlink && ln -s /etc/passwd outlink',
+        yieldTimeMs: 15_000,
+      });
+      const bytes = await session.persistWorkspace();
+      const listing = execFileSync('tar', ['-tvf', '-'], { input: bytes, encoding: 'utf8' });
+      return { bytes, listing };
+    });
+    return withSession(plan, async (session) => {
+      const errors = {};
+      for (const [name, bytes] of Object.entries(attacks)) {
+        try {
+          await session.hydrateWorkspace(bytes, name === 'many' ? { archiveLimits: { maxMembers: 2 } } : {});
+          errors[name] = 'restored';
+        } catch (error) {
+          errors[name] = `${error?.name}: ${error?.message}`;
+        }
+      }
+      const afterAttacks = (await session.exec({ cmd: 'ls -A', yieldTimeMs: 15_000 })).output;
+      // A command plants a link to a host directory; a member written through it is refused.
+      await session.exec({ cmd: `ln -s ${plan.secretDir} plant`, yieldTimeMs: 15_000 });
+      const plantTar = path.join(crafted, 'plant');
+      mkdirSync(path.join(plantTar, 'plant'), { recursive: true });
+      writeFileSync(path.join(plantTar, 'plant', 'owned.txt'), 'owned\n');
+      try {
+        await session.hydrateWorkspace(tarOf('plant', plantTar, ['plant/owned.txt']));
+        errors.plant = 'restored';
+      } catch (error) {
+        errors.plant = `${error?.name}: ${error?.message}`;
+      }
+      // The control: from the host, the planted link does lead to the host directory.
+      const control = realpathSync(path.join(session.workspacePath, 'plant'));
+      await session.hydrateWorkspace(first.bytes);
+      await session.hydrateWorkspace(inLink);
+      const restored = await session.exec({
+        cmd: 'rm plant; find . -path ./plant -prune -o -print | sort; stat -c "%a %n" run.sh src/deep src/deep/k; ./run.sh; cat src/a.txt sub/in-link',
+        yieldTimeMs: 15_000,
+      });
+      return {
+        listing: first.listing,
+        errors,
+        afterAttacks,
+        restored: restored.output,
+        escaped: existsSync(path.join(plan.base, 'escaped.txt')),
+        planted: readdirSync(plan.secretDir),
+        control,
+      };
+    });
   },
 };

@@ -12,7 +12,7 @@ import { asIdentityTitle, identities } from './hosts.js';
  */
 
 const stack = linuxStack();
-const SCENARIOS = ['early-interrupt', 'terminal', 'terminal-agent'];
+const SCENARIOS = ['early-interrupt', 'terminal', 'terminal-agent', 'archive'];
 
 type Results = Record<string, Record<string, unknown> & { crashed?: { message: string; stack?: string } }>;
 
@@ -23,6 +23,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
     for (const identity of identities().filter((i) => i.key === 'root' || i.key === 'unprivileged')) {
       describe.skipIf(identity.skip !== undefined)(asIdentityTitle(identity), () => {
         let base: string | undefined;
+        let secretDir = '';
         let results: Results = {};
         const result = (name: string) => {
           const r = results[name];
@@ -33,6 +34,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
         beforeAll(async () => {
           const made = makeHarnessBase(identity.uid, 'openai-session');
           base = made.base;
+          secretDir = made.secretDir;
           const plan = {
             base,
             secret: made.secret,
@@ -77,6 +79,43 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
         it("the agent's exec_command with tty: true gets a terminal", () => {
           const r = result('terminal-agent');
           expect(r.t1).toMatch(/Process exited with code 0\nOutput:\n\/dev\/pts\/\d+\r\n$/);
+        });
+
+        it('persistWorkspace archives the workspace (modes kept, links and nothing else left out) and hydrateWorkspace restores it in another session', () => {
+          const r = result('archive');
+          expect(r.listing).toMatch(/-rwxr-xr-x .* run\.sh\n/);
+          expect(r.listing).toMatch(/drwx------ .* src\/deep\/\n/);
+          expect(r.listing).not.toMatch(/inlink|outlink/);
+          expect(r.restored).toMatch(
+            /^\.\n\.\/ok\.txt\n\.\/run\.sh\n\.\/src\n\.\/src\/a\.txt\n\.\/src\/deep\n\.\/src\/deep\/k\n\.\/sub\n\.\/sub\/in-link\n755 run\.sh\n700 src\/deep\n600 src\/deep\/k\nran\nalpha\nok\n/,
+          );
+        });
+
+        it('a crafted archive is refused whole, nothing written: a member climbing out, links leading out, protected paths, limits', () => {
+          const r = result('archive');
+          const errors = r.errors as Record<string, string>;
+          expect(errors.climb).toMatch(
+            /^SandboxArchiveError: .*nothing written: the name climbs out with "\.\."/,
+          );
+          expect(errors.absoluteLink).toMatch(
+            /nothing written: the link leads out of the workspace \(to "\/etc"\) \(member "etc-link"\)/,
+          );
+          expect(errors.upLink).toMatch(/nothing written: the link leads out of the workspace .*"up-link"/);
+          expect(errors.hooks).toMatch(/nothing written: the member is the protected path "\.git\/hooks"/);
+          expect(errors.envrc).toMatch(/nothing written: the member is the protected path "\.envrc"/);
+          expect(errors.many).toMatch(/nothing written: archive member count exceeds limit/);
+          expect(r.afterAttacks).toBe('');
+          expect(r.escaped).toBe(false);
+        });
+
+        it("a member through a link a command planted to a host directory is refused; the host's own path through it reaches there", () => {
+          const r = result('archive');
+          const errors = r.errors as Record<string, string>;
+          expect(errors.plant).toMatch(
+            /^SandboxArchiveError: .*"plant\/owned\.txt".*ALEPH_PATH_OUTSIDE_WORKSPACE|outside/,
+          );
+          expect(r.planted).toEqual(['id_rsa']);
+          expect(r.control).toBe(secretDir);
         });
       });
     }

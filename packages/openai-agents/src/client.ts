@@ -86,7 +86,9 @@ export class AlephSandboxClient implements SandboxClient<AlephSandboxClientOptio
         workspacePath: opened.workspace,
         workspaceReady: true,
       };
-      return new AlephSandboxSession(state, opened);
+      const session = new AlephSandboxSession(state, opened);
+      if (normalized.archiveLimits !== undefined) session.setArchiveLimits(normalized.archiveLimits);
+      return session;
     } catch (error) {
       await opened.dispose();
       throw error;
@@ -134,7 +136,9 @@ export class AlephSandboxClient implements SandboxClient<AlephSandboxClientOptio
         workspacePath: opened.workspace,
         workspaceReady: true,
       };
-      return new AlephSandboxSession(resumed, opened);
+      const session = new AlephSandboxSession(resumed, opened);
+      if (options.archiveLimits !== undefined) session.setArchiveLimits(options.archiveLimits);
+      return session;
     } catch (error) {
       await opened?.dispose();
       throw error;

@@ -3,9 +3,11 @@
 // with a mode, but has no call to change a directory's). Both refuse what the Aleph sandbox does not
 // provide (users, groups, extra path grants) before anything is written.
 import { shellExitCode } from '@aleph/sandbox';
+import { resolveProtectedPaths } from '@aleph/sandbox-core';
 import { type Manifest, SandboxUnsupportedFeatureError } from '@openai/agents/sandbox';
 import type { MaterializeTarget } from './materialize.js';
 import type { OpenedSandbox } from './open-sandbox.js';
+import type { ArchiveTarget } from './workspace-archive.js';
 
 /**
  * Refuses the manifest features the Aleph sandbox does not provide, naming the alternative.
@@ -30,19 +32,47 @@ export function checkManifest(manifest: Manifest): void {
   }
 }
 
+/** Runs `program ARGS` in the sandbox, in the workspace, with the baseline; throws unless it exits 0. */
+async function runOrThrow(opened: OpenedSandbox, program: string, args: readonly string[]): Promise<void> {
+  const out = await opened.session.execute({ program, args, capabilities: opened.baseline });
+  if (shellExitCode(out) !== 0)
+    throw new Error(out.stderrText.trim() || `${program} exited ${shellExitCode(out)}`);
+}
+
+async function chmodDirs(opened: OpenedSandbox, mode: number, paths: readonly string[]): Promise<void> {
+  await runOrThrow(opened, 'chmod', [mode.toString(8), '--', ...paths]);
+}
+
 /** The target a manifest is written to in `opened`'s workspace. */
 export function manifestTarget(opened: OpenedSandbox): MaterializeTarget {
   return {
     files: opened.session.files,
     writable: [opened.workspace, ...opened.baseline.fsWrite],
-    async chmodDirs(mode, paths) {
-      const out = await opened.session.execute({
-        program: 'chmod',
-        args: [mode.toString(8), '--', ...paths],
-        capabilities: opened.baseline,
-      });
-      if (shellExitCode(out) !== 0)
-        throw new Error(out.stderrText.trim() || `chmod exited ${shellExitCode(out)}`);
-    },
+    chmodDirs: (mode, paths) => chmodDirs(opened, mode, paths),
+  };
+}
+
+/** The protected paths of this platform's driver, as the config sets them. */
+export function protectedPathsOf(opened: OpenedSandbox): string[] {
+  const config = opened.sandbox.config;
+  if (process.platform === 'win32') return [...config.windows.protectedPaths];
+  const own = process.platform === 'darwin' ? config.macos : config.linux;
+  return resolveProtectedPaths({ protectedPaths: own.protectedPaths, protectAllGit: own.protectAllGit });
+}
+
+/** Where a workspace archive is restored: the file API, links and directory modes set in the sandbox. */
+export function archiveTarget(opened: OpenedSandbox): ArchiveTarget {
+  return {
+    files: opened.session.files,
+    protectedPaths: protectedPathsOf(opened),
+    chmodDirs: (mode, paths) => chmodDirs(opened, mode, paths),
+    // In the sandbox, pairs of (target, path); -T: never into an existing directory.
+    link: (pairs) =>
+      runOrThrow(opened, 'sh', [
+        '-c',
+        'while [ $# -gt 1 ]; do mkdir -p -- "$(dirname -- "$2")" && ln -sfT -- "$1" "$2" || exit 1; shift 2; done',
+        'sh',
+        ...pairs.flat(),
+      ]),
   };
 }

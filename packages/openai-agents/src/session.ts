@@ -16,11 +16,16 @@ import {
   Manifest,
   type MaterializeEntryArgs,
   type ReadFileArgs,
+  resolveSandboxArchiveLimits,
+  type SandboxArchiveLimits,
   type SandboxDirectoryEntry,
   type SandboxExecResult,
   type SandboxSession,
   SandboxUnsupportedFeatureError,
   type ViewImageArgs,
+  validateSandboxArchiveLimits,
+  type WorkspaceArchiveData,
+  type WorkspaceArchiveOptions,
   type WriteStdinArgs,
 } from '@openai/agents/sandbox';
 import { type AlephExecArgs, Commands, needsApproval, requestedCapabilities } from './commands.js';
@@ -28,10 +33,11 @@ import { createFilesEditor } from './editor.js';
 import { closedError, mapErrors } from './errors.js';
 import { formatExecResponse } from './exec-format.js';
 import { readImage } from './image.js';
-import { checkManifest, manifestTarget } from './manifest-target.js';
+import { archiveTarget, checkManifest, manifestTarget, protectedPathsOf } from './manifest-target.js';
 import { materializeManifest } from './materialize.js';
 import type { OpenedSandbox } from './open-sandbox.js';
 import type { AlephSessionState } from './session-state.js';
+import { hydrateArchive, persistArchive } from './workspace-archive.js';
 import { WorkspacePaths } from './workspace-paths.js';
 
 function unsupportedRunAs(runAs: string): SandboxUnsupportedFeatureError {
@@ -53,6 +59,7 @@ export class AlephSandboxSession implements SandboxSession<AlephSessionState> {
   #paths: WorkspacePaths | undefined;
   #closed = false;
   #closing: Promise<void> | undefined;
+  #archiveLimits: SandboxArchiveLimits | null | undefined;
 
   /** @internal Made by {@link AlephSandboxClient}. */
   constructor(state: AlephSessionState, opened: OpenedSandbox) {
@@ -246,6 +253,38 @@ export class AlephSandboxSession implements SandboxSession<AlephSessionState> {
   #relative(p: string): string {
     const mapped = this.#toFiles(p);
     return mapped === '.' ? '' : mapped;
+  }
+
+  /** The limits {@link hydrateWorkspace} and {@link persistWorkspace} keep (`null`: none; default: the SDK's). */
+  setArchiveLimits(limits?: SandboxArchiveLimits | null): void {
+    validateSandboxArchiveLimits(limits);
+    this.#archiveLimits = limits;
+  }
+
+  /**
+   * The workspace as a tar archive (directories and files with their modes; links, the manifest's
+   * ephemeral paths and protected paths left out), read through the file API, within the archive limits.
+   */
+  async persistWorkspace(): Promise<Uint8Array> {
+    this.#assertOpen();
+    return persistArchive(
+      this.#opened.session.files,
+      this.state.manifest.ephemeralPersistencePaths(),
+      protectedPathsOf(this.#opened),
+      resolveSandboxArchiveLimits(this.#archiveLimits),
+    );
+  }
+
+  /**
+   * Restores a tar archive into the workspace through the file API: every member is checked first (the
+   * limits, names, links leading out of the workspace, protected paths) and nothing is written unless all
+   * pass. Members replace what has their name; nothing else is removed.
+   */
+  async hydrateWorkspace(data: WorkspaceArchiveData, options: WorkspaceArchiveOptions = {}): Promise<void> {
+    this.#assertOpen();
+    const limits = options.archiveLimits === undefined ? this.#archiveLimits : options.archiveLimits;
+    validateSandboxArchiveLimits(limits);
+    await hydrateArchive(archiveTarget(this.#opened), data, resolveSandboxArchiveLimits(limits));
   }
 
   /**
