@@ -3,6 +3,7 @@
 // right after a command starts, the terminal, the workspace archive, published ports, git_repo entries.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { assistantMessage, functionCall } from '@openai/agents/testing';
 import { agentWith, clientFor, runWith, seen, upTo } from './openai-agents-run.mjs';
@@ -204,4 +205,73 @@ export const sessionScenarios = {
       };
     });
   },
+
+  // resolveExposedPort: a port the client publishes is reached on the host's 127.0.0.1 while the command
+  // that holds it runs (a dev server the agent starts); other commands of the session run beside it; a
+  // port it does not publish is refused, saying how to publish it; once the server ends, nothing answers.
+  async ports(plan) {
+    const port = await freePort();
+    const client = clientFor(plan, { capabilities: { publishPorts: [port] } });
+    const session = await client.create();
+    try {
+      const server = await session.exec({
+        cmd: `python3 -c 'import http.server as h\nclass H(h.BaseHTTPRequestHandler):\n  def do_GET(s):\n    b=b"served-${plan.marker}"; s.send_response(200); s.send_header("content-length", str(len(b))); s.end_headers(); s.wfile.write(b)\n  def log_message(s, *a): pass\nh.HTTPServer(("127.0.0.1", ${port}), H).serve_forever()'`,
+        yieldTimeMs: 500,
+      });
+      const beside = await session.exec({ cmd: 'echo beside', yieldTimeMs: 15_000 });
+      const endpoint = await session.resolveExposedPort(port);
+      let body = '';
+      for (let i = 0; i < 300 && body !== `served-${plan.marker}`; i++) {
+        body = await get(endpoint.host, endpoint.port);
+        if (body !== `served-${plan.marker}`) await new Promise((r) => setTimeout(r, 100));
+      }
+      let other = '';
+      try {
+        await session.resolveExposedPort(port === 65_535 ? 1 : port + 1);
+      } catch (error) {
+        other = `${error?.name}: ${error?.message}`;
+      }
+      const stopped = await session.writeStdin({
+        sessionId: server.sessionId,
+        chars: '\u0003',
+        yieldTimeMs: 15_000,
+      });
+      const after = await get('127.0.0.1', port);
+      return {
+        endpoint,
+        body,
+        beside: beside.output,
+        other,
+        stopped,
+        after,
+        recorded: session.state.exposedPorts,
+      };
+    } finally {
+      await session.close();
+    }
+  },
 };
+
+/** A free port of the host's loopback. */
+async function freePort() {
+  const s = net.createServer();
+  await new Promise((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address();
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+/** GET / of HOST:PORT once: its body, or the error code. */
+function get(host, port) {
+  return new Promise((resolve) => {
+    const s = net.connect(port, host);
+    let got = '';
+    s.setTimeout(3000, () => s.destroy(new Error('ETIMEDOUT')));
+    s.on('connect', () => s.write('GET / HTTP/1.0\r\nHost: x\r\n\r\n'));
+    s.on('data', (d) => {
+      got += d.toString();
+    });
+    s.on('error', (e) => resolve(e.code ?? e.message));
+    s.on('close', () => resolve(got.split('\r\n\r\n')[1] ?? (got === '' ? 'closed' : got)));
+  });
+}

@@ -12,7 +12,7 @@ import { asIdentityTitle, identities } from './hosts.js';
  */
 
 const stack = linuxStack();
-const SCENARIOS = ['early-interrupt', 'terminal', 'terminal-agent', 'archive'];
+const SCENARIOS = ['early-interrupt', 'terminal', 'terminal-agent', 'archive', 'ports'];
 
 type Results = Record<string, Record<string, unknown> & { crashed?: { message: string; stack?: string } }>;
 
@@ -116,6 +116,25 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           );
           expect(r.planted).toEqual(['id_rsa']);
           expect(r.control).toBe(secretDir);
+        });
+
+        it("resolveExposedPort gives the host's 127.0.0.1:PORT of a published port, where the session's server answers while it runs", () => {
+          const r = result('ports');
+          const endpoint = r.endpoint as { host: string; port: number; tls: boolean };
+          expect(endpoint.host).toBe('127.0.0.1');
+          expect(endpoint.tls).toBe(false);
+          expect(r.body).toMatch(/^served-\d+$/);
+          expect(r.beside).toBe('beside\n');
+          expect(r.recorded).toEqual({ [String(endpoint.port)]: endpoint });
+          expect(r.stopped).toMatch(/Process exited with code 130/);
+          expect(r.after).toMatch(/ECONNREFUSED|closed|ECONNRESET/);
+        });
+
+        it('a port the session does not publish is refused, naming the fix', () => {
+          const r = result('ports');
+          expect(r.other).toMatch(
+            /^SandboxConfigurationError: port \d+ is not published by this Aleph session \(it publishes \d+\); add it to the client's capabilities: \{ publishPorts: \[\d+\] \}/,
+          );
         });
       });
     }

@@ -76,6 +76,12 @@ export function needsApproval(opened: OpenedSandbox, requested: SandboxCapabilit
   return !isWithin(requested, ceiling);
 }
 
+/** `capabilities` publishing exactly `ports` (none: no `publishPorts`). */
+function withPorts(capabilities: SandboxCapabilities, ports: readonly number[]): SandboxCapabilities {
+  const { publishPorts: _, ...rest } = capabilities;
+  return ports.length === 0 ? rest : { ...rest, publishPorts: ports };
+}
+
 function invalid(message: string, started: number, canRequest: boolean): SandboxExecResult {
   return refusedResult({ code: 'ALEPH_INVALID_COMMAND', message }, started, canRequest);
 }
@@ -92,6 +98,8 @@ export class Commands {
   readonly #environment: () => Record<string, string> | undefined;
   readonly #paths: () => WorkspacePaths;
   readonly #running = new Map<number, TrackedProcess>();
+  /** The session's published ports held by a command of it (one at a time: the host port is one). */
+  readonly #portHolders = new Map<number, symbol>();
   #nextId = 1;
 
   /**
@@ -147,6 +155,8 @@ export class Commands {
     } catch (error) {
       return refusedResult(error as { code?: string; message?: string }, started, canRequest);
     }
+    const ports = this.#takePorts();
+    capabilities = withPorts(capabilities, ports.ports);
     const paths = this.#paths();
     const cwd = paths.forCwd(args.workdir);
     const env = this.#environment();
@@ -174,9 +184,11 @@ export class Commands {
         onTerminal ? new ReadyGate() : undefined,
       );
     } catch (error) {
+      ports.release();
       const refused = refusedResult(error as { code?: string; message?: string }, started, canRequest);
       return { ...refused, output: paths.output(refused.output), stderr: paths.output(refused.stderr) };
     }
+    void tracked.settled.then(ports.release);
     await tracked.settleWithin(yieldOf(args.yieldTimeMs, DEFAULT_YIELD_MS));
     const noTty = args.tty === true && !onTerminal;
     if (tracked.ended) return this.#finished(tracked, started, args.maxOutputTokens, noTty);
@@ -273,6 +285,21 @@ export class Commands {
       sessionId: args.sessionId,
       ...(cut.originalTokenCount === undefined ? {} : { originalTokenCount: cut.originalTokenCount }),
     });
+  }
+
+  /**
+   * The session's published ports (the baseline's `publishPorts`) no running command of it holds, taken
+   * for the next command: while it runs, the host's `127.0.0.1:PORT` reaches its `PORT`. `release` gives
+   * them back (when it ends, or did not start).
+   */
+  #takePorts(): { ports: number[]; release: () => void } {
+    const token = Symbol('command');
+    const ports = (this.#opened.baseline.publishPorts ?? []).filter((p) => !this.#portHolders.has(p));
+    for (const p of ports) this.#portHolders.set(p, token);
+    const release = () => {
+      for (const p of ports) if (this.#portHolders.get(p) === token) this.#portHolders.delete(p);
+    };
+    return { ports, release };
   }
 
   /** Kills every command still running and waits until they have ended. */

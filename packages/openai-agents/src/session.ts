@@ -12,12 +12,16 @@ import {
 import type { SandboxCapabilities, SandboxCapabilitiesInput } from '@aleph/sandbox-core';
 import type { Editor, ToolOutputImage } from '@openai/agents';
 import {
+  type ExposedPortEndpoint,
   type ListDirectoryArgs,
   Manifest,
   type MaterializeEntryArgs,
+  normalizeExposedPort,
   type ReadFileArgs,
+  recordExposedPortEndpoint,
   resolveSandboxArchiveLimits,
   type SandboxArchiveLimits,
+  SandboxConfigurationError,
   type SandboxDirectoryEntry,
   type SandboxExecResult,
   type SandboxSession,
@@ -138,6 +142,26 @@ export class AlephSandboxSession implements SandboxSession<AlephSessionState> {
    */
   supportsPty(): boolean {
     return true;
+  }
+
+  /**
+   * Where the host reaches `port` of the session's commands: `127.0.0.1:PORT`, for a port the client
+   * publishes (`capabilities: { publishPorts: [PORT] }`). The command that holds it (the first one running
+   * while no other of the session does) is reached there while it runs.
+   *
+   * @throws {SandboxConfigurationError} a port the session does not publish, naming the fix.
+   */
+  async resolveExposedPort(port: number): Promise<ExposedPortEndpoint> {
+    this.#assertOpen();
+    const exposed = normalizeExposedPort(port);
+    const published = this.#opened.baseline.publishPorts ?? [];
+    if (!published.includes(exposed)) {
+      throw new SandboxConfigurationError(
+        `port ${exposed} is not published by this Aleph session (it publishes ${published.length === 0 ? 'none' : published.join(', ')}); add it to the client's capabilities: { publishPorts: [${exposed}] }`,
+        { provider: 'aleph', port: exposed, configuredPorts: [...published] },
+      );
+    }
+    return recordExposedPortEndpoint(this.state, { host: '127.0.0.1', port: exposed, tls: false });
   }
 
   /** True when a command asking for `capabilities` needs approval (more than the baseline). */
