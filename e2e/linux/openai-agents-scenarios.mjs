@@ -3,6 +3,7 @@
 // returns what the model was given (and what was left on the host).
 import { assistantMessage, functionCall, modelResponder } from '@openai/agents/testing';
 import { fileScenarios } from './openai-agents-file-scenarios.mjs';
+import { gitScenarios } from './openai-agents-git-scenarios.mjs';
 import {
   agentWith,
   clientFor,
@@ -133,4 +134,9 @@ const processScenarios = {
   },
 };
 
-export const openaiScenarios = { ...processScenarios, ...fileScenarios, ...sessionScenarios };
+export const openaiScenarios = {
+  ...processScenarios,
+  ...fileScenarios,
+  ...sessionScenarios,
+  ...gitScenarios,
+};

@@ -7,12 +7,13 @@ import { asIdentityTitle, identities } from './hosts.js';
 /**
  * @aleph/openai-agents sessions in the real sandbox (issue 40): what the SDK's own Unix-local client does,
  * through the Aleph session's public interface: an interrupt written the moment a command starts is
- * delivered; `tty: true` gets a terminal whose line discipline makes signals of control characters. As
- * root and as uid 65534.
+ * delivered; `tty: true` gets a terminal whose line discipline makes signals of control characters; the
+ * workspace archived and restored (crafted archives refused); published ports resolved; git_repo entries
+ * cloned inside the sandbox through its allowlist. As root and as uid 65534.
  */
 
 const stack = linuxStack();
-const SCENARIOS = ['early-interrupt', 'terminal', 'terminal-agent', 'archive', 'ports'];
+const SCENARIOS = ['early-interrupt', 'terminal', 'terminal-agent', 'archive', 'ports', 'git-repo'];
 
 type Results = Record<string, Record<string, unknown> & { crashed?: { message: string; stack?: string } }>;
 
@@ -134,6 +135,25 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           const r = result('ports');
           expect(r.other).toMatch(
             /^SandboxConfigurationError: port \d+ is not published by this Aleph session \(it publishes \d+\); add it to the client's capabilities: \{ publishPorts: \[\d+\] \}/,
+          );
+        });
+
+        it('git_repo entries are cloned inside the sandbox over the network: the default branch, a tag, a commit, a subpath, by create and applyManifest', () => {
+          const r = result('git-repo');
+          expect(r.seen).toMatch(
+            /^second\nfirst\nfirst\nsecond\ninner\ninner\.txt\n750\nsecond first \n0\n(\[aleph\] changes: .*\n)?$/,
+          );
+          expect(r.exit).toBe(0);
+          expect(r.requests as number).toBeGreaterThan(0);
+        });
+
+        it("the repository's host is allowed to the clone only; without the allowlist's loopback entry the proxy refuses it, naming the entry", () => {
+          const r = result('git-repo');
+          expect(r.baseline).toMatch(
+            /^ls-remote=128\n\[aleph\] denied network\.host git\.test:\d+: git\.test is not on the allowlist/,
+          );
+          expect(r.refused).toMatch(
+            /^SandboxConfigurationError: manifest entry "repo": cloning http:\/\/git\.test:\d+\/repo\.git in the sandbox failed: .*403 Forbidden: git\.test resolves to 127\.0\.0\.1/,
           );
         });
       });

@@ -63,7 +63,7 @@ export class AlephSandboxClient implements SandboxClient<AlephSandboxClientOptio
    *
    * @throws {SandboxConfigurationError} invalid options or config, an entry that cannot be written.
    * @throws {SandboxUnsupportedFeatureError} manifest features the Aleph sandbox does not provide (users,
-   *   groups, path grants, mounts, git repositories).
+   *   groups, path grants, mounts); a git_repo entry that cannot be cloned is a SandboxConfigurationError.
    */
   async create(
     args?: SandboxClientCreateArgs<AlephSandboxClientOptions> | Manifest,

@@ -4,15 +4,44 @@
 // provide (users, groups, extra path grants) before anything is written.
 import { shellExitCode } from '@aleph/sandbox';
 import { resolveProtectedPaths } from '@aleph/sandbox-core';
-import { type Manifest, SandboxUnsupportedFeatureError } from '@openai/agents/sandbox';
-import type { MaterializeTarget } from './materialize.js';
+import {
+  type Entry,
+  isMount,
+  type Manifest,
+  SandboxConfigurationError,
+  SandboxUnsupportedFeatureError,
+} from '@openai/agents/sandbox';
+import { cloneInSandbox, cloneSource, GitRepoError } from './git-repo.js';
+import { type MaterializeTarget, mountRefused } from './materialize.js';
 import type { OpenedSandbox } from './open-sandbox.js';
 import type { ArchiveTarget } from './workspace-archive.js';
+
+/** Refuses, before anything is written, a mount entry or a repository the sandbox cannot clone. */
+function checkEntries(entries: Readonly<Record<string, Entry>>, prefix: string): void {
+  for (const [key, entry] of Object.entries(entries)) {
+    const where = prefix === '' ? key : `${prefix}/${key}`;
+    if (isMount(entry)) throw mountRefused(where);
+    if (entry.type === 'git_repo') {
+      try {
+        cloneSource(entry);
+      } catch (error) {
+        if (!(error instanceof GitRepoError)) throw error;
+        throw new SandboxConfigurationError(`manifest entry ${JSON.stringify(where)}: ${error.message}`, {
+          provider: 'aleph',
+          entry: where,
+        });
+      }
+    }
+    if (entry.type === 'dir' && entry.children !== undefined) checkEntries(entry.children, where);
+  }
+}
 
 /**
  * Refuses the manifest features the Aleph sandbox does not provide, naming the alternative.
  *
- * @throws {SandboxUnsupportedFeatureError} `manifest.users`, `manifest.groups`, `manifest.extraPathGrants`.
+ * @throws {SandboxUnsupportedFeatureError} `manifest.users`, `manifest.groups`, `manifest.extraPathGrants`,
+ *   a mount entry.
+ * @throws {SandboxConfigurationError} a git_repo entry whose URL the sandbox cannot clone.
  */
 export function checkManifest(manifest: Manifest): void {
   for (const key of ['users', 'groups', 'extraPathGrants'] as const) {
@@ -30,6 +59,7 @@ export function checkManifest(manifest: Manifest): void {
       );
     }
   }
+  checkEntries(manifest.entries, '');
 }
 
 /** Runs `program ARGS` in the sandbox, in the workspace, with the baseline; throws unless it exits 0. */
@@ -49,6 +79,7 @@ export function manifestTarget(opened: OpenedSandbox): MaterializeTarget {
     files: opened.session.files,
     writable: [opened.workspace, ...opened.baseline.fsWrite],
     chmodDirs: (mode, paths) => chmodDirs(opened, mode, paths),
+    cloneRepo: (where, entry) => cloneInSandbox(opened, where, entry),
   };
 }
 
