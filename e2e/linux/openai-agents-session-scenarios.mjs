@@ -5,6 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { Manifest } from '@openai/agents/sandbox';
 import { assistantMessage, functionCall } from '@openai/agents/testing';
 import { agentWith, clientFor, runWith, seen, upTo } from './openai-agents-run.mjs';
 
@@ -219,6 +220,9 @@ export const sessionScenarios = {
         yieldTimeMs: 500,
       });
       const beside = await session.exec({ cmd: 'echo beside', yieldTimeMs: 15_000 });
+      // The manifest's own commands (chmod of a dir) do not take the published port either.
+      await session.applyManifest(new Manifest({ entries: { locked: { type: 'dir', permissions: 0o700 } } }));
+      const locked = await session.exec({ cmd: 'stat -c %a locked', yieldTimeMs: 15_000 });
       const endpoint = await session.resolveExposedPort(port);
       let body = '';
       for (let i = 0; i < 300 && body !== `served-${plan.marker}`; i++) {
@@ -241,6 +245,7 @@ export const sessionScenarios = {
         endpoint,
         body,
         beside: beside.output,
+        locked: locked.output,
         other,
         stopped,
         after,

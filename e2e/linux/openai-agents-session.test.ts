@@ -126,6 +126,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           expect(endpoint.tls).toBe(false);
           expect(r.body).toMatch(/^served-\d+$/);
           expect(r.beside).toBe('beside\n');
+          expect(r.locked).toBe('700\n');
           expect(r.recorded).toEqual({ [String(endpoint.port)]: endpoint });
           expect(r.stopped).toMatch(/Process exited with code 130/);
           expect(r.after).toMatch(/ECONNREFUSED|closed|ECONNRESET/);

@@ -57,7 +57,7 @@ export function cloneSource(entry: GitRepo): CloneSource {
 const CLONE_SCRIPT = [
   'set -eu',
   'dest=$1 url=$2 ref=$3 sub=$4',
-  'case $ref in *[!0-9a-f]*|"") commit= ;; *) if [ ${#ref} -ge 7 ]; then commit=$ref; else commit=; fi ;; esac',
+  'case $ref in *[!0-9a-f]*|"") commit= ;; ???????*) commit=$ref ;; *) commit= ;; esac',
   'if [ -z "$sub" ]; then repo=$dest; else repo=$(mktemp -d)/repo; fi',
   'clone() { git clone -q --depth 1 "$@" 2>/dev/null || { rm -rf -- "$repo"; git clone -q "$@"; }; }',
   'if [ -n "$commit" ]; then',
@@ -90,7 +90,8 @@ function approving(approved: SandboxCapabilities): ApprovalRequester {
  */
 export async function cloneInSandbox(opened: OpenedSandbox, where: string, entry: GitRepo): Promise<void> {
   const source = cloneSource(entry);
-  const base = opened.baseline;
+  // The session's published ports stay with its own commands.
+  const { publishPorts: _, ...base } = opened.baseline;
   const hosts = base.network.kind === 'allowHosts' ? base.network.hosts : [];
   const capabilities: SandboxCapabilities = {
     ...base,

@@ -62,9 +62,13 @@ export function checkManifest(manifest: Manifest): void {
   checkEntries(manifest.entries, '');
 }
 
-/** Runs `program ARGS` in the sandbox, in the workspace, with the baseline; throws unless it exits 0. */
+/**
+ * Runs `program ARGS` in the sandbox, in the workspace, with the baseline (less its published ports,
+ * which the session's own commands hold); throws unless it exits 0.
+ */
 async function runOrThrow(opened: OpenedSandbox, program: string, args: readonly string[]): Promise<void> {
-  const out = await opened.session.execute({ program, args, capabilities: opened.baseline });
+  const { publishPorts: _, ...capabilities } = opened.baseline;
+  const out = await opened.session.execute({ program, args, capabilities });
   if (shellExitCode(out) !== 0)
     throw new Error(out.stderrText.trim() || `${program} exited ${shellExitCode(out)}`);
 }
