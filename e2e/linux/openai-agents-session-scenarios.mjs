@@ -52,7 +52,7 @@ export const sessionScenarios = {
   async terminal(plan) {
     return withSession(plan, async (session) => {
       const tty = await session.exec({
-        cmd: 'tty; stty size; stty cols 120 rows 40; stty size',
+        cmd: 'tty; stty size; stty cols 120 rows 40; stty size; echo "$SHELL"',
         tty: true,
         yieldTimeMs: 15_000,
       });

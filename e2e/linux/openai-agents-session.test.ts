@@ -58,7 +58,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
 
         it('tty: true runs on a terminal of its own: tty names it, 80x24 to start, stty resizes it; without tty there is none; the policy reads the command inside', () => {
           const r = result('terminal');
-          expect(r.tty).toMatch(/^\/dev\/pts\/\d+\r\n24 80\r\n40 120\r\n$/);
+          expect(r.tty).toMatch(/^\/dev\/pts\/\d+\r\n24 80\r\n40 120\r\n\/bin\/bash\r\n$/);
           expect(r.ttyExit).toBe(0);
           expect(r.noTty).toMatch(/^not a tty\ntty-exit=1\n/);
           expect(r.denied).toMatch(/^\[aleph\] ALEPH_POLICY_DENIED: .*rm-no-preserve-root/);

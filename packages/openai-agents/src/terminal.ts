@@ -34,7 +34,8 @@ export function shellQuote(text: string): string {
 
 /**
  * The program and arguments that run `<shell> -lc CMD` (`-c` without login) on a terminal, and the
- * `SHELL` `script` runs its code with (the command's own shell).
+ * `SHELL` `script` runs its wrapper code with (`/bin/sh`, whatever the command's shell; the command gets
+ * its own shell as `SHELL`).
  */
 export function terminalCommand(
   shell: string,
@@ -44,9 +45,10 @@ export function terminalCommand(
   const code = [
     `stty cols ${TERMINAL_COLUMNS} rows ${TERMINAL_ROWS} 2>/dev/null`,
     `printf '%s' ${shellQuote(READY_MARKER)}`,
+    `export SHELL=${shellQuote(shell)}`,
     `exec ${shellQuote(shell)} ${flag} ${shellQuote(cmd)}`,
   ].join('; ');
-  return { program: SCRIPT, args: ['-q', '-f', '-e', '-c', code, '/dev/null'], shellEnv: shell };
+  return { program: SCRIPT, args: ['-q', '-f', '-e', '-c', code, '/dev/null'], shellEnv: '/bin/sh' };
 }
 
 /**

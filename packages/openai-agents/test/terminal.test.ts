@@ -15,9 +15,9 @@ describe('terminal commands', () => {
     expect(t.args.slice(0, 5)).toEqual(['-q', '-f', '-e', '-c', t.args[4]]);
     expect(t.args[5]).toBe('/dev/null');
     expect(t.args[4]).toMatch(
-      /^stty cols 80 rows 24 2>\/dev\/null; printf '%s' '.*'; exec '\/bin\/bash' -lc 'echo '\\''hi'\\'''$/s,
+      /^stty cols 80 rows 24 2>\/dev\/null; printf '%s' '.*'; export SHELL='\/bin\/bash'; exec '\/bin\/bash' -lc 'echo '\\''hi'\\'''$/s,
     );
-    expect(t.shellEnv).toBe('/bin/bash');
+    expect(t.shellEnv).toBe('/bin/sh');
   });
 
   it('is offered on Linux only', () => {
