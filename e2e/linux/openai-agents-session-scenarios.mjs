@@ -6,8 +6,8 @@ import { existsSync, mkdirSync, readdirSync, realpathSync, symlinkSync, writeFil
 import net from 'node:net';
 import path from 'node:path';
 import { Manifest } from '@openai/agents/sandbox';
-import { assistantMessage, functionCall } from '@openai/agents/testing';
-import { agentWith, clientFor, runWith, seen, upTo } from './openai-agents-run.mjs';
+import { assistantMessage, functionCall, modelResponder } from '@openai/agents/testing';
+import { agentWith, clientFor, lastSessionId, runWith, seen, upTo } from './openai-agents-run.mjs';
 
 /** A fresh session of a client for `plan`, closed after `body`. */
 async function withSession(plan, body, options = {}, sandbox = {}) {
@@ -46,6 +46,29 @@ export const sessionScenarios = {
     });
   },
 
+  // The same through the SDK's own agent loop: exec_command yields at once, write_stdin sends \u0003.
+  async 'early-interrupt-agent'(plan) {
+    const steps = [];
+    for (let i = 1; i <= 4; i++) {
+      steps.push([
+        functionCall('exec_command', { cmd: `sleep ${plan.marker}`, yield_time_ms: 0 }, { callId: `e${i}` }),
+      ]);
+      steps.push(
+        modelResponder((call) => [
+          functionCall(
+            'write_stdin',
+            { session_id: lastSessionId(call), chars: '\u0003', yield_time_ms: 15_000 },
+            { callId: `i${i}` },
+          ),
+        ]),
+      );
+    }
+    const { agent, model } = agentWith([...steps, [assistantMessage('done')]]);
+    await runWith(agent, 'go', clientFor(plan));
+    const out = seen(model);
+    return { codes: [1, 2, 3, 4].map((i) => exitOf(out[`i${i}`] ?? '')) };
+  },
+
   // tty: true: a terminal of the sandbox's devpts. `tty` names it, the window is 80x24 and stty changes
   // it; Ctrl-C, Ctrl-\ and Ctrl-Z written to it are SIGINT, SIGQUIT and SIGTSTP (the line discipline's);
   // Ctrl-D ends a line's input. The control: without tty the same command has no terminal.
@@ -69,9 +92,9 @@ export const sessionScenarios = {
         return session.writeStdin({ sessionId: started.sessionId, chars, yieldTimeMs: 15_000 });
       };
       const interrupts = [];
-      for (let i = 0; i < 10; i++) interrupts.push(exitOf(await send(`sleep ${plan.marker}`, '\u0003')));
       const input = await send('read a; echo "got $a"; cat; echo eof', 'hello\n\u0004');
-      // Ctrl-\ and Ctrl-Z once the command runs (bash, starting, catches SIGQUIT, as on any terminal).
+      // Control characters once the command runs (bash, while it starts, catches SIGQUIT and may swallow
+      // SIGINT, as on any terminal).
       const running = async (suffix) => {
         const started = await session.exec({
           cmd: `sleep ${plan.marker}${suffix}`,
@@ -81,6 +104,12 @@ export const sessionScenarios = {
         await upTo(`sleep\0${plan.marker}${suffix}`, 1);
         return started.sessionId;
       };
+      for (let i = 0; i < 10; i++) {
+        const sessionId = await running(`0${i}`);
+        interrupts.push(
+          exitOf(await session.writeStdin({ sessionId, chars: '\u0003', yieldTimeMs: 15_000 })),
+        );
+      }
       const quit = await session.writeStdin({
         sessionId: await running(8),
         chars: '\u001c',

@@ -13,7 +13,15 @@ import { asIdentityTitle, identities } from './hosts.js';
  */
 
 const stack = linuxStack();
-const SCENARIOS = ['early-interrupt', 'terminal', 'terminal-agent', 'archive', 'ports', 'git-repo'];
+const SCENARIOS = [
+  'early-interrupt',
+  'early-interrupt-agent',
+  'terminal',
+  'terminal-agent',
+  'archive',
+  'ports',
+  'git-repo',
+];
 
 type Results = Record<string, Record<string, unknown> & { crashed?: { message: string; stack?: string } }>;
 
@@ -56,6 +64,10 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           expect(r.codes).toEqual(Array.from({ length: 20 }, () => '130'));
         });
 
+        it("\\u0003 sent by the SDK's own agent loop right after exec_command yields interrupts the command (130), 4 times", () => {
+          expect(result('early-interrupt-agent').codes).toEqual(['130', '130', '130', '130']);
+        });
+
         it('tty: true runs on a terminal of its own: tty names it, 80x24 to start, stty resizes it; without tty there is none; the policy reads the command inside', () => {
           const r = result('terminal');
           expect(r.tty).toMatch(/^\/dev\/pts\/\d+\r\n24 80\r\n40 120\r\n\/bin\/bash\r\n$/);
@@ -65,7 +77,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           expect(r.deniedExit).toBe(126);
         });
 
-        it('control characters written to the terminal are signals: Ctrl-C SIGINT (130, 10 times at once), Ctrl-\\ SIGQUIT, Ctrl-Z SIGTSTP', () => {
+        it('control characters written to the terminal are signals: Ctrl-C SIGINT (130, 10 times), Ctrl-\\ SIGQUIT, Ctrl-Z SIGTSTP', () => {
           const r = result('terminal');
           expect(r.interrupts).toEqual(Array.from({ length: 10 }, () => '130'));
           expect(r.quit).toBe('131');
