@@ -2,7 +2,15 @@
 // through its egress proxy and allowlist, from a repository served over git's dumb HTTP protocol on the
 // host's loopback (a name the driver's resolver maps there). The host runs git only on its own fixture.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { createLinuxDriver } from '@aleph/driver-linux';
@@ -10,8 +18,11 @@ import { createStaticResolver } from '@aleph/proxy';
 import { Manifest } from '@openai/agents/sandbox';
 import { clientFor } from './openai-agents-run.mjs';
 
-/** A bare repository: commit 1 (README, sub/inner.txt, tag v1), then commit 2 (README changed). */
-function makeRepo(dir) {
+/**
+ * A bare repository: commit 1 (README, sub/inner.txt, tag v1), then commit 2 (README changed, and `leak`, a
+ * link to `secret`).
+ */
+function makeRepo(dir, secret) {
   const work = path.join(dir, 'work');
   const bare = path.join(dir, 'repo.git');
   mkdirSync(path.join(work, 'sub'), { recursive: true });
@@ -28,7 +39,10 @@ function makeRepo(dir) {
   git(work, 'tag', 'v1');
   const first = git(work, 'rev-parse', 'HEAD');
   writeFileSync(path.join(work, 'README'), 'second\n');
-  git(work, 'commit', '-q', '-am', 'second');
+  // The repository's own attack: a link to the host's secret.
+  symlinkSync(secret, path.join(work, 'leak'));
+  git(work, 'add', '.');
+  git(work, 'commit', '-q', '-m', 'second');
   git(dir, 'clone', '-q', '--bare', work, bare);
   git(bare, 'update-server-info');
   return { bare, first };
@@ -64,7 +78,7 @@ export const gitScenarios = {
   async 'git-repo'(plan) {
     const fixture = path.join(plan.base, 'git-fixture');
     mkdirSync(fixture, { recursive: true });
-    const { bare, first } = makeRepo(fixture);
+    const { bare, first } = makeRepo(fixture, plan.secret);
     const server = await serve(bare);
     const driver = createLinuxDriver({
       proxy: { resolver: createStaticResolver({ 'git.test': ['127.0.0.1'] }, false) },
@@ -84,12 +98,25 @@ export const gitScenarios = {
       const session = await client.create({ manifest });
       let seen;
       let baseline;
+      let leak;
+      let leakRead;
+      let leakControl;
       try {
         await session.applyManifest(new Manifest({ entries: { later: { type: 'git_repo', repo: url } } }));
         seen = await session.exec({
           cmd: 'cat repo/README tagged/README pinned/README later/README part/inner.txt; ls -A part; stat -c %a part; git -C repo log --format=%s | tr "\\n" " "; echo; git -C repo status --short | wc -l',
           yieldTimeMs: 30_000,
         });
+        // The cloned link to the host's secret: the sandbox cannot read through it, nor can the file tools;
+        // the host's own path through it reaches the secret (the control).
+        leak = (await session.exec({ cmd: 'cat repo/leak; echo cat=$?', yieldTimeMs: 30_000 })).output;
+        try {
+          await session.readFile({ path: 'repo/leak' });
+          leakRead = 'read';
+        } catch (error) {
+          leakRead = `${error?.name}: ${error?.message}`;
+        }
+        leakControl = realpathSync(path.join(session.workspacePath, 'repo', 'leak'));
         // The session's own commands did not get the repository's host: only the clone did.
         baseline = await session.exec({
           cmd: `git ls-remote ${url} >/dev/null 2>&1; echo ls-remote=$?`,
@@ -110,7 +137,17 @@ export const gitScenarios = {
       } catch (error) {
         refused = `${error?.name}: ${error?.message}`;
       }
-      return { seen: seen.output, exit: seen.exitCode, baseline: baseline.output, requests, refused, first };
+      return {
+        seen: seen.output,
+        exit: seen.exitCode,
+        baseline: baseline.output,
+        requests,
+        refused,
+        first,
+        leak,
+        leakRead,
+        leakControl,
+      };
     } finally {
       await server.close();
       await driver.dispose();

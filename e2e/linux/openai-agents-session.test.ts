@@ -33,6 +33,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
       describe.skipIf(identity.skip !== undefined)(asIdentityTitle(identity), () => {
         let base: string | undefined;
         let secretDir = '';
+        let secret = '';
         let results: Results = {};
         const result = (name: string) => {
           const r = results[name];
@@ -44,6 +45,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           const made = makeHarnessBase(identity.uid, 'openai-session');
           base = made.base;
           secretDir = made.secretDir;
+          secret = made.secret;
           const plan = {
             base,
             secret: made.secret,
@@ -158,6 +160,14 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           );
           expect(r.exit).toBe(0);
           expect(r.requests as number).toBeGreaterThan(0);
+        });
+
+        it("a cloned link to the host's secret is read neither by the sandbox nor by the file tools; the host's own path through it reaches it", () => {
+          const r = result('git-repo');
+          expect(r.leak).toMatch(/cat=1\n/);
+          expect(r.leak).not.toMatch(/host-secret/);
+          expect(r.leakRead).toMatch(/^SandboxPathResolutionError: /);
+          expect(r.leakControl).toBe(secret);
         });
 
         it("the repository's host is allowed to the clone only; without the allowlist's loopback entry the proxy refuses it, naming the entry", () => {

@@ -105,6 +105,8 @@ export async function cloneInSandbox(opened: OpenedSandbox, where: string, entry
     opened.session.execute({
       program: 'sh',
       args: ['-c', CLONE_SCRIPT, 'sh', where, source.url, entry.ref ?? '', entry.subpath ?? ''],
+      // A server asking for credentials fails the clone instead of waiting for a prompt no one answers.
+      env: { GIT_TERMINAL_PROMPT: '0' },
       capabilities,
     }),
   );
