@@ -3,6 +3,7 @@
 // returns what the model was given (and what was left on the host).
 import { assistantMessage, functionCall, modelResponder } from '@openai/agents/testing';
 import { fileScenarios } from './openai-agents-file-scenarios.mjs';
+import { gitScenarios } from './openai-agents-git-scenarios.mjs';
 import {
   agentWith,
   clientFor,
@@ -13,6 +14,7 @@ import {
   seen,
   upTo,
 } from './openai-agents-run.mjs';
+import { sessionScenarios } from './openai-agents-session-scenarios.mjs';
 
 const exec = (callId, cmd, extra = {}) => [functionCall('exec_command', { cmd, ...extra }, { callId })];
 const stdin = (callId, chars, extra = {}) =>
@@ -132,4 +134,9 @@ const processScenarios = {
   },
 };
 
-export const openaiScenarios = { ...processScenarios, ...fileScenarios };
+export const openaiScenarios = {
+  ...processScenarios,
+  ...fileScenarios,
+  ...sessionScenarios,
+  ...gitScenarios,
+};

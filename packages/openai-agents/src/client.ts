@@ -63,7 +63,7 @@ export class AlephSandboxClient implements SandboxClient<AlephSandboxClientOptio
    *
    * @throws {SandboxConfigurationError} invalid options or config, an entry that cannot be written.
    * @throws {SandboxUnsupportedFeatureError} manifest features the Aleph sandbox does not provide (users,
-   *   groups, path grants, mounts, git repositories).
+   *   groups, path grants, mounts); a git_repo entry that cannot be cloned is a SandboxConfigurationError.
    */
   async create(
     args?: SandboxClientCreateArgs<AlephSandboxClientOptions> | Manifest,
@@ -86,7 +86,9 @@ export class AlephSandboxClient implements SandboxClient<AlephSandboxClientOptio
         workspacePath: opened.workspace,
         workspaceReady: true,
       };
-      return new AlephSandboxSession(state, opened);
+      const session = new AlephSandboxSession(state, opened);
+      if (normalized.archiveLimits !== undefined) session.setArchiveLimits(normalized.archiveLimits);
+      return session;
     } catch (error) {
       await opened.dispose();
       throw error;
@@ -134,7 +136,9 @@ export class AlephSandboxClient implements SandboxClient<AlephSandboxClientOptio
         workspacePath: opened.workspace,
         workspaceReady: true,
       };
-      return new AlephSandboxSession(resumed, opened);
+      const session = new AlephSandboxSession(resumed, opened);
+      if (options.archiveLimits !== undefined) session.setArchiveLimits(options.archiveLimits);
+      return session;
     } catch (error) {
       await opened?.dispose();
       throw error;

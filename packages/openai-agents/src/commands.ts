@@ -17,6 +17,7 @@ import {
   truncateToTokens,
 } from './exec-format.js';
 import type { OpenedSandbox } from './open-sandbox.js';
+import { ReadyGate, terminalAvailable, terminalCommand } from './terminal.js';
 import { type ProcessOutput, TrackedProcess } from './tracked-process.js';
 import type { WorkspacePaths } from './workspace-paths.js';
 
@@ -75,6 +76,12 @@ export function needsApproval(opened: OpenedSandbox, requested: SandboxCapabilit
   return !isWithin(requested, ceiling);
 }
 
+/** `capabilities` publishing exactly `ports` (none: no `publishPorts`). */
+function withPorts(capabilities: SandboxCapabilities, ports: readonly number[]): SandboxCapabilities {
+  const { publishPorts: _, ...rest } = capabilities;
+  return ports.length === 0 ? rest : { ...rest, publishPorts: ports };
+}
+
 function invalid(message: string, started: number, canRequest: boolean): SandboxExecResult {
   return refusedResult({ code: 'ALEPH_INVALID_COMMAND', message }, started, canRequest);
 }
@@ -91,6 +98,8 @@ export class Commands {
   readonly #environment: () => Record<string, string> | undefined;
   readonly #paths: () => WorkspacePaths;
   readonly #running = new Map<number, TrackedProcess>();
+  /** The session's published ports held by a command of it (one at a time: the host port is one). */
+  readonly #portHolders = new Map<number, symbol>();
   #nextId = 1;
 
   /**
@@ -146,18 +155,24 @@ export class Commands {
     } catch (error) {
       return refusedResult(error as { code?: string; message?: string }, started, canRequest);
     }
+    const ports = this.#takePorts();
+    capabilities = withPorts(capabilities, ports.ports);
     const paths = this.#paths();
     const cwd = paths.forCwd(args.workdir);
     const env = this.#environment();
+    const flag = args.login === false ? '-c' : '-lc';
+    const onTerminal = args.tty === true && terminalAvailable();
+    const terminal = onTerminal ? terminalCommand(shell, flag, paths.command(args.cmd)) : undefined;
+    const runEnv = terminal === undefined ? env : { ...env, SHELL: terminal.shellEnv };
     const spawn = () =>
       this.#opened.session.spawn(
         {
-          program: shell,
-          args: [args.login === false ? '-c' : '-lc', paths.command(args.cmd)],
+          program: terminal?.program ?? shell,
+          args: terminal?.args ?? [flag, paths.command(args.cmd)],
           cwd,
           capabilities,
           stdin: 'pipe',
-          ...(env === undefined ? {} : { env }),
+          ...(runEnv === undefined ? {} : { env: runEnv }),
         },
         args.signal === undefined ? {} : { signal: args.signal },
       );
@@ -166,19 +181,23 @@ export class Commands {
       const approver = args.approvalRequester;
       tracked = new TrackedProcess(
         await (approver === undefined ? spawn() : this.#opened.withApprover(approver, spawn)),
+        onTerminal ? new ReadyGate() : undefined,
       );
     } catch (error) {
+      ports.release();
       const refused = refusedResult(error as { code?: string; message?: string }, started, canRequest);
       return { ...refused, output: paths.output(refused.output), stderr: paths.output(refused.stderr) };
     }
+    void tracked.settled.then(ports.release);
     await tracked.settleWithin(yieldOf(args.yieldTimeMs, DEFAULT_YIELD_MS));
-    if (tracked.ended) return this.#finished(tracked, started, args.maxOutputTokens, args.tty === true);
+    const noTty = args.tty === true && !onTerminal;
+    if (tracked.ended) return this.#finished(tracked, started, args.maxOutputTokens, noTty);
     const sessionId = this.#nextId++;
     this.#running.set(sessionId, tracked);
     const taken = this.#take(tracked);
     const cut = truncateToTokens(taken.output, args.maxOutputTokens);
     return {
-      output: (args.tty === true ? NO_TTY : '') + cut.text,
+      output: (noTty ? NO_TTY : '') + cut.text,
       stdout: taken.stdout,
       stderr: taken.stderr,
       wallTimeSeconds: (Date.now() - started) / 1000,
@@ -240,8 +259,12 @@ export class Commands {
     }
     const chars = typeof args.chars === 'string' ? args.chars : '';
     const problems: string[] = [];
-    if (chars.includes('\u0003')) void tracked.proc.kill('SIGINT');
-    const [text = '', ...afterEof] = chars.replaceAll('\u0003', '').split('\u0004');
+    // On a terminal every character goes to it as it is: its line discipline makes signals of control
+    // characters (Ctrl-C SIGINT, Ctrl-\ SIGQUIT, Ctrl-Z SIGTSTP) and end of input of Ctrl-D.
+    if (!tracked.onTerminal && chars.includes('\u0003')) void tracked.proc.kill('SIGINT');
+    const [text = '', ...afterEof] = tracked.onTerminal
+      ? [chars]
+      : chars.replaceAll('\u0003', '').split('\u0004');
     try {
       await tracked.write(text);
       if (afterEof.length > 0) await tracked.closeStdin();
@@ -264,6 +287,21 @@ export class Commands {
     });
   }
 
+  /**
+   * The session's published ports (the baseline's `publishPorts`) no running command of it holds, taken
+   * for the next command: while it runs, the host's `127.0.0.1:PORT` reaches its `PORT`. `release` gives
+   * them back (when it ends, or did not start).
+   */
+  #takePorts(): { ports: number[]; release: () => void } {
+    const token = Symbol('command');
+    const ports = (this.#opened.baseline.publishPorts ?? []).filter((p) => !this.#portHolders.has(p));
+    for (const p of ports) this.#portHolders.set(p, token);
+    const release = () => {
+      for (const p of ports) if (this.#portHolders.get(p) === token) this.#portHolders.delete(p);
+    };
+    return { ports, release };
+  }
+
   /** Kills every command still running and waits until they have ended. */
   async stopAll(): Promise<void> {
     const all = [...this.#running.values()];
@@ -283,4 +321,4 @@ export class Commands {
 }
 
 const NO_TTY =
-  '[aleph] no terminal in the sandbox: the command runs with pipes (write_stdin still reaches its stdin; \\u0003 interrupts it)\n';
+  '[aleph] no terminal on this host (it needs Linux and util-linux script): the command runs with pipes (write_stdin still reaches its stdin; \\u0003 interrupts it)\n';

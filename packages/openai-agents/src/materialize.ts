@@ -1,7 +1,7 @@
 // Manifest entries written into the workspace through the session's file API (never by host paths inside
 // the workspace, which a command could have turned into links): dir, file, local_file, local_dir. Local
 // sources are read on the host only from outside everything a sandboxed command may write, without
-// following links. Other entry kinds (git repositories, mounts) are refused with the alternative.
+// following links; git repositories cloned in the sandbox. Mounts are refused with the alternative.
 import { constants, type Dirent } from 'node:fs';
 import { lstat, open, readdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
@@ -9,6 +9,8 @@ import { isAlephError, type SandboxFiles } from '@aleph/sandbox';
 import { isPathWithin } from '@aleph/sandbox-core';
 import {
   type Entry,
+  type GitRepo,
+  isMount,
   type Manifest,
   normalizeRelativePath,
   permissionsForSandboxEntry,
@@ -26,10 +28,20 @@ export interface MaterializeTarget {
    * one command in the sandbox per mode, after every entry is written.
    */
   readonly chmodDirs?: (mode: number, paths: readonly string[]) => Promise<void>;
+  /** Clones a `git_repo` entry to `where` inside the sandbox (through its network allowlist). */
+  readonly cloneRepo?: (where: string, entry: GitRepo) => Promise<void>;
 }
 
 /** Directories whose entry asked for other bits than the 0755 the file API gives them, by mode. */
 type DirModes = Map<number, string[]>;
+
+/** The refusal of a mount entry (`mount`, `s3_mount`, …), naming it and the alternatives. */
+export function mountRefused(where: string): SandboxUnsupportedFeatureError {
+  return new SandboxUnsupportedFeatureError(
+    `manifest entry ${JSON.stringify(where)}: mount entries are not supported by the Aleph sandbox: its commands see this host's own file system through namespaces and grants, and it sets up no mounts of a provider (a bucket, a volume); grant a host directory with options.capabilities (fsRead/fsWrite), or copy it in with a local_dir entry`,
+    { provider: 'aleph', feature: 'manifest.entries.mount', entry: where },
+  );
+}
 
 function entryError(where: string, message: string, cause?: unknown): SandboxConfigurationError {
   const error = new SandboxConfigurationError(`manifest entry ${JSON.stringify(where)}: ${message}`, {
@@ -155,6 +167,7 @@ async function materializeEntry(
       { provider: 'aleph', feature: 'manifest.entries.group', entry: where },
     );
   }
+  if (isMount(entry)) throw mountRefused(where);
   switch (entry.type) {
     case 'dir':
       if (entry.children === undefined || Object.keys(entry.children).length === 0)
@@ -176,12 +189,22 @@ async function materializeEntry(
       await copyDir(target, where, await trustedSource(target, where, entry.src), 0);
       rememberDir(dirs, where, entry);
       return;
+    case 'git_repo':
+      if (target.cloneRepo === undefined) break;
+      try {
+        await target.cloneRepo(where, entry);
+      } catch (error) {
+        throw entryError(where, (error as Error).message, error);
+      }
+      rememberDir(dirs, where, entry);
+      return;
     default:
-      throw new SandboxUnsupportedFeatureError(
-        `manifest entry ${JSON.stringify(where)}: entries of type ${JSON.stringify(entry.type)} are not supported by the Aleph sandbox (dir, file, local_file and local_dir are); clone or mount it yourself into the workspace, or run a command that fetches it`,
-        { provider: 'aleph', feature: `manifest.entries.${entry.type}`, entry: where },
-      );
+      break;
   }
+  throw new SandboxUnsupportedFeatureError(
+    `manifest entry ${JSON.stringify(where)}: entries of type ${JSON.stringify(entry.type)} are not supported by the Aleph sandbox (dir, file, local_file, local_dir and git_repo are); copy it into the workspace with a local_dir entry, or run a command that fetches it`,
+    { provider: 'aleph', feature: `manifest.entries.${entry.type}`, entry: where },
+  );
 }
 
 /**

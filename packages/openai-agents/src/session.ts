@@ -12,15 +12,24 @@ import {
 import type { SandboxCapabilities, SandboxCapabilitiesInput } from '@aleph/sandbox-core';
 import type { Editor, ToolOutputImage } from '@openai/agents';
 import {
+  type ExposedPortEndpoint,
   type ListDirectoryArgs,
   Manifest,
   type MaterializeEntryArgs,
+  normalizeExposedPort,
   type ReadFileArgs,
+  recordExposedPortEndpoint,
+  resolveSandboxArchiveLimits,
+  type SandboxArchiveLimits,
+  SandboxConfigurationError,
   type SandboxDirectoryEntry,
   type SandboxExecResult,
   type SandboxSession,
   SandboxUnsupportedFeatureError,
   type ViewImageArgs,
+  validateSandboxArchiveLimits,
+  type WorkspaceArchiveData,
+  type WorkspaceArchiveOptions,
   type WriteStdinArgs,
 } from '@openai/agents/sandbox';
 import { type AlephExecArgs, Commands, needsApproval, requestedCapabilities } from './commands.js';
@@ -28,10 +37,11 @@ import { createFilesEditor } from './editor.js';
 import { closedError, mapErrors } from './errors.js';
 import { formatExecResponse } from './exec-format.js';
 import { readImage } from './image.js';
-import { checkManifest, manifestTarget } from './manifest-target.js';
+import { archiveTarget, checkManifest, manifestTarget, protectedPathsOf } from './manifest-target.js';
 import { materializeManifest } from './materialize.js';
 import type { OpenedSandbox } from './open-sandbox.js';
 import type { AlephSessionState } from './session-state.js';
+import { hydrateArchive, persistArchive } from './workspace-archive.js';
 import { WorkspacePaths } from './workspace-paths.js';
 
 function unsupportedRunAs(runAs: string): SandboxUnsupportedFeatureError {
@@ -53,6 +63,7 @@ export class AlephSandboxSession implements SandboxSession<AlephSessionState> {
   #paths: WorkspacePaths | undefined;
   #closed = false;
   #closing: Promise<void> | undefined;
+  #archiveLimits: SandboxArchiveLimits | null | undefined;
 
   /** @internal Made by {@link AlephSandboxClient}. */
   constructor(state: AlephSessionState, opened: OpenedSandbox) {
@@ -124,11 +135,33 @@ export class AlephSandboxSession implements SandboxSession<AlephSessionState> {
   }
 
   /**
-   * True: `write_stdin` reaches running commands. There is no terminal in the sandbox; commands get
-   * pipes, and Ctrl-C (`\u0003`) is delivered as SIGINT to the command's process tree.
+   * True: `write_stdin` reaches running commands, and a `tty: true` command runs on a terminal of the
+   * sandbox's own (Linux, util-linux `script`): control characters written to it are signals by its line
+   * discipline. Without `tty` (or where there is no terminal) commands get pipes, and Ctrl-C (`\u0003`)
+   * is SIGINT to the command's process tree.
    */
   supportsPty(): boolean {
     return true;
+  }
+
+  /**
+   * Where the host reaches `port` of the session's commands: `127.0.0.1:PORT`, for a port the client
+   * publishes (`capabilities: { publishPorts: [PORT] }`). The command that holds it (the first one running
+   * while no other of the session does) is reached there while it runs.
+   *
+   * @throws {SandboxConfigurationError} a port the session does not publish, naming the fix.
+   */
+  async resolveExposedPort(port: number): Promise<ExposedPortEndpoint> {
+    this.#assertOpen();
+    const exposed = normalizeExposedPort(port);
+    const published = this.#opened.baseline.publishPorts ?? [];
+    if (!published.includes(exposed)) {
+      throw new SandboxConfigurationError(
+        `port ${exposed} is not published by this Aleph session (it publishes ${published.length === 0 ? 'none' : published.join(', ')}); add it to the client's capabilities: { publishPorts: [${exposed}] }`,
+        { provider: 'aleph', port: exposed, configuredPorts: [...published] },
+      );
+    }
+    return recordExposedPortEndpoint(this.state, { host: '127.0.0.1', port: exposed, tls: false });
   }
 
   /** True when a command asking for `capabilities` needs approval (more than the baseline). */
@@ -244,6 +277,38 @@ export class AlephSandboxSession implements SandboxSession<AlephSessionState> {
   #relative(p: string): string {
     const mapped = this.#toFiles(p);
     return mapped === '.' ? '' : mapped;
+  }
+
+  /** The limits {@link hydrateWorkspace} and {@link persistWorkspace} keep (`null`: none; default: the SDK's). */
+  setArchiveLimits(limits?: SandboxArchiveLimits | null): void {
+    validateSandboxArchiveLimits(limits);
+    this.#archiveLimits = limits;
+  }
+
+  /**
+   * The workspace as a tar archive (directories and files with their modes; links, the manifest's
+   * ephemeral paths and protected paths left out), read through the file API, within the archive limits.
+   */
+  async persistWorkspace(): Promise<Uint8Array> {
+    this.#assertOpen();
+    return persistArchive(
+      this.#opened.session.files,
+      this.state.manifest.ephemeralPersistencePaths(),
+      protectedPathsOf(this.#opened),
+      resolveSandboxArchiveLimits(this.#archiveLimits),
+    );
+  }
+
+  /**
+   * Restores a tar archive into the workspace through the file API: every member is checked first (the
+   * limits, names, links leading out of the workspace, protected paths) and nothing is written unless all
+   * pass. Members replace what has their name; nothing else is removed.
+   */
+  async hydrateWorkspace(data: WorkspaceArchiveData, options: WorkspaceArchiveOptions = {}): Promise<void> {
+    this.#assertOpen();
+    const limits = options.archiveLimits === undefined ? this.#archiveLimits : options.archiveLimits;
+    validateSandboxArchiveLimits(limits);
+    await hydrateArchive(archiveTarget(this.#opened), data, resolveSandboxArchiveLimits(limits));
   }
 
   /**

@@ -1,6 +1,7 @@
 // One command started by exec(): its output read as it arrives (every byte, so the command never stalls
 // on a full pipe) into bounded buffers the model's next look consumes, its stdin, and its end.
 import type { SandboxOutput, SandboxProcess } from '@aleph/sandbox';
+import type { ReadyGate } from './terminal.js';
 
 /** Characters kept per buffer between two looks; older output is dropped and counted. */
 const MAX_BUFFERED_CHARS = 1024 * 1024;
@@ -59,12 +60,16 @@ export class TrackedProcess {
   /** Settles once the process tree has ended and both streams are drained. */
   readonly settled: Promise<void>;
 
-  constructor(proc: SandboxProcess) {
+  /** Set for a command on a terminal: its stdout starts with the ready marker; input waits for it. */
+  readonly #gate: ReadyGate | undefined;
+
+  constructor(proc: SandboxProcess, gate?: ReadyGate) {
     this.proc = proc;
+    this.#gate = gate;
     const drained = Promise.all([
-      this.#drain(proc.stdout, this.#stdout),
-      this.#drain(proc.stderr, this.#stderr),
-    ]);
+      this.#drain(proc.stdout, this.#stdout, gate),
+      this.#drain(proc.stderr, this.#stderr, undefined),
+    ]).finally(() => gate?.end());
     const waited = proc.wait().then(
       (output) => {
         this.#outcome = { output };
@@ -78,20 +83,26 @@ export class TrackedProcess {
     });
   }
 
-  async #drain(stream: ReadableStream<Uint8Array>, own: BoundedText): Promise<void> {
+  async #drain(
+    stream: ReadableStream<Uint8Array>,
+    own: BoundedText,
+    gate: ReadyGate | undefined,
+  ): Promise<void> {
     const decoder = new TextDecoder();
+    const add = (text: string) => {
+      own.append(text);
+      this.#combined.append(text);
+    };
     try {
       for await (const chunk of stream) {
         const text = decoder.decode(chunk, { stream: true });
-        own.append(text);
-        this.#combined.append(text);
+        add(gate === undefined ? text : gate.push(text));
       }
     } catch {
       // The run failed; wait() says how.
     }
     const rest = decoder.decode();
-    own.append(rest);
-    this.#combined.append(rest);
+    add(gate === undefined ? rest : gate.push(rest) + gate.end());
   }
 
   /** True once the process has ended and all its output was read. */
@@ -122,18 +133,28 @@ export class TrackedProcess {
     return { output: this.#combined.take(), stdout: this.#stdout.take(), stderr: this.#stderr.take() };
   }
 
-  /** Writes `text` to the command's stdin (it was started with a pipe). */
+  /**
+   * Writes `text` to the command's stdin (it was started with a pipe). On a terminal, once the command
+   * runs on it (so a Ctrl-C reaches it as SIGINT).
+   */
   async write(text: string): Promise<void> {
     const stdin = this.proc.stdin;
     if (stdin === null || text.length === 0) return;
+    await this.#gate?.ready;
     this.#writer ??= stdin.getWriter();
     await this.#writer.write(new TextEncoder().encode(text));
+  }
+
+  /** True when the command runs on a terminal (its input goes through a line discipline). */
+  get onTerminal(): boolean {
+    return this.#gate !== undefined;
   }
 
   /** Closes the command's stdin: the program reads end of file. */
   async closeStdin(): Promise<void> {
     const stdin = this.proc.stdin;
     if (stdin === null) return;
+    await this.#gate?.ready;
     this.#writer ??= stdin.getWriter();
     await this.#writer.close().catch(() => {});
   }

@@ -1,6 +1,8 @@
 import {
   chmodSync,
+  existsSync,
   mkdirSync,
+  readdirSync,
   readFileSync,
   realpathSync,
   statSync,
@@ -146,9 +148,36 @@ describe('AlephSandboxClient.create', () => {
         SandboxUnsupportedFeatureError,
       ],
       [
-        new Manifest({ entries: { repo: { type: 'git_repo', repo: 'a/b' } } }),
-        /entries of type "git_repo" are not supported/,
+        new Manifest({
+          entries: {
+            'ok.txt': { type: 'file', content: 'x' },
+            data: { type: 'dir', children: { bucket: { type: 's3_mount', bucket: 'b' } } },
+          },
+        }),
+        /manifest entry "data\/bucket": mount entries are not supported .*options\.capabilities/,
         SandboxUnsupportedFeatureError,
+      ],
+      [
+        new Manifest({
+          entries: { 'ok.txt': { type: 'file', content: 'x' }, m: { type: 'mount', source: '/srv' } },
+        }),
+        /manifest entry "m": mount entries are not supported/,
+        SandboxUnsupportedFeatureError,
+      ],
+      [
+        new Manifest({ entries: { repo: { type: 'git_repo', repo: 'git@github.com:a/b.git' } } }),
+        /manifest entry "repo": repository "git@github\.com:a\/b\.git" is not an https:\/\/ or http:\/\/ URL/,
+        SandboxConfigurationError,
+      ],
+      [
+        new Manifest({ entries: { repo: { type: 'git_repo', repo: 'file:///srv/repo.git' } } }),
+        /uses file:\/\/, which the sandbox's egress proxy does not carry; .*local_dir/,
+        SandboxConfigurationError,
+      ],
+      [
+        new Manifest({ entries: { repo: { type: 'git_repo', repo: 'https://user:tok@example.com/a.git' } } }),
+        /carries credentials/,
+        SandboxConfigurationError,
       ],
       [new Manifest({ root: '/usr' }), /manifest\.root "\/usr" overlaps \/usr/, SandboxConfigurationError],
       [
@@ -167,6 +196,10 @@ describe('AlephSandboxClient.create', () => {
       await expect(attempt, String(message)).rejects.toThrow(message);
       await expect(attempt).rejects.toBeInstanceOf(type);
     }
+    // Refused before anything was written: the entries before the refused one are not there.
+    const root = path.join(base, 'workspaces');
+    const written = existsSync(root) ? readdirSync(root, { recursive: true }).map(String) : [];
+    expect(written.filter((f) => f.endsWith('ok.txt'))).toEqual([]);
   });
 
   it('copies no link from a local directory, and no source a command could write', async () => {

@@ -107,22 +107,32 @@ function findStragglers(root: number, pipeInodes: ReadonlySet<string>): number[]
  * the first step of a soft kill, which lets programs clean up. A trusted supervisor at the root
  * (`skipRoot`) and the processes named in `skipNames` (`/proc/PID/comm`: the supervisor's own helpers,
  * which would take the tree down with them) are left out; off Linux only the group is signalled.
+ *
+ * @returns whether the signal reached the program itself: with the root skipped, a process that is
+ *   neither a skipped helper nor a fork of the supervisor not yet turned into another program (one
+ *   sharing the root's name). False right after the start, while only the supervisor and its helpers
+ *   exist: the caller tries again once the program has started.
  */
 export function signalTree(
   pid: number,
   pipeInodes: ReadonlySet<string>,
   signal: NodeJS.Signals,
   skip: { readonly root: boolean; readonly names: readonly string[] },
-): void {
+): boolean {
   if (!skip.root && process.platform !== 'linux') {
     signalGroup(pid, signal);
-    return;
+    return true;
   }
   if (!skip.root) signalGroup(pid, signal);
+  const rootName = skip.root ? commOf(pid) : '';
+  let reached = !skip.root;
   for (const p of findStragglers(pid, pipeInodes)) {
-    if (skip.names.length > 0 && skip.names.includes(commOf(p))) continue;
+    const name = commOf(p);
+    if (skip.names.length > 0 && skip.names.includes(name)) continue;
     signalPid(p, signal);
+    if (name !== '' && name !== rootName) reached = true;
   }
+  return reached;
 }
 
 function commOf(pid: number): string {

@@ -24,6 +24,10 @@ export interface RunKiller {
   dispose(): void;
 }
 
+/** How often a soft signal asked for before the program started looks again (bounded: the grace ends it). */
+const SOFT_RETRY_MS = 10;
+const MAX_SOFT_TRIES = 1000;
+
 const clampMs = (ms: number) => Math.max(0, Math.min(ms, 2_147_483_647));
 
 /** Arms the timeout and listens to the signal (also one aborted while the process was starting). */
@@ -33,6 +37,7 @@ export function armRunKiller(options: RunKillerOptions): RunKiller {
   let killing = false;
   let graceTimer: NodeJS.Timeout | undefined;
   let softTimer: NodeJS.Timeout | undefined;
+  let retryTimer: NodeJS.Timeout | undefined;
   const kill = (reason: KillReason) => {
     if (killing) return;
     killing = true;
@@ -45,13 +50,19 @@ export function armRunKiller(options: RunKillerOptions): RunKiller {
     options.onKill();
   };
   // SIGTERM/SIGINT: the tree gets it first (not its supervisor and relays), the rest goes after the grace.
+  // Asked for before the program itself exists (only the supervisor and its relays do, right after the
+  // start), the signal is kept and sent once it does, within the grace: an early interrupt is not lost.
   const softKill = (request: KillRequest) => {
     if (killedBy !== null) return;
     killedBy = 'kill';
-    signalTree(pid, pipeInodes, request.signal, {
-      root: gracefulStop !== undefined,
-      names: gracefulStop?.relays ?? [],
-    });
+    const skip = { root: gracefulStop !== undefined, names: gracefulStop?.relays ?? [] };
+    let tries = 0;
+    const attempt = () => {
+      retryTimer = undefined;
+      if (killing || signalTree(pid, pipeInodes, request.signal, skip)) return;
+      if (++tries < MAX_SOFT_TRIES) retryTimer = setTimeout(attempt, SOFT_RETRY_MS);
+    };
+    attempt();
     softTimer = setTimeout(() => kill('kill'), clampMs(request.graceMs));
   };
   const timer = setTimeout(() => kill('timeout'), Math.max(1, clampMs(options.timeoutMs)));
@@ -72,6 +83,7 @@ export function armRunKiller(options: RunKillerOptions): RunKiller {
       clearTimeout(timer);
       clearTimeout(graceTimer);
       clearTimeout(softTimer);
+      clearTimeout(retryTimer);
       options.signal?.removeEventListener('abort', onAbort);
     },
   };

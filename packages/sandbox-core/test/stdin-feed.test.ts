@@ -118,6 +118,29 @@ describe.runIf(process.platform !== 'win32')('runBoundedProcess: kill requests',
     expect(r.signal).toBe('SIGKILL');
   });
 
+  it.runIf(process.platform === 'linux')(
+    'a SIGINT asked for before the program exists (only its supervisor and relays do) reaches it once it starts',
+    async () => {
+      // The supervisor (the root, spared) waits in a relay (`sleep`, spared) before it starts the program:
+      // the interrupt comes while nothing it could reach exists, and is delivered once `tail` runs.
+      for (let round = 0; round < 3; round++) {
+        const controller = new AbortController();
+        const running = runBoundedProcess({
+          ...base,
+          file: 'sh',
+          args: ['-c', 'sleep 0.3; tail -f /dev/null; echo "program=$?"'],
+          gracefulStop: { signal: 'SIGTERM', graceMs: 8000, relays: ['sleep'] },
+          signal: controller.signal,
+        });
+        controller.abort(createKillRequest('SIGINT', 8000));
+        const r = await running;
+        expect(text(r.stdout)).toBe('program=130\n');
+        expect(r.exitCode).toBe(0);
+        expect(r.killedBy).toBe('kill');
+      }
+    },
+  );
+
   it('an already aborted KillRequest starts nothing and says kill', async () => {
     const controller = new AbortController();
     controller.abort(createKillRequest());
