@@ -73,14 +73,19 @@ describe.runIf(linux)('SessionTmps (host side)', () => {
     symlinkSync(outside, path.join(dir, 'a'));
     symlinkSync(path.join(outside, 'target.txt'), path.join(dir, 'r.txt'));
     writeFileSync(path.join(dir, 'f'), 'not a directory');
+    // A directory (with a link out inside) where a file mount point goes: removed, the link not followed.
+    mkdirSync(path.join(dir, 'd.txt', 'deeper'), { recursive: true });
+    symlinkSync(outside, path.join(dir, 'd.txt', 'deeper', 'out'));
     expect(lstatSync(path.join(dir, 'a')).isSymbolicLink()).toBe(true);
     tmps.ensure(dir, [
       { path: 'a/ws', file: false },
       { path: 'r.txt', file: true },
       { path: 'f/ws', file: false },
+      { path: 'd.txt', file: true },
     ]);
     expect(lstatSync(path.join(dir, 'a')).isDirectory()).toBe(true);
     expect(lstatSync(path.join(dir, 'r.txt')).isFile()).toBe(true);
+    expect(lstatSync(path.join(dir, 'd.txt')).isFile()).toBe(true);
     expect(lstatSync(path.join(dir, 'f/ws')).isDirectory()).toBe(true);
     expect(readdirSync(outside)).toEqual([]);
     tmps.dispose();

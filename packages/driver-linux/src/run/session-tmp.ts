@@ -160,7 +160,10 @@ function enterDirectory(parent: number, name: string): number {
   }
 }
 
-/** Makes the empty file `name` in `parent` unless a file is there; a link there is replaced. */
+/**
+ * Makes the empty file `name` in `parent` unless a file is there; a link, or a directory a command of the
+ * session made there (removed with what it holds, on descriptors), is replaced.
+ */
 function makeFile(parent: number, name: string): void {
   for (let attempt = 0; ; attempt++) {
     try {
@@ -170,10 +173,15 @@ function makeFile(parent: number, name: string): void {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw error;
     }
     const fd = openSync(procPath(parent, name), PATH_FLAGS);
-    const isFile = (fstatSync(fd).mode & constants.S_IFMT) === constants.S_IFREG;
-    closeQuietly(fd);
-    if (isFile) return;
-    unlinkSync(procPath(parent, name));
+    const type = fstatSync(fd).mode & constants.S_IFMT;
+    try {
+      if (type === constants.S_IFREG) return;
+      if (type === constants.S_IFDIR) emptyDirectory(fd);
+    } finally {
+      closeQuietly(fd);
+    }
+    if (type === constants.S_IFDIR) rmdirSync(procPath(parent, name));
+    else unlinkSync(procPath(parent, name));
   }
 }
 
