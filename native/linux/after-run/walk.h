@@ -20,7 +20,7 @@ struct walk_dir {
   struct stat st;   /* its lstat when entered */
   const char *name; /* its name in its parent (in the parent's listing); the start's is "" */
   char *names;      /* its entries, each a type byte (a DT_ value) then a NUL-terminated name */
-  size_t nlen, next;
+  size_t nlen, next, ncap;
   size_t plen;  /* the length of the path up to it */
   long data[4]; /* the caller's, zero when entered */
 };
