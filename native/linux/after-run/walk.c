@@ -4,7 +4,9 @@
  * a directory holds (a git directory's markers) before it decides about any entry. At most WALK_FDS
  * descriptors are open: deeper, the shallowest is closed, and reopened on the way back with
  * openat(child, "..") — accepted only when it is the (dev, ino) recorded on the way down, else the tree
- * moved under the walk, which then stops and says so. Memory: the current path's listings.
+ * moved under the walk, which then stops and says so. A directory its listing names is opened before the
+ * caller decides about it, and the caller is given that descriptor's stat. Memory: a listing buffer per
+ * depth reached, kept from one directory to the next.
  */
 #define _GNU_SOURCE
 #include "walk.h"
