@@ -4,7 +4,9 @@
  * a directory holds (a git directory's markers) before it decides about any entry. At most WALK_FDS
  * descriptors are open: deeper, the shallowest is closed, and reopened on the way back with
  * openat(child, "..") — accepted only when it is the (dev, ino) recorded on the way down, else the tree
- * moved under the walk, which then stops and says so. Memory: the current path's listings.
+ * moved under the walk, which then stops and says so. A directory its listing names is opened before the
+ * caller decides about it, and the caller is given that descriptor's stat. Memory: a listing buffer per
+ * depth reached, kept from one directory to the next.
  */
 #define _GNU_SOURCE
 #include "walk.h"
@@ -38,11 +40,10 @@ static int grow_buf(char **buf, size_t *cap, size_t need) {
   return 0;
 }
 
-/* Reads directory FD whole into D->names (type byte, name, NUL; "." and ".." left out). */
+/* Reads directory FD whole into D->names (type byte, name, NUL; "." and ".." left out), a buffer kept
+ * for its depth from one directory to the next. */
 static int read_listing(int fd, struct walk_dir *d) {
-  static char buf[1 << 15];
-  size_t cap = 0;
-  d->names = NULL;
+  static char buf[1 << 16];
   d->nlen = d->next = 0;
   for (;;) {
     long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
@@ -54,7 +55,7 @@ static int read_listing(int fd, struct walk_dir *d) {
       const char *nm = e->d_name;
       if (nm[0] == '.' && (nm[1] == '\0' || (nm[1] == '.' && nm[2] == '\0'))) continue;
       size_t l = strlen(nm);
-      if (grow_buf(&d->names, &cap, d->nlen + l + 2) < 0) return -1;
+      if (grow_buf(&d->names, &d->ncap, d->nlen + l + 2) < 0) return -1;
       d->names[d->nlen] = (char)e->d_type;
       memcpy(d->names + d->nlen + 1, nm, l + 1);
       d->nlen += l + 2;
@@ -105,6 +106,7 @@ static int push(struct walk *w, int fd, const char *name, const struct stat *st)
     int cap = w->cap == 0 ? 64 : w->cap * 2;
     struct walk_dir *p = realloc(w->dirs, (size_t)cap * sizeof *p);
     if (p == NULL) return -1;
+    memset(p + w->cap, 0, (size_t)(cap - w->cap) * sizeof *p);
     w->dirs = p;
     w->cap = cap;
   }
@@ -116,7 +118,11 @@ static int push(struct walk *w, int fd, const char *name, const struct stat *st)
     strcpy(w->path + at + 1, name);
   }
   struct walk_dir *d = &w->dirs[++w->depth];
+  char *names = d->names; /* the listing buffer of this depth, kept */
+  size_t ncap = d->ncap;
   memset(d, 0, sizeof *d);
+  d->names = names;
+  d->ncap = ncap;
   d->fd = fd;
   d->dev = st->st_dev;
   d->ino = st->st_ino;
@@ -144,24 +150,14 @@ static void pop(struct walk *w, const struct walk_ops *ops, void *ctx) {
     close(d->fd);
     w->open--;
   }
-  free(d->names);
   w->depth--;
   if (w->depth >= 0) w->path[w->dirs[w->depth].plen] = '\0';
 }
 
-/* Opens and reads the directory NAME of D (the entry callback asked to descend), entering it. */
-static void descend(struct walk *w, struct walk_dir *d, const char *name, const struct walk_ops *ops, void *ctx) {
-  int c = openat(d->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  struct stat st;
-  if (c >= 0 && fstat(c, &st) < 0) {
-    close(c);
-    c = -1;
-  }
-  if (c < 0) {
-    if (errno != ENOENT && ops->unreadable != NULL) ops->unreadable(w, d, name, errno, ctx);
-    return;
-  }
-  if (push(w, c, name, &st) < 0) {
+/* Reads the directory C (NAME of D, ST its fstat) and enters it. */
+static void enter_opened(struct walk *w, int c, const char *name, const struct stat *st, const struct walk_ops *ops,
+                         void *ctx) {
+  if (push(w, c, name, st) < 0) {
     close(c);
     w->moved = 1;
     return;
@@ -176,6 +172,37 @@ static void descend(struct walk *w, struct walk_dir *d, const char *name, const 
   if (ops->enter != NULL) ops->enter(w, in, ctx);
 }
 
+/* Opens and reads the directory NAME of D (the entry callback asked to descend), entering it. */
+static void descend(struct walk *w, struct walk_dir *d, const char *name, const struct walk_ops *ops, void *ctx) {
+  int c = openat(d->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  if (c >= 0 && fstat(c, &st) < 0) {
+    close(c);
+    c = -1;
+  }
+  if (c < 0) {
+    if (errno != ENOENT && ops->unreadable != NULL) ops->unreadable(w, d, name, errno, ctx);
+    return;
+  }
+  enter_opened(w, c, name, &st, ops, ctx);
+}
+
+/* The entry NAME of D that its listing says is a directory: opened first, and its stat taken from that
+ * descriptor (the inode the walk enters is the one the caller decided on, with one stat fewer). 0 when it
+ * could not be opened as a directory (gone, replaced, unreadable): the caller then looks at it by name. */
+static int listed_dir(struct walk *w, struct walk_dir *d, const char *name, const struct walk_ops *ops, void *ctx) {
+  int c = openat(d->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  if (c < 0) return 0;
+  if (fstat(c, &st) < 0) {
+    close(c);
+    return 0;
+  }
+  if (ops->entry(w, d, name, &st, 0, ctx)) enter_opened(w, c, name, &st, ops, ctx);
+  else close(c);
+  return 1;
+}
+
 int walk_tree(int dirfd, const char *path, const long *data, const struct walk_ops *ops, void *ctx) {
   struct walk w = {.depth = -1};
   int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -187,6 +214,7 @@ int walk_tree(int dirfd, const char *path, const long *data, const struct walk_o
   strcpy(w.path, path);
   if (push(&w, fd, "", &st) < 0 || read_listing(fd, &w.dirs[0]) < 0) {
     close(fd);
+    for (int i = 0; i < w.cap; i++) free(w.dirs[i].names);
     free(w.dirs);
     free(w.path);
     return -1;
@@ -200,8 +228,10 @@ int walk_tree(int dirfd, const char *path, const long *data, const struct walk_o
       continue;
     }
     const char *name = d->names + d->next + 1;
+    int listed_as_dir = (unsigned char)d->names[d->next] == DT_DIR;
     d->next += strlen(name) + 2;
     if (walk_fd(&w, d) < 0) break;
+    if (listed_as_dir && listed_dir(&w, d, name, ops, ctx)) continue;
     struct stat est;
     int ok = fstatat(d->fd, name, &est, AT_SYMLINK_NOFOLLOW) == 0;
     if (!ok && errno == ENOENT) continue;
@@ -210,6 +240,7 @@ int walk_tree(int dirfd, const char *path, const long *data, const struct walk_o
   }
   int moved = w.moved;
   while (w.depth >= 0) pop(&w, &(struct walk_ops){0}, NULL);
+  for (int i = 0; i < w.cap; i++) free(w.dirs[i].names);
   free(w.dirs);
   free(w.path);
   free(w.shown);

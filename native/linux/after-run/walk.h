@@ -20,7 +20,7 @@ struct walk_dir {
   struct stat st;   /* its lstat when entered */
   const char *name; /* its name in its parent (in the parent's listing); the start's is "" */
   char *names;      /* its entries, each a type byte (a DT_ value) then a NUL-terminated name */
-  size_t nlen, next;
+  size_t nlen, next, ncap;
   size_t plen;  /* the length of the path up to it */
   long data[4]; /* the caller's, zero when entered */
 };
@@ -31,7 +31,8 @@ struct walk;
 struct walk_ops {
   /* Directory D was entered and read (its entries are in D->names). May be NULL. */
   void (*enter)(struct walk *w, struct walk_dir *d, void *ctx);
-  /* An entry NAME of D: ST its lstat, or NULL when it could not be stat'ed (errno E, never ENOENT: those
+  /* An entry NAME of D: ST its lstat (for a directory the listing names, the fstat of the descriptor the
+   * walk opened it with and enters), or NULL when it could not be stat'ed (errno E, never ENOENT: those
    * are gone and skipped). 1 to descend into it (a directory), 0 not. */
   int (*entry)(struct walk *w, struct walk_dir *d, const char *name, const struct stat *st, int e, void *ctx);
   /* The directory NAME of D (entry said descend) could not be opened or read (errno E). */

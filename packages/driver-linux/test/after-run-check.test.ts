@@ -116,6 +116,21 @@ describe.runIf(usable)('the check after the run (the real launcher) [needs the b
         expect(existsSync(path.join(r, 'index'))).toBe(true);
       });
 
+      it('a repository beneath a directory the run left read-only, a locked directory in its hooks, is found', () => {
+        const w = world();
+        // The walk opens a directory its listing names before it decides about it: the modes the run left
+        // on the way (read-only, unreadable) change nothing it finds.
+        const report = run(
+          w,
+          method,
+          'mkdir -p a/b/c && git init -q a/b/c/r && mkdir a/b/c/r/.git/hooks/sub && chmod 000 a/b/c/r/.git/hooks/sub && chmod 500 a/b/c',
+        );
+        const r = path.join(w.ws, 'a/b/c/r/.git');
+        expect(report.sort()).toEqual(['config', 'hooks', 'info'].map((n) => `quarantined ${r}/${n}`).sort());
+        expect(existsSync(path.join(r, 'objects'))).toBe(true);
+        chmodSync(path.join(w.ws, 'a/b/c'), 0o700);
+      });
+
       it('a directory that becomes a git directory in a later run loses the config an earlier run left in it', () => {
         const w = world();
         // Not a git directory yet: a config file is just a file.
