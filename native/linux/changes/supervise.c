@@ -81,7 +81,8 @@ static void touch_arg(const struct seccomp_notif *n, int mem, int dirfd_arg, int
   char raw[4096], abs[4096];
   const char *p = NULL;
   int readable = 1;
-  if (path_arg >= 0) {
+  /* utimensat with a null path (futimens) sets the times of its descriptor argument itself. */
+  if (path_arg >= 0 && !(n->data.nr == SYS_utimensat && n->data.args[path_arg] == 0)) {
     readable = read_string(mem, n->data.args[path_arg], raw, sizeof raw) == 0;
     p = raw;
   }
