@@ -135,6 +135,15 @@ const WORKLOADS = [
     command: 'npm install --offline --no-audit --no-fund --ignore-scripts ./big-1.0.0.tgz',
   },
   {
+    // Writes through paths outside the workspace that land in it: a descriptor's magic link, the cwd's, a
+    // symlink from the session's temporary directory, /dev/fd.
+    id: 'through-links',
+    setup: 'echo f > f && echo g > g && echo k > k',
+    command:
+      'exec 3<f 4<k; echo x > /proc/self/fd/3; t=$(mktemp -d -t aleph-l-XXXXXX); ln -s "$PWD" "$t/l"; ' +
+      'echo y > "$t/l/g"; echo z > /proc/self/cwd/h; echo v > /dev/fd/4; rm -r "$t"',
+  },
+  {
     id: 'touch-times',
     setup: 'echo a > a.txt && echo b > b.txt && echo c > c.txt && chmod 444 c.txt',
     command: `touch -d 2001-02-03T04:05:06 a.txt && touch -m -d @1 c.txt && ${PY} -c "import os; os.utime('b.txt', (1, 2))"`,

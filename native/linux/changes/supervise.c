@@ -100,7 +100,22 @@ static void touch_arg(const struct seccomp_notif *n, int mem, int dirfd_arg, int
   }
   const char *rel;
   int k = root_of(abs, &rel);
-  if (k >= 0) store_touch(k, rel, how & ~TOUCH_OPTIONAL);
+  if (k >= 0) {
+    store_touch(k, rel, how & ~TOUCH_OPTIONAL);
+    return;
+  }
+  /* Outside every root as written: through a symlink or a magic link (/proc/self/fd/N, /dev/fd/N) it may
+   * still land in one. Its real place, as the caller's own resolution would find it. */
+  char real[4096];
+  int followed = sandbox_real_path(n->pid, abs, (how & TOUCH_FOLLOWS) != 0, real, sizeof real);
+  if (followed < 0) {
+    if (errno == EXDEV) store_unundoable("a path through a link whose place could not be known", abs);
+    return;
+  }
+  if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) < 0) return;
+  k = root_of(real, &rel);
+  /* Followed to what is there: the object itself (no symlink left to go through). */
+  if (k >= 0) store_touch(k, rel, how & ~(TOUCH_OPTIONAL | (followed ? TOUCH_FOLLOWS : 0)));
 }
 
 /* How an open with FLAGS may change its path; -1: it cannot (read-only, not creating). */

@@ -59,7 +59,7 @@ try {
     [keys[2], keys[3]],
   ])
     console.log(
-      `  ${on.replace(', recording on', '')}: on / off ${(median(samples[on]) / median(samples[off])).toFixed(3)}x`,
+      `  ${on.replace(', recording on', '')}: on / off ${(median(samples[on]) / median(samples[off])).toFixed(3)}x (goal <= 1.3x)`,
     );
   // Undo of each workload against the command's own time.
   for (const [name, script] of [
