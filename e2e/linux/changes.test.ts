@@ -144,6 +144,16 @@ const WORKLOADS = [
       'echo y > "$t/l/g"; echo z > /proc/self/cwd/h; echo v > /dev/fd/4; rm -r "$t"',
   },
   {
+    // Writes through symlinks inside the workspace (a linked package directory, as pnpm makes them; a link
+    // to a file): recorded, and undone, where they land.
+    id: 'via-symlinks',
+    setup:
+      'mkdir -p packages/a/sub node_modules && echo a > packages/a/x && echo s > packages/a/sub/s && ' +
+      'ln -s ../packages/a node_modules/a && echo t > t && ln -s t tl',
+    command:
+      'echo changed > node_modules/a/x && echo new > node_modules/a/y && echo via > tl && rm node_modules/a/sub/s',
+  },
+  {
     id: 'touch-times',
     setup: 'echo a > a.txt && echo b > b.txt && echo c > c.txt && chmod 444 c.txt',
     command: `touch -d 2001-02-03T04:05:06 a.txt && touch -m -d @1 c.txt && ${PY} -c "import os; os.utime('b.txt', (1, 2))"`,

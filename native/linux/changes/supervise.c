@@ -100,16 +100,16 @@ static void touch_arg(const struct seccomp_notif *n, int mem, int dirfd_arg, int
   }
   const char *rel;
   int k = root_of(abs, &rel);
-  if (k >= 0) {
-    store_touch(k, rel, how & ~TOUCH_OPTIONAL);
-    return;
-  }
-  /* Outside every root as written: through a symlink or a magic link (/proc/self/fd/N, /dev/fd/N) it may
-   * still land in one. Its real place, as the caller's own resolution would find it. */
+  /* In a root, unless through a symlink there (a symlinked package directory, a link to a file). */
+  if (k >= 0 && store_touch(k, rel, (how & ~TOUCH_OPTIONAL) | TOUCH_LINKS_BACK) == 0) return;
+  int in_root = k >= 0;
+  /* Outside every root as written, or through a symlink, or a magic link (/proc/self/fd/N, /dev/fd/N): it
+   * may still land in one. Its real place, as the caller's own resolution would find it. */
   char real[4096];
   int followed = sandbox_real_path(n->pid, abs, (how & TOUCH_FOLLOWS) != 0, real, sizeof real);
   if (followed < 0) {
-    if (errno == EXDEV) store_unundoable("a path through a link whose place could not be known", abs);
+    /* Fail closed where the path was in a root (its symlink's place unknown), or went through a magic link. */
+    if (errno == EXDEV || in_root) store_unundoable("a path through a link whose place could not be known", abs);
     return;
   }
   if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) < 0) return;
