@@ -3,11 +3,12 @@
 // test starts it as, and checks each from the host side: a snapshot of the workspace before and after
 // the command (lstat, content hash, link target, inode), the change set the driver reported, then undo and
 // a snapshot after it. Input (stdin): { workspaceRoot, stateDir, workloads: [{ id, setup, command,
-// hostEdit?, parallelWith? }] } where setup is a host shell script run in the workload's workspace first,
-// command a shell script run in the sandbox, hostEdit a host shell script run after the command (undo
-// must then be refused naming a path, and forced), and parallelWith the id of a workload in the same
-// workspace whose command runs at the same time. Output: { uid, results: [{ id, exitCode, stderr,
-// changes, diff, undo, refused?, afterUndo }] }.
+// hostEdit?, parallelWith?, partnerSession?, spawned? }] } where setup is a host shell script run in the
+// workload's workspace first, command a shell script run in the sandbox (spawned: through spawn() and
+// wait()), hostEdit a host shell script run after the command (undo must then be refused naming a path,
+// and forced), and parallelWith the id of a workload in the same workspace whose command runs at the same
+// time (partnerSession: in a session of its own). Output: { uid, results: [{ id, exitCode, stderr,
+// changes, diff, undo, refused?, afterUndo }], probe, off, dropping, keptAfterDispose }.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
@@ -101,14 +102,16 @@ const comparable = (snap) =>
     [...snap].map(([p, e]) => [p, { ...e, ino: undefined }]).sort((x, y) => (x[0] < y[0] ? -1 : 1)),
   );
 
-async function execute(id, command) {
-  const out = await sandbox.execute({
+/** Runs `command` in session `id`: through execute(), or (spawned) spawn() and the process's wait(). */
+async function execute(id, command, spawned = false) {
+  const input = {
     sessionId: id,
     program: 'sh',
     args: ['-c', command],
     capabilities: { spawnSubprocess: true },
-  });
-  return out;
+  };
+  if (spawned) return (await sandbox.spawn(input)).wait();
+  return sandbox.execute(input);
 }
 
 const results = [];
@@ -125,8 +128,8 @@ for (const w of plan.workloads) {
   const partnerId = partner?.partnerSession ? `${w.id}-other` : w.id;
   workspaces[partnerId] = ws;
   const outs = await Promise.all([
-    execute(w.id, w.command),
-    ...(partner ? [execute(partnerId, partner.command)] : []),
+    execute(w.id, w.command, w.spawned === true),
+    ...(partner ? [execute(partnerId, partner.command, partner.spawned === true)] : []),
   ]);
   const after = snapshot(ws);
   const result = {

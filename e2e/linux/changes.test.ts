@@ -126,6 +126,8 @@ const WORKLOADS = [
     id: 'two-sessions-b',
     parallelOf: 'two-sessions',
     partnerSession: true,
+    // A spawned process's change set, when it exits (wait()).
+    spawned: true,
     command: 'sed -i s/2/3/ two/b && mkdir two/sub && echo s > two/sub/s',
   },
   {
