@@ -156,6 +156,14 @@ const WORKLOADS = [
       'echo changed > node_modules/a/x && echo new > node_modules/a/y && echo via > tl && rm node_modules/a/sub/s',
   },
   {
+    // A write through another process's magic link (its /proc/PID/cwd, as the sandbox numbers it): where
+    // it lands cannot be known from outside, so the run says it cannot be undone, and undo refuses.
+    id: 'magic-link-unknown',
+    setup: 'echo a > a',
+    command: 'echo b > /proc/$$/cwd/a',
+    unundoable: 'a path through a link whose place could not be known',
+  },
+  {
     id: 'touch-times',
     setup: 'echo a > a.txt && echo b > b.txt && echo c > c.txt && chmod 444 c.txt',
     command: `touch -d 2001-02-03T04:05:06 a.txt && touch -m -d @1 c.txt && ${PY} -c "import os; os.utime('b.txt', (1, 2))"`,
@@ -188,6 +196,7 @@ interface Outcome {
     changes: {
       recorded: boolean;
       undoable: boolean;
+      undoRefusal?: string;
       entries: Change[];
       truncated: boolean;
       counts: Record<string, number>;
@@ -289,6 +298,14 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           for (const w of WORKLOADS.filter((x) => !('parallelOf' in x))) {
             it(`${w.id}: the change set is the host's diff, and undo restores the tree`, () => {
               const r = outcomes.get(w.id) as Outcome;
+              if (w.unundoable !== undefined) {
+                const c = r.outs[0]?.changes;
+                expect(c).toMatchObject({ recorded: true, undoable: false });
+                expect(c?.undoRefusal).toContain(w.unundoable);
+                expect(r.undo[0]?.undone).toBe(false);
+                expect(r.restored).toBe(false);
+                return;
+              }
               for (const o of r.outs) {
                 expect(o.exitCode, o.stderr).toBe(0);
                 expect(o.changes.recorded).toBe(true);
