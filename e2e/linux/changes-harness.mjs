@@ -3,11 +3,12 @@
 // test starts it as, and checks each from the host side: a snapshot of the workspace before and after
 // the command (lstat, content hash, link target, inode), the change set the driver reported, then undo and
 // a snapshot after it. Input (stdin): { workspaceRoot, stateDir, workloads: [{ id, setup, command,
-// hostEdit?, parallelWith? }] } where setup is a host shell script run in the workload's workspace first,
-// command a shell script run in the sandbox, hostEdit a host shell script run after the command (undo
-// must then be refused naming a path, and forced), and parallelWith the id of a workload in the same
-// workspace whose command runs at the same time. Output: { uid, results: [{ id, exitCode, stderr,
-// changes, diff, undo, refused?, afterUndo }] }.
+// hostEdit?, parallelWith?, partnerSession?, spawned? }] } where setup is a host shell script run in the
+// workload's workspace first, command a shell script run in the sandbox (spawned: through spawn() and
+// wait()), hostEdit a host shell script run after the command (undo must then be refused naming a path,
+// and forced), and parallelWith the id of a workload in the same workspace whose command runs at the same
+// time (partnerSession: in a session of its own). Output: { uid, results: [{ id, exitCode, stderr,
+// changes, diff, undo, refused?, afterUndo }], probe, off, dropping, keptAfterDispose }.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
@@ -42,6 +43,8 @@ function snapshot(root) {
     const entry = { type, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, ino: st.ino };
     if (type === 'file') entry.hash = createHash('sha256').update(readFileSync(p)).digest('hex');
     if (type === 'file') entry.size = st.size;
+    // A file's modification time is part of what undo puts back (a directory's own times are not).
+    if (type === 'file') entry.mtime = String(lstatSync(p, { bigint: true }).mtimeNs);
     if (type === 'symlink') entry.target = readlinkSync(p);
     if (rel !== '') out.set(rel, entry);
     if (type === 'directory')
@@ -78,7 +81,12 @@ function diff(root, before, after) {
       continue;
     }
     const what = [];
-    if (a.type !== b.type || a.hash !== b.hash || (b.type === 'file' && a.ino !== b.ino))
+    if (
+      a.type !== b.type ||
+      a.hash !== b.hash ||
+      a.mtime !== b.mtime ||
+      (b.type === 'file' && a.ino !== b.ino)
+    )
       what.push('content');
     if (a.mode !== b.mode) what.push('mode');
     if (a.uid !== b.uid || a.gid !== b.gid) what.push('owner');
@@ -94,14 +102,16 @@ const comparable = (snap) =>
     [...snap].map(([p, e]) => [p, { ...e, ino: undefined }]).sort((x, y) => (x[0] < y[0] ? -1 : 1)),
   );
 
-async function execute(id, command) {
-  const out = await sandbox.execute({
+/** Runs `command` in session `id`: through execute(), or (spawned) spawn() and the process's wait(). */
+async function execute(id, command, spawned = false) {
+  const input = {
     sessionId: id,
     program: 'sh',
     args: ['-c', command],
     capabilities: { spawnSubprocess: true },
-  });
-  return out;
+  };
+  if (spawned) return (await sandbox.spawn(input)).wait();
+  return sandbox.execute(input);
 }
 
 const results = [];
@@ -114,9 +124,12 @@ for (const w of plan.workloads) {
   if (w.setup) execFileSync('sh', ['-c', w.setup], { cwd: ws, stdio: ['ignore', 'ignore', 'inherit'] });
   const before = snapshot(ws);
   const partner = w.parallelWith === undefined ? undefined : byId.get(w.parallelWith);
+  // The partner runs in the same session, or (partnerSession) in a second session of the same workspace.
+  const partnerId = partner?.partnerSession ? `${w.id}-other` : w.id;
+  workspaces[partnerId] = ws;
   const outs = await Promise.all([
-    execute(w.id, w.command),
-    ...(partner ? [execute(w.id, partner.command)] : []),
+    execute(w.id, w.command, w.spawned === true),
+    ...(partner ? [execute(partnerId, partner.command, partner.spawned === true)] : []),
   ]);
   const after = snapshot(ws);
   const result = {
@@ -167,5 +180,38 @@ const off = {
 };
 await offSandbox.dispose();
 await offDriver.dispose();
+const dropping = await keepOnDisposeFalse();
 await driver.dispose();
-process.stdout.write(JSON.stringify({ uid: process.getuid(), results, probe, off }));
+// keepOnDispose (default true): every run of the disposed driver is still in the store.
+const stored = readdirSync(path.join(plan.stateDir, 'changes'));
+const keptAfterDispose = results.flatMap((r) => r.outs.map((o) => stored.includes(o.runId)));
+process.stdout.write(
+  JSON.stringify({ uid: process.getuid(), results, probe, off, dropping, keptAfterDispose }),
+);
+
+/**
+ * A driver with `keepOnDispose: false`: a run's change set is in the store after the run, gone once its
+ * session is closed (a session handle's last close), and the other session's gone once the driver is
+ * disposed (a plain execute's session has no handle to close).
+ */
+async function keepOnDisposeFalse() {
+  const d = createLinuxDriver({ stateDir: plan.stateDir, changes: { keepOnDispose: false } });
+  const ws = path.join(plan.workspaceRoot, 'dropping');
+  mkdirSync(ws);
+  const s = new WorkspaceSandbox({
+    driver: d,
+    workspaceRoot: plan.workspaceRoot,
+    approvalGate: new ApprovalGate({ requester: { requestApproval: async () => ({ outcome: 'approved' }) } }),
+    workspaceFor: () => ws,
+  });
+  const inStore = (runId) => readdirSync(path.join(plan.stateDir, 'changes')).includes(runId);
+  const handle = s.session('handled');
+  const a = await handle.execute({ program: 'sh', args: ['-c', 'echo a > a.txt'] });
+  const b = await s.execute({ sessionId: 'plain', program: 'sh', args: ['-c', 'echo b > b.txt'] });
+  const afterRun = [inStore(a.details.runId), inStore(b.details.runId)];
+  await handle.close();
+  const afterClose = [inStore(a.details.runId), inStore(b.details.runId)];
+  await s.dispose();
+  const afterDispose = [inStore(a.details.runId), inStore(b.details.runId)];
+  return { afterRun, afterClose, afterDispose };
+}

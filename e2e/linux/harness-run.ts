@@ -58,10 +58,12 @@ export async function runHarnessAs<T extends { readonly uid: number }>(
   base: string,
   script: string,
   plan: unknown,
+  /** A simulated host's command prefix (`Identity.wrap`); none: the real host. */
+  wrap: readonly string[] = [],
 ): Promise<T> {
   const mountpoint = path.join(base, 'repo');
   if (uid !== (process.getuid?.() ?? 0)) mkdirSync(mountpoint, { recursive: true, mode: 0o755 });
-  const [cmd, ...args] = nodeArgvAs(uid, mountpoint, script) as [string, ...string[]];
+  const [cmd, ...args] = nodeArgvAs(uid, mountpoint, script, [], wrap) as [string, ...string[]];
   const r = await runAsync(cmd, args, {
     input: JSON.stringify(plan),
     env: { ...process.env, HOME: path.join(base, 'home') },

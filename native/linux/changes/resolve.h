@@ -16,5 +16,12 @@ int read_string(int mem, unsigned long long addr, char *buf, size_t size);
 /* The absolute, normal path of PATH as process PID sees it: relative to DIRFD (AT_FDCWD: its cwd), or
  * the descriptor DIRFD itself when PATH is NULL or empty. -1 when it cannot be known (a deleted cwd). */
 int sandbox_path(pid_t pid, int dirfd, const char *path, char *out, size_t size);
+/* The path ABS (from sandbox_path) names once process PID's symlinks are followed, in its own view: every
+ * one but the last (that one too when FOLLOW and it exists), magic links of its own /proc/self, /dev/fd
+ * and /dev/std* included (a write through /proc/self/fd/N or a symlink from outside a writable root into
+ * it lands there). Resolved beneath /proc/PID/root (RESOLVE_IN_ROOT), never through the host's paths.
+ * 1: followed to what is there; 0: its parent resolved, the last component as named; -1 with errno
+ * (EXDEV: through a magic link that cannot be followed from here). */
+int sandbox_real_path(pid_t pid, const char *abs, int follow, char *out, size_t size);
 
 #endif

@@ -128,7 +128,7 @@ static int grow(void) {
 
 /* The parent of REL beneath root K opened (O_PATH, no symlink on the way), and *NAME its last component
  * ("" for the root itself); -1 with errno. */
-static int open_parent(int k, const char *rel, char *parent, size_t size, const char **name) {
+static int open_parent(int k, const char *rel, char *parent, size_t size, const char **name, int nolink) {
   const char *slash = strrchr(rel, '/');
   if (rel[0] == '\0') {
     *name = "";
@@ -143,6 +143,10 @@ static int open_parent(int k, const char *rel, char *parent, size_t size, const 
   memcpy(parent, rel, n);
   parent[n] = '\0';
   *name = slash + 1;
+  /* Before the touch, a parent that is itself a symlink is ELOOP too (not its link opened: the name would
+   * be looked up in no directory and found absent); after the run, a path whose parent became a symlink
+   * is absent (ENOTDIR), as the undo executor finds it. */
+  if (nolink) return open_path_nolink(st.roots[k].fd, parent, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
   return open_path(st.roots[k].fd, parent, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
 }
 
@@ -172,35 +176,47 @@ static int keep_content(int pfd, const char *name, const struct path_state *s, s
   return 0;
 }
 
-void store_touch(int k, const char *rel, int how) {
-  if (st.unrecorded != NULL) return;
+int store_touch(int k, const char *rel, int how) {
+  if (st.unrecorded != NULL) return 0;
   if (st.n >= MAX_TOUCHED || grow() < 0) {
     /* A bound the command cannot outgrow: past it the change set would be incomplete, so none is kept. */
     store_unrecorded("the run touched more paths than are recorded (" MAX_TOUCHED_WORDS ")");
-    return;
+    return 0;
   }
   size_t *sl = slot(k, rel);
-  if (*sl != 0) return;
+  if (*sl != 0) return 0;
+  char parent[4096];
+  const char *name, *why = NULL;
+  int pfd = open_parent(k, rel, parent, sizeof parent, &name, 1);
+  if (pfd < 0 && errno == ELOOP && (how & TOUCH_LINKS_BACK)) return 1;
+  struct path_state before;
+  if (pfd >= 0) state_of(pfd, name, &before);
+  if (pfd >= 0 && before.type == 'l' && (how & TOUCH_FOLLOWS) && (how & TOUCH_LINKS_BACK)) {
+    free(before.target);
+    close(pfd);
+    return 1;
+  }
   struct touched *e = &st.t[st.n];
   memset(e, 0, sizeof *e);
   e->root = k;
   e->rel = strdup(rel);
-  if (e->rel == NULL) return;
+  if (e->rel == NULL) {
+    if (pfd >= 0) close(pfd);
+    return 0;
+  }
   *sl = ++st.n;
-  char parent[4096];
-  const char *name, *why = NULL;
-  int pfd = open_parent(k, rel, parent, sizeof parent, &name);
   if (pfd < 0) {
     e->before.type = errno == ENOENT || errno == ENOTDIR ? '-' : '?';
     if (e->before.type == '?') store_unundoable("changed through a symlink or a path that could not be opened", rel);
-    return;
+    return 0;
   }
-  state_of(pfd, name, &e->before);
+  e->before = before;
   if (e->before.type == 'l' && (how & TOUCH_FOLLOWS)) store_unundoable("changed through the symlink", rel);
   if (e->before.type == '?') store_unundoable("could not be looked at", rel);
   if (e->before.type == 'f' && (how & (TOUCH_CONTENT | TOUCH_REPLACE)) && keep_content(pfd, name, &e->before, e, how, &why) < 0)
     store_unundoable(why, rel);
   close(pfd);
+  return 0;
 }
 
 /* E's after-state; a linked blob whose inode is still at its path (the call failed) is dropped, one that
@@ -208,7 +224,7 @@ void store_touch(int k, const char *rel, int how) {
 static void finish_entry(struct touched *e) {
   char parent[4096];
   const char *name;
-  int pfd = open_parent(e->root, e->rel, parent, sizeof parent, &name);
+  int pfd = open_parent(e->root, e->rel, parent, sizeof parent, &name, 0);
   if (pfd < 0) e->after.type = errno == ENOENT || errno == ENOTDIR ? '-' : '?';
   else state_of(pfd, name, &e->after);
   if (pfd >= 0) close(pfd);

@@ -82,7 +82,8 @@ static void touch_arg(const struct seccomp_notif *n, int mem, int dirfd_arg, int
   char raw[4096], abs[4096];
   const char *p = NULL;
   int readable = 1;
-  if (path_arg >= 0) {
+  /* utimensat with a null path (futimens) sets the times of its descriptor argument itself. */
+  if (path_arg >= 0 && !(n->data.nr == SYS_utimensat && n->data.args[path_arg] == 0)) {
     readable = read_string(mem, n->data.args[path_arg], raw, sizeof raw) == 0;
     p = raw;
   }
@@ -100,7 +101,23 @@ static void touch_arg(const struct seccomp_notif *n, int mem, int dirfd_arg, int
   }
   const char *rel;
   int k = root_of(abs, &rel);
-  if (k >= 0) store_touch(k, rel, how & ~TOUCH_OPTIONAL);
+  /* In a root, unless through a symlink there (a symlinked package directory, a link to a file). */
+  if (k >= 0 && store_touch(k, rel, (how & ~TOUCH_OPTIONAL) | TOUCH_LINKS_BACK) == 0) return;
+  int in_root = k >= 0;
+  /* Outside every root as written, or through a symlink, or a magic link (/proc/self/fd/N, /dev/fd/N): it
+   * may still land in one. Its real place, as the caller's own resolution would find it. */
+  char real[4096];
+  int followed = sandbox_real_path(n->pid, abs, (how & TOUCH_FOLLOWS) != 0, real, sizeof real);
+  if (followed < 0) {
+    /* Fail closed where the path was in a root (its symlink's place unknown), or went through a magic link. */
+    if (errno == EXDEV || in_root) store_unundoable("a path through a link whose place could not be known", abs);
+    return;
+  }
+  if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) < 0) return;
+  k = root_of(real, &rel);
+  /* Followed to what is there: the object itself (no symlink left to go through). */
+  if (k >= 0) store_touch(k, rel, how & ~(TOUCH_OPTIONAL | (followed ? TOUCH_FOLLOWS : 0)));
+  /* Outside every root where it lands: a read-only mount there refuses it, reported as a denial. */
   else if (!(how & TOUCH_OPTIONAL) && write_refused(n->pid, n->id, listener, abs, (how & TOUCH_FOLLOWS) != 0))
     store_write_refused(abs);
 }

@@ -27,6 +27,11 @@ const struct trapped_call changes_calls[] = {
     {SYS_chown, CK_META, -1, 0, -1, -1, -1, 1},
     {SYS_lchown, CK_META, -1, 0, -1, -1, -1, 0},
 #endif
+#ifdef SYS_utime
+    {SYS_utime, CK_META, -1, 0, -1, -1, -1, 1},
+    {SYS_utimes, CK_META, -1, 0, -1, -1, -1, 1},
+    {SYS_futimesat, CK_META, 0, 1, -1, -1, -1, 1},
+#endif
     {SYS_openat, CK_OPEN, 0, 1, -1, -1, 2, 1},
     {SYS_openat2, CK_OPEN, 0, 1, -1, -1, -1, 1},
     {SYS_truncate, CK_META, -1, 0, -1, -1, -1, 1},
@@ -44,6 +49,8 @@ const struct trapped_call changes_calls[] = {
     {SYS_fchmodat2, CK_META, 0, 1, -1, -1, 3, 1},
     {SYS_fchown, CK_META, 0, -1, -1, -1, -1, 1},
     {SYS_fchownat, CK_META, 0, 1, -1, -1, 4, 1},
+    /* A null path sets the times of the descriptor itself (futimens): supervise.c. */
+    {SYS_utimensat, CK_META, 0, 1, -1, -1, 3, 1},
 };
 const int changes_ncalls = sizeof changes_calls / sizeof changes_calls[0];
 

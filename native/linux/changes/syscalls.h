@@ -11,7 +11,7 @@ enum change_kind {
   CK_REMOVE,  /* unlink, rmdir, unlinkat: the path goes */
   CK_RENAME,  /* the first path leaves, the second is replaced */
   CK_CREATE,  /* mkdir, mknod, symlink, link (second path): the path appears */
-  CK_META,    /* chmod, chown, truncate: the path's mode, owner or content change */
+  CK_META,    /* chmod, chown, truncate, utimensat: the path's mode, owner, times or content change */
 };
 
 /* One trapped call: its number, kind, and the arguments holding its paths (-1: none; a dirfd of -1 means

@@ -90,7 +90,13 @@ static void restore_object(struct undo_run *r, struct undo_entry *e) {
   } else if (!bad && e->before.type == 'f' && e->blob > 0) {
     if (e->now.type == '-' && e->linked && linkat(r->blobs, blob, pfd, name, 0) == 0) return (void)close(pfd);
     int in = openat(r->blobs, blob, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    int out = openat(pfd, name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (e->now.type == '-' ? O_CREAT | O_EXCL : 0), 0600);
+    int flags = O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (e->now.type == '-' ? O_CREAT | O_EXCL : 0);
+    int out = openat(pfd, name, flags, 0600);
+    /* A file the run left read-only (its owner may not write it): writable for the copy; its mode from
+     * before the run is put back with the rest of its metadata. */
+    if (out < 0 && errno == EACCES && e->now.type == 'f' &&
+        fchmodat(pfd, name, (e->now.mode | 0200) & 07777, AT_SYMLINK_NOFOLLOW) == 0)
+      out = openat(pfd, name, flags, 0600);
     struct stat is, os;
     bad = in < 0 || out < 0 || fstat(in, &is) < 0 || fstat(out, &os) < 0 || !S_ISREG(os.st_mode) ||
           copy_bytes(in, out, is.st_size) < 0;

@@ -57,6 +57,37 @@ static void read_run(int dir, struct undo_run *r) {
   r->blobs = openat(dir, "blobs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
+/* Whether ROOT/REL is PATH or beneath it. */
+static int at_or_beneath(const char *root, const char *rel, const char *path) {
+  size_t n = strlen(root);
+  if (strncmp(path, root, n) != 0) return 0;
+  const char *p = path + n;
+  if (*p == '\0') return 1; /* the root itself was set aside */
+  if (*p++ != '/') return 0;
+  size_t m = strlen(p);
+  return strncmp(rel, p, m) == 0 && (rel[m] == '\0' || rel[m] == '/');
+}
+
+/* The paths the check after the run set aside (DIR/set-aside, written by the driver: absolute host paths,
+ * each ended by a NUL): the run left nothing there, so an entry at or beneath one has nothing after the
+ * run; undo then only puts its before-state back. */
+static void read_set_aside(int dir, struct undo_run *r) {
+  int fd = openat(dir, "set-aside", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
+  if (f == NULL) return;
+  char *path = NULL;
+  size_t cap = 0;
+  while (getdelim(&path, &cap, '\0', f) > 0)
+    for (int i = 0; i < r->n; i++)
+      if (at_or_beneath(r->root_path[r->e[i].root], r->e[i].rel, path)) {
+        free(r->e[i].after.target);
+        memset(&r->e[i].after, 0, sizeof r->e[i].after);
+        r->e[i].after.type = '-';
+      }
+  free(path);
+  fclose(f);
+}
+
 /* Each entry's state now, checked against the run's after-state; a conflict for each that differs. */
 static void check_run(struct undo_run *r) {
   for (int i = 0; i < r->n; i++) {
@@ -109,6 +140,7 @@ int undo_main(int argc, char **argv) {
   undo_conflicts_reset();
   static struct undo_run r;
   read_run(dir, &r);
+  read_set_aside(dir, &r);
   check_run(&r);
   int refused = undo_nconflicts() > 0 && !force;
   if (!refused && !dry) {

@@ -140,8 +140,9 @@ export interface LinuxDriverOptions {
    * Each run's change set (`details.changes`) and its pre-run copies for `undo(runId)`, kept under
    * `<stateDir>/changes/` (seccomp user notification, copy before write): `enabled` (default true), the
    * per-session budget `maxBytes` (allocated bytes; default 2 GiB, oldest runs dropped first) and
-   * `maxFileBytes`, the largest file copied (default 512 MiB). `keepOnDispose` (default true): a disposed
-   * driver's sessions keep their change sets until the budget prunes them. `[sandbox.changes]` of the config.
+   * `maxFileBytes`, the largest file copied (default 512 MiB). `keepOnDispose` (default true): a session's
+   * change sets stay when it ends, until the budget prunes them; false: the runs this driver recorded go when
+   * their session is closed and when the driver is disposed. `[sandbox.changes]` of the config.
    */
   readonly changes?: {
     readonly enabled?: boolean;

@@ -51,6 +51,23 @@ describe('the change set from a run’s states', () => {
     ]);
   });
 
+  it('marks what was set aside, and what is beneath a directory set aside, as quarantined', () => {
+    const states = parseStates(
+      file([
+        entry('sub/.git/hooks', ABSENT, st('d', { ino: 20 })),
+        entry('sub/.git/hooks/pre-commit', ABSENT, st('f', { ino: 21 })),
+        entry('sub/.git/hooksx', ABSENT, st('f', { ino: 22 })),
+        entry('sub/.git/HEAD', ABSENT, st('f', { ino: 23 })),
+      ]),
+    );
+    const c = runChanges(states, new Set(['/w/sub/.git/hooks']));
+    expect(c.entries.filter((e) => e.quarantined).map((e) => e.path)).toEqual([
+      '/w/sub/.git/hooks',
+      '/w/sub/.git/hooks/pre-commit',
+    ]);
+    expect(c.counts.quarantined).toBe(2);
+  });
+
   it('cuts the entries at the limit and says so, counting them all', () => {
     const lines = Array.from({ length: 12 }, (_, i) =>
       entry(`f${String(i).padStart(2, '0')}`, ABSENT, st('f', { ino: 100 + i })),

@@ -122,7 +122,7 @@ describe('the session’s budget', () => {
       'aleph-changes 1\nroot 0 :/w\nrecorded 1 :\nundoable 1 :\nbytes 8192\nentry 0 1 1 :new - 0 0 0 0 0 0 0 0 0 0 0 : f 644 0 0 1 8 1 5 1 0 1 0 :\n',
     );
     const request = { sessionId: 's', workspace: '/w', program: 'x', args: [] } as never;
-    const options = { enabled: true, maxBytes: 12_000, maxFileBytes: 1 << 20 };
+    const options = { enabled: true, maxBytes: 12_000, maxFileBytes: 1 << 20, keepOnDispose: true };
     const c = finishRecording(
       { runId, dir, startedAt: '', launchArgs: [], helperArgs: [], trapsSpawn: false },
       request,

@@ -3,6 +3,7 @@
  * mode, owner, symlink target), deleted, and renamed (the same inode at a new path), in path order; paths
  * the check after the run set aside marked `quarantined`.
  */
+import path from 'node:path';
 import type { RunChange, RunChanges } from '@aleph/sandbox-core';
 import type { PathState, RunStates, StateEntry } from './states.js';
 
@@ -74,8 +75,12 @@ export function changeList(entries: readonly StateEntry[], quarantined: Readonly
   return out.sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : 0));
 }
 
+/** `p` is set aside when it, or a directory it is in, was moved into the quarantine. */
 function mark(p: string, quarantined: ReadonlySet<string>): { quarantined?: true } {
-  return quarantined.has(p) ? { quarantined: true } : {};
+  if (quarantined.size === 0) return {};
+  for (let at = p; at.length > 1; at = path.dirname(at))
+    if (quarantined.has(at)) return { quarantined: true };
+  return {};
 }
 
 /** `details.changes` of a run: counts, the first `limit` entries, whether it can be undone. */

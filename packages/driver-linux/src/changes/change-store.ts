@@ -19,6 +19,8 @@ export interface ChangesOptions {
   readonly maxBytes: number;
   /** The largest file copied. Default 512 MiB. */
   readonly maxFileBytes: number;
+  /** A session's change sets stay when it ends (true), or go when it is closed or the driver disposed. */
+  readonly keepOnDispose: boolean;
 }
 
 /** The defaults of {@link ChangesOptions}. */
@@ -26,6 +28,7 @@ export const DEFAULT_CHANGES: ChangesOptions = {
   enabled: true,
   maxBytes: 2048 * 1024 * 1024,
   maxFileBytes: 512 * 1024 * 1024,
+  keepOnDispose: true,
 };
 
 export type { KeptRun };
@@ -134,6 +137,12 @@ export function finishRecording(
     changes: whole,
   };
   writeRunJson(run.dir, { ...kept, bytes: states.bytes });
+  // What the check after the run set aside is not where the command left it: undo (undo.c) expects nothing
+  // there and puts back what was before the run.
+  if (q.size > 0)
+    writeFileSync(path.join(run.dir, 'set-aside'), [...q].map((p) => `${p}\0`).join(''), {
+      mode: 0o600,
+    });
   writeFileSync(
     path.join(run.dir, 'meta.json'),
     JSON.stringify({ sessionKey: kept.sessionKey, bytes: states.bytes }),

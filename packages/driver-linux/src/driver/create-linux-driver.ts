@@ -15,6 +15,7 @@ import {
   sessionKeyToFilename,
 } from '@aleph/sandbox-core';
 import type { KeptRun } from '../changes/change-store.js';
+import { SessionHistory } from '../changes/session-history.js';
 import {
   type ChangesRequest,
   listChanges,
@@ -88,6 +89,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
   // Each session's /tmp (tier 3: TMPDIR), kept until the session ends; those of a crashed process pruned.
   const sessionTmps = new SessionTmps(settings.stateDir, settings.host.isRoot);
   sessionTmps.prune();
+  const history = new SessionHistory(settings.stateDir, settings.changes.keepOnDispose);
   const plans = new PlanBuilder(settings, facts, pools, (key) => sessionTmps.dirFor(key));
   // Report names no other driver instance (or an earlier process of this pid) can have used.
   const runner = new CommandRunner(
@@ -100,6 +102,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       seccompBytes: plans.seccompBytes,
       landlockAbi: async () => (await facts()).landlockAbi,
       sessionTmps,
+      history,
     },
     `report-${process.pid}-${randomBytes(4).toString('hex')}`,
   );
@@ -123,6 +126,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       try {
         sessionTmps.close(sessionKeyToFilename(sessionId));
       } catch {}
+      history.close(sessionId);
     },
     undo: async (request: UndoRequest) => undoRun(settings.stateDir, settings.helperPath, request),
     changes: async (request: ChangesRequest) => listChanges(settings.stateDir, request),
@@ -132,6 +136,7 @@ export function createLinuxDriver(options: LinuxDriverOptions = {}): LinuxDriver
       try {
         sessionTmps.dispose();
       } catch {}
+      history.dispose();
     },
   });
   return driver;

@@ -251,6 +251,10 @@ export function namespaceLimitMechanisms(helper: HelperCheck): {
   };
 }
 
+/** What change recording does not see (doctor, README): said wherever it is on. */
+export const NOT_RECORDED =
+  'Not recorded nor undone: extended attributes (setxattr, removexattr) and a directory\u2019s own times; a file\u2019s modification time is (touch -d, utimensat)';
+
 /**
  * The change recording (issue 38): every run's changes recorded for `details.changes` and undo, through a
  * seccomp filter whose user-notification listener the launcher answers (the helper exercised it). Where
@@ -268,7 +272,8 @@ export function changesMechanism(helper: HelperCheck, enabled: boolean): ProbeMe
     return {
       available: true,
       detail:
-        'seccomp user notification: each run\u2019s changes to its writable roots recorded before they happen (copy before write), undo available; a host-side observer sees every write when the command makes it',
+        'seccomp user notification: each run\u2019s changes to its writable roots recorded before they happen (copy before write), undo available; a host-side observer sees every write when the command makes it. ' +
+        NOT_RECORDED,
     };
   return {
     available: false,

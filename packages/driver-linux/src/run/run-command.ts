@@ -28,6 +28,7 @@ import {
   withHelperArgs,
   writeDenials,
 } from '../changes/run-hooks.js';
+import type { SessionHistory } from '../changes/session-history.js';
 import { type QuarantineBudget, quarantineBudgetArgs } from '../driver/quarantine-layout.js';
 import type { CgroupLimits, CgroupManager } from '../host/cgroup.js';
 import type { HostFacts } from '../host/host-facts.js';
@@ -82,6 +83,8 @@ export interface RunParts {
   readonly landlockAbi?: () => Promise<number>;
   /** Each session's scratch space (its /tmp, tier 3's TMPDIR): made before its first run, kept after. */
   readonly sessionTmps: SessionTmps;
+  /** The runs whose change sets go when their session ends (`changes.keepOnDispose: false`). */
+  readonly history?: SessionHistory;
 }
 
 /** Runs commands by their plans, for one driver. */
@@ -174,6 +177,7 @@ export class CommandRunner {
         ],
       });
       const withRecord = withChanges(output, recording, request, this.settings.changes, probed);
+      this.parts.history?.note(request.sessionId, withRecord.details?.runId);
       recording = undefined;
       return withRecord;
     } catch (error) {
