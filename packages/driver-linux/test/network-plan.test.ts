@@ -103,11 +103,16 @@ describe('the network plan of tiers 1 and 2', () => {
       /--cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_NET_ADMIN --cap-add CAP_NET_BIND_SERVICE --cap-add CAP_NET_RAW --cap-add CAP_SETPCAP/,
     );
     expect(t2.helperArgs.join(' ')).toContain('--own-netns on --dns on');
-    // Without allowHosts nothing of it.
+    // No network with a proxy given: the same bridge on an empty allowlist (every attempt refused, recorded);
+    // without a proxy (a plan built without the driver's pools) nothing of it.
     for (const root of [true, false]) {
-      const none = buildLinuxProfile(caps(), ws, ws, inputs(root, ws));
-      expect(none.bwrapArgs.join(' ')).not.toMatch(/NET_BIND|NET_ADMIN|ro-bind-data/);
-      expect(none.network).toMatchObject({ resolver: null, egressPorts: [], publish: [] });
+      const routed = buildLinuxProfile(caps(), ws, ws, inputs(root, ws));
+      expect(routed.helperArgs.join(' ')).toContain('--dns on');
+      expect(routed.helperArgs.join(' ')).not.toContain('--dns-allow');
+      expect(routed.network).toMatchObject({ policy: 'none', hosts: [], egressPorts: [80, 443] });
+      const bare = buildLinuxProfile(caps(), ws, ws, { ...inputs(root, ws), proxySocket: undefined });
+      expect(bare.bwrapArgs.join(' ')).not.toMatch(/NET_BIND|NET_ADMIN|ro-bind-data/);
+      expect(bare.network).toMatchObject({ resolver: null, egressPorts: [], publish: [] });
     }
   });
 
