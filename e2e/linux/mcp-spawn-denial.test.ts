@@ -46,7 +46,7 @@ print(refused, flush=True)
 const identities = allIdentities().filter((i) => i.key === 'root' || i.key === 'unprivileged');
 
 describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
-  `a refused subprocess in an MCP execute result${stack.ok ? '' : ` [skipped: ${stack.reason}]`}`,
+  `a refused subprocess and a refused write in an MCP execute result${stack.ok ? '' : ` [skipped: ${stack.reason}]`}`,
   () => {
     if (requiredButMissing(stack)) return;
 
@@ -71,6 +71,16 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           const steps = [
             { id: 'forks', args: { argv: ['/usr/bin/python3', '-c', FORKS] } },
             { id: 'no-fork', args: { argv: ['/usr/bin/python3', '-c', 'print("spawn 3 :python3")'] } },
+            {
+              id: 'write',
+              args: {
+                argv: [
+                  '/usr/bin/python3',
+                  '-c',
+                  "try:\n    open('/usr/aleph-e2e-mcp', 'w')\nexcept OSError as e:\n    print(e.errno)",
+                ],
+              },
+            },
           ];
           const mountpoint = path.join(base, 'repo');
           if (identity.uid !== process.getuid?.()) mkdirSync(mountpoint, { recursive: true });
@@ -93,6 +103,12 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           const quiet = results['no-fork'] as Structured;
           expect(quiet.stdout.trim()).toBe('spawn 3 :python3');
           expect(quiet.denials.filter((d) => d.kind === 'process.spawn')).toEqual([]);
+          // A write a read-only mount refused: EROFS, and a filesystem.write denial naming the grant.
+          const write = results.write as Structured;
+          expect(write.stdout.trim()).toBe('30');
+          expect(
+            write.denials.filter((d) => d.kind === 'filesystem.write').map((d) => [d.target, d.allowWith]),
+          ).toEqual([['/usr/aleph-e2e-mcp', expect.stringMatching(/--allow-write \/usr /)]]);
         },
         120_000,
       );

@@ -283,7 +283,7 @@ print(r.returncode, r.stdout.strip() or '-', r.stderr.strip() or '-', sep='|')`;
       );
 
       it.skipIf(identity.skip !== undefined)(
-        `${asIdentityTitle(identity)}: the session API reports it in the result's details.denials`,
+        `${asIdentityTitle(identity)}: the session API reports it (and a refused write) in the result's details.denials`,
         async () => {
           const workspaceRoot = path.join(base, 'api-ws');
           mkdirSync(workspaceRoot, { mode: 0o755 });
@@ -298,6 +298,7 @@ print(r.returncode, r.stdout.strip() or '-', r.stderr.strip() or '-', sep='|')`;
                 capabilities: { spawnSubprocess: true },
               },
             },
+            { id: 'write', command: { program: 'sh', args: ['-c', 'echo x > /usr/aleph-e2e-api; echo $?'] } },
           ];
           const { results } = await runHarness<{
             id: string;
@@ -315,6 +316,11 @@ print(r.returncode, r.stdout.strip() or '-', r.stderr.strip() or '-', sep='|')`;
           const allowed = results.get('allowed');
           expect(allowed?.stdout).toMatch(/^\d+\n$/);
           expect(spawns(allowed?.denials)).toEqual([]);
+          const write = results.get('write');
+          const writes = (write?.denials ?? []).filter((d) => d.kind === 'filesystem.write');
+          expect(writes.map((d) => d.target)).toEqual(
+            identity.tier === 'direct' ? [] : ['/usr/aleph-e2e-api'],
+          );
         },
         120_000,
       );
