@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -47,6 +48,78 @@ static void normalize(char *path) {
   *out = '\0';
 }
 
+/* Whether absolute PATH has a ".." component (lexically dropping it and the one before is wrong after a
+ * symlink: "lnk/../x" is beside lnk's target, not beside lnk). */
+static int has_dotdot(const char *path) {
+  for (const char *p = path; (p = strstr(p, "..")) != NULL; p += 2)
+    if (p[-1] == '/' && (p[2] == '/' || p[2] == '\0')) return 1;
+  return 0;
+}
+
+static int fd_path(int fd, char *out, size_t size);
+
+/* PATH (absolute, with ".."; rewritten in place, SIZE bytes) as the kernel walks it for process PID: its
+ * directory part resolved beneath /proc/PID/root (RESOLVE_IN_ROOT: the caller's symlinks, never the
+ * host's), its own /proc/self/cwd, /proc/self/root and /proc/self/fd/N (and /dev/fd/N) read as the paths
+ * they name, the last component appended and the result made normal. -1 when that directory cannot be
+ * opened from here (not there, or through a magic link or a /proc/self that is not ours to follow): the
+ * place is unknown (the lexical answer could name a path beside where the call lands). */
+static int kernel_path(pid_t pid, char *path, size_t size) {
+  char rest[4096], dir[4096], link[64];
+  const char *tail = path;
+  int fd = 0; /* whether PATH starts at a descriptor of the caller */
+  if (strncmp(path, "/dev/fd/", 8) == 0) tail = path + 8, fd = 1;
+  else if (strncmp(path, "/proc/self/fd/", 14) == 0) tail = path + 14, fd = 1;
+  else if (strncmp(path, "/proc/thread-self/fd/", 21) == 0) tail = path + 21, fd = 1;
+  if (fd) {
+    /* The descriptor's number, then the rest after it. */
+    char *end;
+    long num = strtol(tail, &end, 10);
+    if (end == tail || (*end != '/' && *end != '\0') || num < 0) return -1;
+    snprintf(link, sizeof link, "/proc/%d/fd/%ld", (int)pid, num);
+    tail = end;
+  } else if (strncmp(path, "/proc/self/cwd", 14) == 0 && (path[14] == '/' || path[14] == '\0')) {
+    snprintf(link, sizeof link, "/proc/%d/cwd", (int)pid);
+    tail = path + 14;
+  } else if (strncmp(path, "/proc/self/root", 15) == 0 && (path[15] == '/' || path[15] == '\0')) {
+    link[0] = '\0';
+    tail = path + 15;
+  } else {
+    link[0] = '\0';
+  }
+  int n = 0;
+  if (link[0] != '\0') {
+    ssize_t r = readlink(link, rest, sizeof rest - 1);
+    if (r <= 0 || rest[0] != '/') return -1;
+    rest[r] = '\0';
+    if (r > 10 && strcmp(rest + r - 10, " (deleted)") == 0) return -1;
+    n = (int)r;
+  }
+  int len = snprintf(rest + n, sizeof rest - (size_t)n, "%s", tail);
+  if (len < 0 || (size_t)(n + len) >= sizeof rest) return -1;
+  /* The directory the last component is made in (the whole path when it ends in "." or ".."). */
+  char *slash = strrchr(rest, '/');
+  const char *name = slash + 1;
+  if (strcmp(name, "..") == 0 || strcmp(name, ".") == 0) name = "";
+  if (name[0] == '\0') snprintf(dir, sizeof dir, "%s", rest);
+  else snprintf(dir, sizeof dir, "%.*s", (int)(slash - rest), rest);
+  snprintf(link, sizeof link, "/proc/%d/root", (int)pid);
+  int root = open(link, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0) return -1;
+  struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT};
+  int d = (int)syscall(SYS_openat2, root, dir[0] == '\0' ? "/" : dir, &how, sizeof how);
+  int err = errno;
+  close(root);
+  if (d < 0) return errno = err, -1;
+  int bad = fd_path(d, dir, sizeof dir);
+  close(d);
+  if (bad) return -1;
+  len = snprintf(path, size, "%s/%s", dir, name);
+  if (len < 0 || (size_t)len >= size) return -1;
+  normalize(path);
+  return 0;
+}
+
 int sandbox_path(pid_t pid, int dirfd, const char *path, char *out, size_t size) {
   char link[64], base[4096];
   size_t n = 0;
@@ -63,6 +136,7 @@ int sandbox_path(pid_t pid, int dirfd, const char *path, char *out, size_t size)
             : path[0] == '/'              ? snprintf(out, size, "%s", path)
                                           : snprintf(out, size, "%.*s/%s", (int)n, base, path);
   if (len < 0 || (size_t)len >= size) return -1;
+  if (has_dotdot(out)) return kernel_path(pid, out, size);
   normalize(out);
   return 0;
 }
