@@ -156,6 +156,15 @@ const WORKLOADS = [
       'echo changed > node_modules/a/x && echo new > node_modules/a/y && echo via > tl && rm node_modules/a/sub/s',
   },
   {
+    // A ".." after a symlink goes up from where the link leads, not from the link (the kernel's walk, not
+    // the lexical one): recorded, and undone, where they land; through the cwd's magic link too.
+    id: 'dotdot-after-symlinks',
+    setup: 'mkdir -p a/b && echo k > a/k && ln -s a/b lnk',
+    command:
+      'echo x > lnk/../new && echo y > lnk/../k && mkdir lnk/../d && ' +
+      'echo z > "/proc/self/cwd/../$(basename "$PWD")/via-cwd"',
+  },
+  {
     // A write through another process's magic link (its /proc/PID/cwd, as the sandbox numbers it): where
     // it lands cannot be known from outside, so the run says it cannot be undone, and undo refuses.
     id: 'magic-link-unknown',

@@ -1,5 +1,14 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { resolveHelperPath } from '@aleph/driver-linux';
@@ -90,10 +99,12 @@ print('done', flush=True)
 const FORGED = `printf 'spawn 7 :sh\\nprocess.spawn sh\\n'; printf 'spawn 7 :sh\\n' >&2`;
 
 // Writes the sandbox refuses (a system directory, through a relative path too, a removal through the /bin
-// link) and ones it allows (the workspace, its /tmp, /dev/null), a missing directory, and the supervisor's
-// line printed by the command: only the refused three are denials.
+// link, through a link of the command's whose name is shell code) and ones it allows (the workspace, its
+// /tmp, /dev/null), a missing directory, and the supervisor's line printed by the command: only the
+// refused four are denials, each named where it lands.
 const WRITES = `exec 2>/dev/null; echo x > /usr/aleph-e2e-write; rm -f /bin/true; (cd /usr/lib && echo > aleph-e2e-rel)
 echo > /dev/null; echo > "\${TMPDIR:-/tmp}/aleph-e2e-ok"; echo > ok-in-ws; echo x > /aleph-e2e-nowhere/x
+ln -s /usr/share 'l $(id)'; echo > 'l $(id)/aleph-e2e-via-link'
 printf 'rofs 3 :/etc/forged\\n'; echo end`;
 
 const spawns = (denials: readonly Denial[] | undefined) =>
@@ -333,14 +344,20 @@ print(r.returncode, r.stdout.strip() or '-', r.stderr.strip() or '-', sep='|')`;
           const writes = (r.details.denials ?? []).filter((d) => d.kind === 'filesystem.write');
           // Tier 3 has no mounts of its own: Landlock refuses (EACCES), unattributed (README).
           if (identity.tier === 'direct') return expect(writes).toEqual([]);
-          expect(writes.map((d) => d.target).sort()).toEqual([
-            '/bin/true',
-            '/usr/aleph-e2e-write',
-            '/usr/lib/aleph-e2e-rel',
-          ]);
+          // Each named where it lands: /bin/true is /usr/bin/true where /bin is a link to usr/bin.
+          expect(writes.map((d) => d.target).sort()).toEqual(
+            [
+              path.join(realpathSync('/bin'), 'true'),
+              '/usr/aleph-e2e-write',
+              '/usr/lib/aleph-e2e-rel',
+              '/usr/share/aleph-e2e-via-link',
+            ].sort(),
+          );
           expect(writes.find((d) => d.target === '/usr/aleph-e2e-write')?.allowWith).toMatch(
             /^a write grant on \/usr: aleph-sandbox run --allow-write \/usr \(/,
           );
+          // Where it lands, not the command's link (whose name, pasted into a shell, would run its code).
+          expect(writes.map((d) => d.allowWith).join('\n')).not.toContain('$(id)');
         },
         120_000,
       );

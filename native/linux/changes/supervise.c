@@ -117,9 +117,10 @@ static void touch_arg(const struct seccomp_notif *n, int mem, int dirfd_arg, int
   k = root_of(real, &rel);
   /* Followed to what is there: the object itself (no symlink left to go through). */
   if (k >= 0) store_touch(k, rel, how & ~(TOUCH_OPTIONAL | (followed ? TOUCH_FOLLOWS : 0)));
-  /* Outside every root where it lands: a read-only mount there refuses it, reported as a denial. */
-  else if (!(how & TOUCH_OPTIONAL) && write_refused(n->pid, n->id, listener, abs, (how & TOUCH_FOLLOWS) != 0))
-    store_write_refused(abs);
+  /* Outside every root where it lands: a read-only mount there refuses it, reported as a denial naming
+   * where it lands (not the path as written, which the command chooses freely through its own links). */
+  else if (!(how & TOUCH_OPTIONAL) && write_refused(n->pid, n->id, listener, real, (how & TOUCH_FOLLOWS) != 0))
+    store_write_refused(real);
 }
 
 /* How an open with FLAGS may change its path; -1: it cannot (read-only, not creating). */

@@ -101,11 +101,15 @@ export function archiveTarget(opened: OpenedSandbox): ArchiveTarget {
     files: opened.session.files,
     protectedPaths: protectedPathsOf(opened),
     chmodDirs: (mode, paths) => chmodDirs(opened, mode, paths),
-    // In the sandbox, pairs of (target, path); -T: never into an existing directory.
+    // In the sandbox, pairs of (target, path); -T: never into an existing directory; never through a link
+    // already in the workspace (its directory's physical path must be the one named).
     link: (pairs) =>
       runOrThrow(opened, 'sh', [
         '-c',
-        'while [ $# -gt 1 ]; do mkdir -p -- "$(dirname -- "$2")" && ln -sfT -- "$1" "$2" || exit 1; shift 2; done',
+        'base=$(pwd -P); while [ $# -gt 1 ]; do d=$(dirname -- "$2"); mkdir -p -- "$d" || exit 1; ' +
+          'if [ "$d" != . ] && [ "$(cd -P -- "$d" && pwd -P)" != "$base/$d" ]; then ' +
+          'echo "$2: its directory is reached through a link" >&2; exit 1; fi; ' +
+          'ln -sfT -- "$1" "$2" || exit 1; shift 2; done',
         'sh',
         ...pairs.flat(),
       ]),

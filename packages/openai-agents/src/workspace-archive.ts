@@ -136,10 +136,35 @@ function checkMembers(members: readonly TarMember[], protectedPaths: readonly st
           `the link leads out of the workspace (to ${JSON.stringify(target)})`,
           m.path,
         );
+      // A second name for a protected path.
+      const named = protectedHit(resolved, protectedPaths);
+      if (named !== undefined)
+        throw new TarFormatError(
+          `the link leads to the protected path ${JSON.stringify(named)} (to ${JSON.stringify(target)})`,
+          m.path,
+        );
     }
     out.push({ ...m, path: rel });
   }
+  refuseUnderLinks(out);
   return out;
+}
+
+/**
+ * Refuses a member beneath a link member: each link is checked where its name puts it, and one made
+ * through another (`x -> .`, then `x/y -> ..`) would land beside that link's target and lead out.
+ */
+function refuseUnderLinks(members: readonly TarMember[]): void {
+  const links = new Set(members.filter((m) => m.type === 'symlink').map((m) => m.path));
+  if (links.size === 0) return;
+  for (const m of members) {
+    const parts = m.path.split('/');
+    for (let i = 1; i < parts.length; i++) {
+      const above = parts.slice(0, i).join('/');
+      if (links.has(above))
+        throw new TarFormatError(`the member lies under the link ${JSON.stringify(above)}`, m.path);
+    }
+  }
 }
 
 async function ensureDir(files: SandboxFiles, rel: string): Promise<void> {
@@ -188,7 +213,38 @@ export async function hydrateArchive(
       ...(error.member === undefined ? {} : { member: error.member }),
     });
   }
+  await refuseLinkedParents(target.files, members);
   await writeMembers(target, members);
+}
+
+/**
+ * Refuses, before anything is written, a link member whose directory in the workspace is reached through
+ * a link already there (`x -> .` made by a command, then `x/y -> ..`): it would land beside that link's
+ * target and lead out. The command making the links checks it again in the sandbox.
+ */
+async function refuseLinkedParents(files: SandboxFiles, members: readonly TarMember[]): Promise<void> {
+  const seen = new Set<string>();
+  for (const m of members) {
+    if (m.type !== 'symlink') continue;
+    const parts = m.path.split('/');
+    for (let i = 1; i < parts.length; i++) {
+      const above = parts.slice(0, i).join('/');
+      if (seen.has(above)) continue;
+      seen.add(above);
+      let type: string;
+      try {
+        type = (await files.stat(above, { followSymlinks: false })).type;
+      } catch (error) {
+        if ((error as { code?: string }).code === 'ALEPH_FILE_NOT_FOUND') break;
+        throw error;
+      }
+      if (type === 'symlink')
+        throw archiveError(
+          `Workspace archive refused, nothing written: the link ${JSON.stringify(m.path)} would be made through the link ${JSON.stringify(above)} in the workspace`,
+          { reason: 'the member lies under a link in the workspace', member: m.path },
+        );
+    }
+  }
 }
 
 async function writeMembers(target: ArchiveTarget, members: readonly TarMember[]): Promise<void> {

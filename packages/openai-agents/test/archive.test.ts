@@ -1,4 +1,4 @@
-import { existsSync, lstatSync, readlinkSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, readlinkSync, statSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { SandboxArchiveError } from '@openai/agents/sandbox';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -64,6 +64,46 @@ describe('persistWorkspace / hydrateWorkspace', () => {
       expect(existsSync(path.join(s.workspacePath, `ok-${name}.txt`))).toBe(false);
       expect(() => lstatSync(path.join(s.workspacePath, 'd', name))).toThrow();
     }
+  });
+
+  it('refuses a link through a link (x -> ., then x/y -> ..) and a link into a protected path, nothing written', async () => {
+    const s = await session();
+    const ok = { path: 'ok.txt', type: 'file', mode: 0o644, data: enc('ok') } as const;
+    const cases: [Uint8Array, RegExp][] = [
+      // Each link stays inside on its own; made in order, the second lands beside x's target and leads out.
+      [
+        writeTar([
+          ok,
+          { path: 'x', type: 'symlink', mode: 0o777, linkTarget: '.' },
+          { path: 'x/y', type: 'symlink', mode: 0o777, linkTarget: '..' },
+        ]),
+        /lies under the link "x"/,
+      ],
+      // A link naming a protected path gives the sandbox (and the file API) a second name for it.
+      [writeTar([ok, { path: 'h', type: 'symlink', mode: 0o777, linkTarget: '.git/hooks' }]), /protected/],
+      [writeTar([ok, { path: 'd/h', type: 'symlink', mode: 0o777, linkTarget: '../.envrc' }]), /protected/],
+    ];
+    for (const [bytes, message] of cases) {
+      await expect(s.hydrateWorkspace(bytes), String(message)).rejects.toThrow(message);
+      expect(existsSync(path.join(s.workspacePath, 'ok.txt'))).toBe(false);
+      expect(() => lstatSync(path.join(s.workspacePath, 'y'))).toThrow();
+    }
+  });
+
+  it('refuses a link made through a link already in the workspace, nothing written', async () => {
+    const s = await session();
+    symlinkSync('.', path.join(s.workspacePath, 'x'));
+    const attempt = s.hydrateWorkspace(
+      writeTar([
+        { path: 'ok.txt', type: 'file', mode: 0o644, data: enc('ok') },
+        { path: 'x/y', type: 'symlink', mode: 0o777, linkTarget: '..' },
+      ]),
+    );
+    await expect(attempt).rejects.toThrow(
+      /nothing written: the link "x\/y" would be made through the link "x"/,
+    );
+    expect(existsSync(path.join(s.workspacePath, 'ok.txt'))).toBe(false);
+    expect(() => lstatSync(path.join(s.workspacePath, 'y'))).toThrow();
   });
 
   it('refuses names climbing out, protected paths and limits passed, nothing written', async () => {

@@ -25,10 +25,17 @@ export const FILESYSTEM_WRITE_DENIAL = 'filesystem.write';
 export function writeDenial(target: string, attempts = 1): SandboxDenial {
   const times = attempts > 1 ? ` (${attempts} times)` : '';
   const dir = path.posix.dirname(target);
+  // The path is the command's to choose: quoted, so the suggestion runs nothing but the grant when pasted.
+  const word = shellWord(dir);
   return {
     kind: FILESYSTEM_WRITE_DENIAL,
     target,
     reason: `the command tried to write ${target}${times}, which is outside its writable roots: the sandbox mounts it read-only, so the write failed (the command saw e.g. "Read-only file system" or "Permission denied")`,
-    allowWith: `a write grant on ${dir}: aleph-sandbox run --allow-write ${dir} (capabilities.fsWrite: ["${dir}"]; config [sandbox.baseline] fs_write)`,
+    allowWith: `a write grant on ${dir}: aleph-sandbox run --allow-write ${word} (capabilities.fsWrite: [${JSON.stringify(dir)}]; config [sandbox.baseline] fs_write)`,
   };
+}
+
+/** `text` as one POSIX shell word: as it is when it holds only plain characters, else single-quoted. */
+function shellWord(text: string): string {
+  return /^[A-Za-z0-9_./@%+=:,-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
 }

@@ -41,4 +41,11 @@ describe('spawnDenial', () => {
     });
     expect(FILESYSTEM_WRITE_DENIAL).toBe('filesystem.write');
   });
+
+  it('a directory whose name is shell code is one quoted word in the suggestion, and JSON in capabilities', () => {
+    const d = writeDenial("/opt/a $(id) 'b'/f");
+    expect(d.allowWith).toContain(`--allow-write '/opt/a $(id) '\\''b'\\''' (`);
+    expect(d.allowWith).toContain(`capabilities.fsWrite: [${JSON.stringify("/opt/a $(id) 'b'")}]`);
+    expect(writeDenial('/usr/lib/x').allowWith).toContain('--allow-write /usr/lib (');
+  });
 });
