@@ -44,6 +44,7 @@ static struct {
   int nspawns;
   struct { char *path; long long count; } writes[MAX_SPAWN_NAMES];
   int nwrites;
+  long long writes_dropped; /* refused writes to paths beyond the first MAX_SPAWN_NAMES */
 } st = {.dirfd = -1, .blobs = -1};
 
 void store_open(const char *dir, long long max_bytes, long long max_file) {
@@ -256,7 +257,10 @@ void store_write_refused(const char *path) {
       st.writes[k].count++;
       return;
     }
-  if (st.nwrites >= MAX_SPAWN_NAMES) return;
+  if (st.nwrites >= MAX_SPAWN_NAMES) {
+    st.writes_dropped++;
+    return;
+  }
   char *copy = strdup(path);
   if (copy == NULL) return;
   st.writes[st.nwrites].path = copy;
@@ -284,6 +288,7 @@ static void write_states(void) {
     name_write(f, st.spawns[k].name);
     fputc('\n', f);
   }
+  if (st.writes_dropped > 0) fprintf(f, "rofs-more %lld\n", st.writes_dropped);
   for (int k = 0; k < st.nwrites; k++) {
     fprintf(f, "rofs %lld ", st.writes[k].count);
     name_write(f, st.writes[k].path);

@@ -103,5 +103,14 @@ describe('a recorded run that denies subprocesses', () => {
     ]);
     expect(writeDenials(run)).toEqual([writeDenial('/usr/x', 2), writeDenial('/etc/a b', 1)]);
     expect(writeDenials(undefined)).toEqual([]);
+    // Paths beyond the 16 listed are counted in one more denial, not lost.
+    writeFileSync(
+      path.join(run.dir, 'states'),
+      'aleph-changes 1\nroot 0 :/w\nrecorded 1 :\nundoable 1 :\nbytes 0\nrofs-more 7\nrofs 1 :/usr/x\n',
+    );
+    expect(writeDenials(run).map((d) => [d.kind, d.target])).toEqual([
+      ['filesystem.write', '/usr/x'],
+      ['filesystem.write', '(7 more)'],
+    ]);
   });
 });

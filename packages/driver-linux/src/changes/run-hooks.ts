@@ -6,6 +6,7 @@ import { rmSync } from 'node:fs';
 import {
   createSandboxOutput,
   type DriverRunRequest,
+  FILESYSTEM_WRITE_DENIAL,
   type SandboxDenial,
   type SandboxOutput,
   spawnDenial,
@@ -56,7 +57,20 @@ export function spawnDenials(run: RecordingRun | undefined): SandboxDenial[] {
  */
 export function writeDenials(run: RecordingRun | undefined): SandboxDenial[] {
   if (run === undefined) return [];
-  return (readStates(run.dir)?.writes ?? []).map((w) => writeDenial(w.path, w.attempts));
+  const states = readStates(run.dir);
+  const listed = (states?.writes ?? []).map((w) => writeDenial(w.path, w.attempts));
+  const more = states?.writesUnlisted ?? 0;
+  if (more === 0) return listed;
+  // What did not fit is counted, not lost.
+  return [
+    ...listed,
+    {
+      kind: FILESYSTEM_WRITE_DENIAL,
+      target: `(${more} more)`,
+      reason: `${more} more writes outside the writable roots were refused by read-only mounts, to paths beyond the ${listed.length} listed`,
+      allowWith: 'a write grant on each directory concerned (aleph-sandbox run --allow-write DIR)',
+    },
+  ];
 }
 
 /** `argv` with the helper's change option put before its `--` (the one before the program). */

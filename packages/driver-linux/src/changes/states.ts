@@ -43,6 +43,8 @@ export interface RunStates {
   readonly spawns: readonly RefusedSpawn[];
   /** Writes outside the writable roots that a read-only mount refused: per path, how many; at most 16. */
   readonly writes: readonly RefusedWrite[];
+  /** Refused writes to paths beyond the 16 listed in `writes`. */
+  readonly writesUnlisted: number;
 }
 
 /** A path outside the writable roots whose write a read-only mount refused, and how many times. */
@@ -92,6 +94,7 @@ export function parseStates(text: string): RunStates {
   const entries: StateEntry[] = [];
   const spawns: RefusedSpawn[] = [];
   const writes: RefusedWrite[] = [];
+  let writesUnlisted = 0;
   let recorded = true;
   let reason = '';
   let undoable = true;
@@ -110,6 +113,7 @@ export function parseStates(text: string): RunStates {
     } else if (f[0] === 'bytes') bytes = Number(f[1]);
     else if (f[0] === 'spawn') spawns.push({ attempts: Number(f[1]), program: decodeName(f[2] ?? ':') });
     else if (f[0] === 'rofs') writes.push({ attempts: Number(f[1]), path: decodeName(f[2] ?? ':') });
+    else if (f[0] === 'rofs-more') writesUnlisted = Number(f[1]);
     else if (f[0] === 'entry') {
       const root = roots[Number(f[1])] as string;
       const rel = decodeName(f[4] as string);
@@ -120,7 +124,7 @@ export function parseStates(text: string): RunStates {
       });
     }
   }
-  return { roots, recorded, reason, undoable, undoRefusal, bytes, entries, spawns, writes };
+  return { roots, recorded, reason, undoable, undoRefusal, bytes, entries, spawns, writes, writesUnlisted };
 }
 
 /** Reads `<dir>/states`; undefined when the launcher wrote none. */
