@@ -189,7 +189,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
       );
 
       inNamespace(
-        `with no network, a name is refused at once by the resolver and an address by the proxy, each recorded with the --net entry that allows it; the own loopback works${why}`,
+        `with no network, a name is refused at once by the resolver and an address by the kernel, each recorded with the --net entry that allows it; the own loopback works${why}`,
         () => {
           const dns = get('none-dns');
           expect(dns.stdout).toBe('ENOTFOUND\ncurl 6\n');
@@ -199,10 +199,9 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
             /^add "api\.test" to the allowed hosts: aleph-sandbox run --net api\.test \(/,
           );
           const address = get('none-address');
-          // An egress port: the proxy answers 403 naming the entry. No proxy variables are set.
-          expect(address.stdout).toMatch(
-            /^403 Forbidden by aleph-proxy: 10\.255\.0\.1 is not on the allowlist.*\ncurl 0\n0\n$/,
-          );
+          // No egress port with nothing allowed: the kernel refuses the connection, as with no bridge, and the
+          // refusal is reported. No proxy variables are set.
+          expect(address.stdout).toBe('curl 7\n0\n');
           expect(address.denials).toEqual([
             {
               kind: 'network.host',

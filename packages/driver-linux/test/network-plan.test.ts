@@ -109,7 +109,7 @@ describe('the network plan of tiers 1 and 2', () => {
       const routed = buildLinuxProfile(caps(), ws, ws, inputs(root, ws));
       expect(routed.helperArgs.join(' ')).toContain('--dns on');
       expect(routed.helperArgs.join(' ')).not.toContain('--dns-allow');
-      expect(routed.network).toMatchObject({ policy: 'none', hosts: [], egressPorts: [80, 443] });
+      expect(routed.network).toMatchObject({ policy: 'none', hosts: [], egressPorts: [] });
       const bare = buildLinuxProfile(caps(), ws, ws, { ...inputs(root, ws), proxySocket: undefined });
       expect(bare.bwrapArgs.join(' ')).not.toMatch(/NET_BIND|NET_ADMIN|ro-bind-data/);
       expect(bare.network).toMatchObject({ resolver: null, egressPorts: [], publish: [] });

@@ -135,7 +135,10 @@ export function planNetwork(
   }
   const names = namePatterns(net.hosts, true);
   const deny = namePatterns(inputs.proxyDeny ?? [], false);
-  const egressPorts = egressPortsOf(net.hosts, inputs.egressPorts ?? DEFAULT_EGRESS_PORTS);
+  // Nothing allowed (no network, routed): no egress port either, so a connection anywhere is refused by
+  // the kernel as with no bridge (a client sees ECONNREFUSED, not a proxy's answer), and still reported.
+  const egressPorts =
+    net.hosts.length === 0 ? [] : egressPortsOf(net.hosts, inputs.egressPorts ?? DEFAULT_EGRESS_PORTS);
   const helper = [
     ...(privileged ? [] : ['--own-netns', 'on']),
     '--dns',
