@@ -12,7 +12,7 @@ import { BRIDGE_PORT, INNER_HELPER, INNER_HOME, INNER_PROXY_SOCKET } from '../op
 import { buildSeccompProgram } from '../seccomp/seccomp-program.js';
 import { addGrants, addTrust } from './grant-mounts.js';
 import { namespaceHelperArgs, profileRlimits } from './helper-args.js';
-import { hidePaths } from './hidden-paths.js';
+import { hidePaths, pinHiddenAncestors } from './hidden-paths.js';
 import { namespaceLauncherArgs } from './launcher-args.js';
 import { bwrapArgs, profileIdentity } from './namespaces.js';
 import { type NetworkPlan, networkPlanInWords, planNetwork } from './network-plan.js';
@@ -217,6 +217,7 @@ function planFilesystem(
   addGrants(draft, caps, workspace, inputs.sessionHome);
   const vaultHidden = hidePaths(draft, caps, workspace, inputs, privileged);
   const protection = protectWritableRoots(draft, caps, workspace, inputs);
+  pinHiddenAncestors(draft);
   if (caps.network.kind === 'allowHosts') {
     if (inputs.proxySocket === undefined) throw new Error('allowHosts needs a proxy socket');
     draft.mounts.push({ op: 'bind', src: inputs.proxySocket, dest: INNER_PROXY_SOCKET });
