@@ -124,6 +124,30 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
             expect(r.json?.stdout, shown(r)).toBe('done\n');
           }, 60_000);
 
+          it('a symlink on the way to a hidden path, inside a write grant, is refused before anything runs', async () => {
+            const c = ctx as Ctx;
+            const app = path.dirname(logs);
+            const link = path.join(path.dirname(app), 'applink');
+            const config = path.join(c.home, '.aleph', 'config.toml');
+            const before = readFileSync(config, 'utf8');
+            hostOk(c, ['ln', '-s', 'app', link], c.dir);
+            writeFileSync(config, `[sandbox.audit]\njsonl_path = "${link}/logs/audit.jsonl"\n`);
+            try {
+              const r = await run(c, ws, 'mover', `mv '${link}' '${link}2'; echo moved`, [
+                '--allow-write',
+                path.dirname(app),
+              ]);
+              const said = `${r.stdout}${r.stderr}`;
+              expect(said, shown(r)).toMatch(/ALEPH_INVALID_COMMAND/);
+              expect(said).toContain(`is a symlink on the way to ${link}/logs`);
+              expect(r.json?.stdout ?? '').not.toContain('moved');
+              expect(existsSync(link)).toBe(true);
+            } finally {
+              writeFileSync(config, before);
+              rmSync(link, { force: true });
+            }
+          }, 60_000);
+
           it('control: once the host itself renames HOME, that run reads the file under the new name', async () => {
             const c = ctx as Ctx;
             hostOk(c, ['mv', c.home, `${c.home}2`], c.dir);

@@ -446,6 +446,23 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
     expect(own).not.toMatch(new RegExp(`--bind-fd @p\\d+ ${home}/\\.aleph `));
   });
 
+  it('refuses a symlink on the way to a hidden path inside a writable grant, naming it and the fix', () => {
+    const top = temp();
+    const real = path.join(top, 'real');
+    mkdirSync(path.join(real, 'data'), { recursive: true });
+    symlinkSync(real, path.join(top, 'link'));
+    const vault = path.join(top, 'link', 'data');
+    const ws = path.join(top, 'ws');
+    mkdirSync(ws);
+    const build = (c: Partial<SandboxCapabilities>) =>
+      buildLinuxProfile(caps(c), ws, ws, inputs({ root: false, vaultPaths: [vault] }));
+    expect(() => build({ fsWrite: [top] })).toThrow(`hidden path is a symlink on the way to ${vault}`);
+    expect(() => build({ fsWrite: [top] })).toThrow(`(got ${JSON.stringify(path.join(top, 'link'))})`);
+    expect(() => build({ fsWrite: [top] })).toThrow(/replace the symlink with the directory it names/);
+    // Read-only, it cannot be renamed: the vault is hidden through it.
+    expect(build({ fsRead: [top] }).bwrapArgs.join(' ')).toContain(`--tmpfs ${vault}`);
+  });
+
   it('on a root host, a grant over the workspace root hides the directories the sandbox uid cannot pass', () => {
     // --allow-write ~ with the workspaces in ~/.aleph, which root made 0700: inside, ~/.aleph is a fresh
     // tmpfs (its config, caches and other sessions out of sight) through which the workspace is reached.

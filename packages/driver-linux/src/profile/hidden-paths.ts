@@ -3,7 +3,7 @@
  * host, the directories above them the sandbox uid could not pass through), and the vault paths.
  */
 import path from 'node:path';
-import { isPathWithin, type SandboxCapabilities } from '@aleph/sandbox-core';
+import { InvalidInputError, isPathWithin, type SandboxCapabilities } from '@aleph/sandbox-core';
 import type { FsView } from '../mounts/fs-view.js';
 import type { MountOp } from '../mounts/render-mounts.js';
 import { exists, type PlanDraft } from './plan-draft.js';
@@ -89,6 +89,9 @@ function passable(fs: FsView, dir: string, uid: number, gid: number): boolean {
  * following symlinks (as the directories on the way to protected paths are): a mount point cannot be
  * renamed or removed (`EBUSY`). Call it once every other filesystem mount is in the draft: a directory
  * already a mount point is left as it is, and nothing beneath a read-only mount or a hiding one needs it.
+ *
+ * @throws {InvalidInputError} `ALEPH_INVALID_COMMAND` for a symlink on the way, in a writable mount: it
+ *   cannot be a mount point, and renaming it would leave the next run hiding a name that leads nowhere.
  */
 export function pinHiddenAncestors(draft: PlanDraft): void {
   const hidden = draft.mounts.filter((m) => (m.op === 'tmpfs' && m.hide === true) || m.op === 'mask-file');
@@ -102,11 +105,23 @@ export function pinHiddenAncestors(draft: PlanDraft): void {
       if (sealed(holder)) break;
       // The sandbox's own tmpfs: renaming there changes nothing on the host.
       if (!writableUserMount(holder)) continue;
-      if (exists(draft.fs, dir) !== 'dir') break;
+      const st = draft.fs.lstat(dir);
+      if (st?.type === 'symlink') throw symlinkOnTheWay(dir, h.dest);
+      if (st?.type !== 'dir') break;
       const fd = draft.plan.openIn(path.dirname(dir), path.basename(dir), 'way');
       draft.mounts.push({ op: 'bind', src: dir, dest: dir, fd });
     }
   }
+}
+
+function symlinkOnTheWay(link: string, hidden: string): InvalidInputError {
+  return new InvalidInputError(
+    'ALEPH_INVALID_COMMAND',
+    'hidden path',
+    link,
+    `is a symlink on the way to ${hidden}, inside a writable grant: a command could rename it and the next run would no longer hide what it leads to`,
+    'grant a path that does not hold it, or replace the symlink with the directory it names',
+  );
 }
 
 /** The deepest mount holding `p` (or at `p`). */
