@@ -427,6 +427,9 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
       expect(user.helperArgs.join(' ')).toMatch(new RegExp(`--verify @p\\d+:v ${dir} `));
     }
     expect(a.indexOf(`${path.join(home, '.aleph')} `)).toBeLessThan(a.indexOf(`--tmpfs ${vault}`));
+    expect(user.summary).toContain(
+      `kept in place: ${home} (a mount point onto itself: no command can rename it from over a hidden path)`,
+    );
     const launch = user.launch.join(' ');
     expect(launch).toMatch(/--open-in p\d+ p\d+ u way/);
     expect(launch).toMatch(/--open-in p\d+ p\d+ \.aleph way/);

@@ -211,18 +211,18 @@ function planFilesystem(
   workspace: string,
   inputs: ProfileInputs,
   privileged: boolean,
-): WritableRootsProtection & { readonly vaultHidden: readonly string[] } {
+): WritableRootsProtection & { readonly vaultHidden: readonly string[]; readonly pinned: readonly string[] } {
   addSystemMounts(draft, inputs.host, caps.maxMemoryMb, inputs);
   addSessionTmp(draft, inputs.sessionTmp);
   addGrants(draft, caps, workspace, inputs.sessionHome);
   const vaultHidden = hidePaths(draft, caps, workspace, inputs, privileged);
   const protection = protectWritableRoots(draft, caps, workspace, inputs);
-  pinHiddenAncestors(draft);
+  const pinned = pinHiddenAncestors(draft);
   if (caps.network.kind === 'allowHosts') {
     if (inputs.proxySocket === undefined) throw new Error('allowHosts needs a proxy socket');
     draft.mounts.push({ op: 'bind', src: inputs.proxySocket, dest: INNER_PROXY_SOCKET });
   }
-  return { ...protection, vaultHidden };
+  return { ...protection, vaultHidden, pinned };
 }
 
 function networkSection(

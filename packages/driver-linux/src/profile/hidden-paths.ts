@@ -92,8 +92,10 @@ function passable(fs: FsView, dir: string, uid: number, gid: number): boolean {
  *
  * @throws {InvalidInputError} `ALEPH_INVALID_COMMAND` for a symlink on the way, in a writable mount: it
  *   cannot be a mount point, and renaming it would leave the next run hiding a name that leads nowhere.
+ * @returns the directories mounted onto themselves.
  */
-export function pinHiddenAncestors(draft: PlanDraft): void {
+export function pinHiddenAncestors(draft: PlanDraft): string[] {
+  const pinned: string[] = [];
   const hidden = draft.mounts.filter((m) => (m.op === 'tmpfs' && m.hide === true) || m.op === 'mask-file');
   for (const h of hidden) {
     const parts = h.dest.split('/').filter(Boolean);
@@ -110,8 +112,10 @@ export function pinHiddenAncestors(draft: PlanDraft): void {
       if (st?.type !== 'dir') break;
       const fd = draft.plan.openIn(path.dirname(dir), path.basename(dir), 'way');
       draft.mounts.push({ op: 'bind', src: dir, dest: dir, fd });
+      pinned.push(dir);
     }
   }
+  return pinned;
 }
 
 function symlinkOnTheWay(link: string, hidden: string): InvalidInputError {
