@@ -409,6 +409,63 @@ describe.runIf(process.platform === 'linux')('buildLinuxProfile [Linux paths; ru
     expect(a).toContain(`--ro-bind /dev/null ${home}/.aleph/.shared_token`);
   });
 
+  it('binds each directory between a writable root and a hidden path onto itself, so none can be renamed', () => {
+    // --allow-write of the parent of HOME: renaming HOME or ~/.aleph would carry the vault out from under
+    // its hiding mount. Each is a mount point inside instead (EBUSY), opened beneath its root.
+    const top = temp();
+    const home = path.join(top, 'home', 'u');
+    const vault = path.join(home, '.aleph', 'data');
+    mkdirSync(vault, { recursive: true });
+    const ws = path.join(top, 'ws');
+    mkdirSync(ws);
+    const build = (c: Partial<SandboxCapabilities>, root: boolean) =>
+      buildLinuxProfile(caps(c), ws, ws, inputs({ root, vaultPaths: [vault] }));
+    const user = build({ fsWrite: [path.join(top, 'home')] }, false);
+    const a = user.bwrapArgs.join(' ');
+    for (const dir of [home, path.join(home, '.aleph')]) {
+      expect(a).toMatch(new RegExp(`--bind-fd @p\\d+ ${dir} `));
+      expect(user.helperArgs.join(' ')).toMatch(new RegExp(`--verify @p\\d+:v ${dir} `));
+    }
+    expect(a.indexOf(`${path.join(home, '.aleph')} `)).toBeLessThan(a.indexOf(`--tmpfs ${vault}`));
+    expect(user.summary).toContain(
+      `kept in place: ${home} (a mount point onto itself: no command can rename it from over a hidden path)`,
+    );
+    const launch = user.launch.join(' ');
+    expect(launch).toMatch(/--open-in p\d+ p\d+ u way/);
+    expect(launch).toMatch(/--open-in p\d+ p\d+ \.aleph way/);
+    // On a root host the helper attaches them, before the hiding tmpfs.
+    const h = build({ fsWrite: [path.join(top, 'home')] }, true).helperArgs.join(' ');
+    expect(h).toMatch(new RegExp(`--mnt @p\\d+ ${home} `));
+    expect(h.indexOf(`${home} `)).toBeLessThan(h.indexOf(`--tmpfs-at ${vault}`));
+    // Read-only, nothing can be renamed: no mount of their own.
+    const ro = build({ fsRead: [path.join(top, 'home')] }, false).bwrapArgs.join(' ');
+    expect(ro).not.toContain(`${home} `);
+    expect(ro).toContain(`--tmpfs ${vault}`);
+    // A directory already a mount point is not bound again: HOME (the grant) nor ~/.aleph (protected,
+    // read-only, which stays read-only).
+    const own = build({ fsWrite: [home] }, false).bwrapArgs.join(' ');
+    expect(own.match(new RegExp(`-fd @p\\d+ ${home} `, 'g'))?.length).toBe(1);
+    expect(own).toMatch(new RegExp(`--ro-bind-fd @p\\d+ ${home}/\\.aleph `));
+    expect(own).not.toMatch(new RegExp(`--bind-fd @p\\d+ ${home}/\\.aleph `));
+  });
+
+  it('refuses a symlink on the way to a hidden path inside a writable grant, naming it and the fix', () => {
+    const top = temp();
+    const real = path.join(top, 'real');
+    mkdirSync(path.join(real, 'data'), { recursive: true });
+    symlinkSync(real, path.join(top, 'link'));
+    const vault = path.join(top, 'link', 'data');
+    const ws = path.join(top, 'ws');
+    mkdirSync(ws);
+    const build = (c: Partial<SandboxCapabilities>) =>
+      buildLinuxProfile(caps(c), ws, ws, inputs({ root: false, vaultPaths: [vault] }));
+    expect(() => build({ fsWrite: [top] })).toThrow(`hidden path is a symlink on the way to ${vault}`);
+    expect(() => build({ fsWrite: [top] })).toThrow(`(got ${JSON.stringify(path.join(top, 'link'))})`);
+    expect(() => build({ fsWrite: [top] })).toThrow(/replace the symlink with the directory it names/);
+    // Read-only, it cannot be renamed: the vault is hidden through it.
+    expect(build({ fsRead: [top] }).bwrapArgs.join(' ')).toContain(`--tmpfs ${vault}`);
+  });
+
   it('on a root host, a grant over the workspace root hides the directories the sandbox uid cannot pass', () => {
     // --allow-write ~ with the workspaces in ~/.aleph, which root made 0700: inside, ~/.aleph is a fresh
     // tmpfs (its config, caches and other sessions out of sight) through which the workspace is reached.

@@ -12,7 +12,7 @@ import { BRIDGE_PORT, INNER_HELPER, INNER_HOME, INNER_PROXY_SOCKET } from '../op
 import { buildSeccompProgram } from '../seccomp/seccomp-program.js';
 import { addGrants, addTrust } from './grant-mounts.js';
 import { namespaceHelperArgs, profileRlimits } from './helper-args.js';
-import { hidePaths } from './hidden-paths.js';
+import { hidePaths, pinHiddenAncestors } from './hidden-paths.js';
 import { namespaceLauncherArgs } from './launcher-args.js';
 import { bwrapArgs, profileIdentity } from './namespaces.js';
 import { type NetworkPlan, networkPlanInWords, planNetwork } from './network-plan.js';
@@ -211,17 +211,18 @@ function planFilesystem(
   workspace: string,
   inputs: ProfileInputs,
   privileged: boolean,
-): WritableRootsProtection & { readonly vaultHidden: readonly string[] } {
+): WritableRootsProtection & { readonly vaultHidden: readonly string[]; readonly pinned: readonly string[] } {
   addSystemMounts(draft, inputs.host, caps.maxMemoryMb, inputs);
   addSessionTmp(draft, inputs.sessionTmp);
   addGrants(draft, caps, workspace, inputs.sessionHome);
   const vaultHidden = hidePaths(draft, caps, workspace, inputs, privileged);
   const protection = protectWritableRoots(draft, caps, workspace, inputs);
+  const pinned = pinHiddenAncestors(draft);
   if (caps.network.kind === 'allowHosts') {
     if (inputs.proxySocket === undefined) throw new Error('allowHosts needs a proxy socket');
     draft.mounts.push({ op: 'bind', src: inputs.proxySocket, dest: INNER_PROXY_SOCKET });
   }
-  return { ...protection, vaultHidden };
+  return { ...protection, vaultHidden, pinned };
 }
 
 function networkSection(

@@ -59,6 +59,8 @@ export interface NamespaceSummaryFacts {
   readonly protection: ProtectionPlan;
   readonly homeProtection: ProtectionPlan;
   readonly vaultHidden: readonly string[];
+  /** The directories between a writable mount and a hidden path, mounted onto themselves. */
+  readonly pinned: readonly string[];
   readonly rules: readonly LandlockRule[];
   readonly seccomp: SeccompProgram;
   readonly rlimits: Readonly<Record<string, number>>;
@@ -82,6 +84,10 @@ export function namespaceSummary(
     afterRunInWords(facts.writableRoots, inputs.journal === true),
     ...facts.homeProtection.summary.map((s) => `protected (home): ${s}`),
     ...facts.vaultHidden.map((v) => `vault hidden: ${v}`),
+    ...facts.pinned.map(
+      (p) =>
+        `kept in place: ${p} (a mount point onto itself: no command can rename it from over a hidden path)`,
+    ),
     `landlock (${inputs.landlock}): ${rulesInWords(facts.rules)}; abstract unix sockets and signals scoped`,
     ...facts.seccomp.rules.map((r) => `seccomp: ${r}`),
     `limits: ${rlimitsInWords(facts.rlimits)}; processes ≤ ${inputs.maxPids}${inputs.cpuQuotaPercent ? `; CPU ≤ ${inputs.cpuQuotaPercent}% (cgroup)` : ''}`,
