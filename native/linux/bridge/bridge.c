@@ -51,7 +51,9 @@ void bridge_open(struct bridge_plan *p) {
     p->dns_udp = bind_udp(DNS_ADDR, 53);
     p->dns_tcp = listen_tcp(DNS_ADDR, 53);
   }
-  if (p->negress > 0) {
+  /* The transparent path, egress ports or not (no network: an empty allowlist has none, and every
+   * connection and datagram is refused by the kernel and reported). */
+  if (p->negress > 0 || p->dns) {
     (void)routes_all_local(); /* without them only 127.0.0.0/8 addresses are taken (routes.h) */
     p->refused4 = refused_open(0);
     p->refused6 = refused_open(1);

@@ -7,8 +7,9 @@
  *   - transparent egress (--egress-port PORT): every address routes to the namespace's loopback
  *     (routes.c), and a connection on such a port becomes `CONNECT name:PORT` on the proxy's socket for an
  *     allowed name's synthetic address, `CONNECT address:PORT` for any other address: dial.c;
- *   - refusals on the transparent path: connections to a port outside the egress ports, which the
- *     kernel resets, reported to the proxy: refused.c;
+ *   - refusals on the transparent path (with --dns on, egress ports or none: no network is an empty
+ *     allowlist without any): connections to a port outside the egress ports, which the kernel resets,
+ *     and datagrams to anything but the resolver, reported to the proxy: refused.c;
  *   - published ports (--publish-fd FD): host connections the launcher passes in: publish.c.
  */
 #ifndef ALEPH_BRIDGE_BRIDGE_H
