@@ -85,7 +85,9 @@ export function startRun(ctx: Ctx, session: string, command: string, json = true
     command,
   ];
   const argv = [...ctx.identity.wrap, ...cliArgvAs(ctx.identity.uid, ctx.mountpoint, args)];
-  return startJson<CliResult['json']>(argv, { env: hostEnv(ctx), cwd: ctx.dir });
+  // A run the test may SIGKILL: the CLI's own temporary directory (its proxy's sockets, which a killed
+  // process cannot remove) lies in the test's HOME, removed with it.
+  return startJson<CliResult['json']>(argv, { env: { ...hostEnv(ctx), TMPDIR: ctx.home }, cwd: ctx.dir });
 }
 
 export const run = (ctx: Ctx, session: string, command: string): Promise<CliResult> =>

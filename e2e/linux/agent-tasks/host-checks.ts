@@ -97,7 +97,11 @@ export function runCli(
   const argv = [...env.identity.wrap, ...cliArgvAs(env.identity.uid, env.mountpoint, args)];
   return new Promise((resolve) => {
     const [cmd, ...rest] = argv as [string, ...string[]];
-    const child = spawn(cmd, rest, { env: hostEnv(env.home), cwd: env.base });
+    // A run the test may kill (`act`): the CLI's own temporary directory (its proxy's sockets, which a
+    // SIGKILLed process cannot remove) lies in the test's HOME, removed with it.
+    const childEnv =
+      options.act === undefined ? hostEnv(env.home) : { ...hostEnv(env.home), TMPDIR: env.home };
+    const child = spawn(cmd, rest, { env: childEnv, cwd: env.base });
     const out: Buffer[] = [];
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => out.push(c));
