@@ -232,6 +232,9 @@ describe.runIf(usable)('runs in progress (the real launcher) [needs the built he
     expect(free(), 'the holder took the lock').toBe(false);
     writeFileSync(path.join(w.ws, '.envrc'), 'x\n');
     writeFileSync(path.join(w.state, 'inflight-3-3-0'), 'not a record');
+    // File times come from the kernel's coarse clock: a file written in the same tick as a run starts may be
+    // taken for that run's own (and set aside by it, the safe side). The plant here is from before.
+    await sleep(50);
     const r = run(w, 'true');
     expect(r.status, r.stderr).toBe(0);
     // The live holder's root is this root: the unlocked record waits too.
