@@ -110,7 +110,20 @@ export const scenarios = {
         direct.push(sandbox.glob('**/*.txt', 'b'), sandbox.edit(`b/f${i % 20}.txt`, 'line', 'line'));
       }
       const settled = await Promise.all(direct);
+      // Outside the workspace each file tool is a command in the sandbox (a derived operation): 40 more at
+      // once, in the session's /tmp and the system's files, on top of the 200, are not rate limited either.
+      const outside = [];
+      for (let i = 0; i < 8; i++) {
+        outside.push(sandbox.write(`/tmp/o${i}.txt`, `line o${i}\n`), sandbox.read('/etc/os-release'));
+        outside.push(sandbox.ls('/usr'), sandbox.grep('ID', '/etc/os-release'), sandbox.glob('*', '/usr'));
+      }
+      const outsideSettled = await Promise.all(outside);
       return {
+        outside: outsideSettled.map((r) => ({
+          error: r.error ?? null,
+          empty: r.path === undefined && ((r.files ?? r.matches ?? [1]).length === 0 || r.content === ''),
+        })),
+        tmpRead: await sandbox.read('/tmp/o7.txt'),
         tools: toolResults(result.messages),
         direct: settled.map((r) => ({
           error: r.error ?? null,

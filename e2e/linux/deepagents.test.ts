@@ -62,7 +62,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           expect(run?.output.uid).toBe(identity.uid);
         });
 
-        it("200 file tool calls in a burst (50 through the agent's loop at once): none refused, none empty", () => {
+        it("200 file tool calls in a burst (50 through the agent's loop at once), 40 outside the workspace: none refused, none empty", () => {
           const r = result('burst');
           const t = Object.values(tools('burst'));
           expect(t.length).toBe(50);
@@ -73,6 +73,10 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           const direct = r.direct as { error: string | null; empty: boolean }[];
           expect(direct.length).toBe(150);
           expect(direct.filter((d) => d.error !== null || d.empty)).toEqual([]);
+          const outside = r.outside as { error: string | null; empty: boolean }[];
+          expect(outside.length).toBe(40);
+          expect(outside.filter((d) => d.error !== null || d.empty)).toEqual([]);
+          expect(JSON.stringify(r.tmpRead)).toContain('line o7');
           expect(r.after).toMatchObject({ exitCode: 0, output: 'still-running\n' });
         });
 

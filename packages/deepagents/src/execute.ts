@@ -56,7 +56,8 @@ export async function executeIn(held: AdapterSession, request: ExecuteRequest): 
   try {
     const out = await held.session.execute(
       { program: '/bin/sh', args: ['-c', request.command], capabilities: request.capabilities },
-      signal === undefined ? {} : { signal },
+      // deepagents' own reads (stdoutOnly) are fixed commands, exempt from the model's rate limit.
+      { ...(signal === undefined ? {} : { signal }), derived: request.stdoutOnly },
     );
     const notes = outputNotes(out, held.defaultTimeoutSeconds);
     if (request.stdoutOnly && (out.timedOut || (out.exitCode === null && out.signal !== null))) {

@@ -2,8 +2,8 @@
 // session's own /tmp, kept between its commands — where the model's commands see it: a fixed script run in
 // the sandbox at the baseline, the path its argument and the content its stdin (never parsed by a shell).
 // The sandbox decides what may be written (a read-only system path fails there); every failure, refusal,
-// timeout or kill is the tool's `error`. These count against the session's rate limit like the sandbox
-// reads of deepagents' other tools outside the workspace.
+// timeout or kill is the tool's `error`. Like the sandbox reads of deepagents' other tools outside the
+// workspace, these are derived operations: the rate limit that guards the model's own commands skips them.
 import { type AdapterSession, denialText, isAlephError, type SandboxOutput } from '@aleph/sandbox';
 import type { EditResult, WriteResult } from 'deepagents';
 import { DerivedCommandError } from './execute.js';
@@ -23,12 +23,15 @@ async function runScript(
 ): Promise<SandboxOutput> {
   let out: SandboxOutput;
   try {
-    out = await held.session.execute({
-      program: '/bin/sh',
-      args: ['-c', script, 'sh', ...args],
-      capabilities: held.baseline,
-      ...(stdin === undefined ? {} : { stdin }),
-    });
+    out = await held.session.execute(
+      {
+        program: '/bin/sh',
+        args: ['-c', script, 'sh', ...args],
+        capabilities: held.baseline,
+        ...(stdin === undefined ? {} : { stdin }),
+      },
+      { derived: true },
+    );
   } catch (error) {
     if (isAlephError(error, 'ALEPH_ABORTED') || !isAlephError(error)) throw error;
     throw new DerivedCommandError(denialText(error) ?? `aleph-sandbox: ${error.code}: ${error.message}`);

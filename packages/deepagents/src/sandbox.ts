@@ -3,9 +3,9 @@
 // (ls/read/grep/glob/write/edit/delete, upload/download) go through the session's files (file-tools.ts:
 // never a command, so never rate limited, and a failure is an `error`), and only a path outside the
 // workspace and its grants (a system file, the session's /tmp) is left to the sandbox: deepagents' own
-// command for reads, a fixed script for write/edit (outside-files.ts). Commands of the `execute` tool may
-// ask for more than the baseline (`commandCapabilities`); a person approves them through `interruptOn()` +
-// `approvalMiddleware()`. deepagents' own files (large tool results, conversation history) stay in the
+// command for reads, a fixed script for write/edit (outside-files.ts), both derived operations that the
+// session's rate limit skips. Commands of the `execute` tool may ask for more than the baseline
+// (`commandCapabilities`); a person approves them through `interruptOn()` + `approvalMiddleware()`. deepagents' own files (large tool results, conversation history) stay in the
 // agent's state (agent-files.ts).
 import { AsyncLocalStorage } from 'node:async_hooks';
 import {

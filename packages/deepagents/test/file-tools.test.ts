@@ -189,9 +189,10 @@ describe.runIf(posix)(`file tools on the session's files${POSIX_ONLY}`, () => {
     expect(JSON.stringify(await sandbox.glob('**', '.'))).not.toContain('key');
   });
 
-  it("a path outside the workspace runs deepagents' own command; its refusal is an error, not an empty result", async () => {
+  it("a path outside the workspace runs deepagents' own command, which the model's rate limit skips", async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'aleph-deepagents-rl-'));
     dirs.push(dir);
+    const driver = createFakeDriver({ output: { exitCode: 0, stdout: new TextEncoder().encode('') } });
     const sandbox = await AlephSandbox.create({
       config: {
         sandbox: {
@@ -199,18 +200,23 @@ describe.runIf(posix)(`file tools on the session's files${POSIX_ONLY}`, () => {
           rate_limit: { capacity: 1, refill_per_second: 0 },
         },
       } as never,
-      driver: createFakeDriver({ output: { exitCode: 0, stdout: new TextEncoder().encode('') } }),
+      driver,
     });
     sandboxes.push(sandbox);
     expect((await sandbox.execute('true')).exitCode).toBe(0);
+    // The model's own commands have used the bucket up…
+    expect((await sandbox.execute('true')).output).toMatch(/ALEPH_RATE_LIMITED/);
+    // …and deepagents' own commands for its file tools still run, each one a command of the driver.
+    const before = driver.runCount;
     for (const result of [
       await sandbox.ls('/usr'),
       await sandbox.read('/etc/os-release'),
       await sandbox.grep('x', '/usr'),
       await sandbox.glob('*', '/usr'),
     ]) {
-      expect(result.error).toMatch(/ALEPH_RATE_LIMITED/);
+      expect(result.error ?? '').not.toMatch(/RATE_LIMITED/);
     }
+    expect(driver.runCount - before).toBe(4);
     expect((await sandbox.ls('.')).error).toBeUndefined();
   });
 

@@ -102,13 +102,16 @@ export async function cloneInSandbox(opened: OpenedSandbox, where: string, entry
         : { kind: 'allowHosts', hosts: [...new Set([...hosts, source.allowHost])] },
   };
   const out = await opened.withApprover(approving(capabilities), () =>
-    opened.session.execute({
-      program: 'sh',
-      args: ['-c', CLONE_SCRIPT, 'sh', where, source.url, entry.ref ?? '', entry.subpath ?? ''],
-      // A server asking for credentials fails the clone instead of waiting for a prompt no one answers.
-      env: { GIT_TERMINAL_PROMPT: '0' },
-      capabilities,
-    }),
+    opened.session.execute(
+      {
+        program: 'sh',
+        args: ['-c', CLONE_SCRIPT, 'sh', where, source.url, entry.ref ?? '', entry.subpath ?? ''],
+        // A server asking for credentials fails the clone instead of waiting for a prompt no one answers.
+        env: { GIT_TERMINAL_PROMPT: '0' },
+        capabilities,
+      },
+      { derived: true },
+    ),
   );
   const code = shellExitCode(out);
   if (code !== 0) {

@@ -68,7 +68,7 @@ export function checkManifest(manifest: Manifest): void {
  */
 async function runOrThrow(opened: OpenedSandbox, program: string, args: readonly string[]): Promise<void> {
   const { publishPorts: _, ...capabilities } = opened.baseline;
-  const out = await opened.session.execute({ program, args, capabilities });
+  const out = await opened.session.execute({ program, args, capabilities }, { derived: true });
   if (shellExitCode(out) !== 0)
     throw new Error(out.stderrText.trim() || `${program} exited ${shellExitCode(out)}`);
 }

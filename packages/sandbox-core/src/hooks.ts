@@ -14,13 +14,25 @@ export type HookVerdict =
       readonly rules?: readonly string[];
     };
 
+/** What a before-hook knows of a command besides the command itself. */
+export interface HookContext {
+  /**
+   * The caller's own operation (an adapter's file helper or manifest step: a fixed program whose
+   * arguments are data), not a command a model wrote. The rate limit lets it through; the policy and the
+   * capability check apply as to any command.
+   */
+  readonly derived: boolean;
+}
+
+const OWN_COMMAND: HookContext = Object.freeze({ derived: false });
+
 /**
  * Runs before anything else in `execute` (step 0). A `deny` stops the command before any directory is
  * created or process spawned. Hooks must not throw for a verdict; a throwing hook denies (fail closed).
  */
 export interface SandboxBeforeHook {
   readonly name: string;
-  before(command: SandboxCommand): HookVerdict | Promise<HookVerdict>;
+  before(command: SandboxCommand, context: HookContext): HookVerdict | Promise<HookVerdict>;
 }
 
 /** What {@link HookChain.runBefore} found. */
@@ -59,13 +71,13 @@ export class HookChain {
   }
 
   /** Runs every hook in order until one denies. */
-  async runBefore(command: SandboxCommand): Promise<HookChainResult> {
+  async runBefore(command: SandboxCommand, context: HookContext = OWN_COMMAND): Promise<HookChainResult> {
     if (this.#hooks.length === 0) return ALLOW_ALL;
     let warnings: { hook: string; reason: string; rules?: readonly string[] }[] | undefined;
     for (const hook of this.#hooks) {
       let verdict: HookVerdict;
       try {
-        const v = hook.before(command);
+        const v = hook.before(command, context);
         verdict = isPromiseLike(v) ? await v : v;
       } catch (error) {
         verdict = {
@@ -111,7 +123,8 @@ interface Bucket {
 
 /**
  * A token bucket per session: each execution takes one token; an empty bucket denies with
- * `ALEPH_RATE_LIMITED`. Memory is bounded by `maxSessions`.
+ * `ALEPH_RATE_LIMITED`. A derived operation (see {@link HookContext}) takes none. Memory is bounded by
+ * `maxSessions`.
  *
  * @example
  * ```ts
@@ -135,7 +148,8 @@ export class RateLimitHook implements SandboxBeforeHook {
     if (!(this.#refillPerMs >= 0)) throw new RangeError('RateLimitHook refillPerSecond must be >= 0');
   }
 
-  before(command: SandboxCommand): HookVerdict {
+  before(command: SandboxCommand, context?: HookContext): HookVerdict {
+    if (context?.derived === true) return { action: 'allow' };
     return this.take(command.sessionId);
   }
 

@@ -153,6 +153,7 @@ export {
 export {
   HookChain,
   type HookChainResult,
+  type HookContext,
   type HookVerdict,
   RateLimitHook,
   type RateLimitOptions,

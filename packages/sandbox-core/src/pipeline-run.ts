@@ -50,6 +50,8 @@ export interface RunRuntime {
   readonly onStderr?: OutputCallback | undefined;
   /** The session the command runs in (a session handle's): a relative cwd is resolved in its workspace. */
   readonly session?: SessionId | undefined;
+  /** An adapter's own operation (see `ExecuteOptions.derived`). */
+  readonly derived?: boolean | undefined;
 }
 
 /** `ALEPH_ABORTED` for the caller's signal. */
@@ -119,7 +121,7 @@ export async function prepareRun(
   audit.sessionId = cmd.sessionId;
 
   // Step 0: before-hooks.
-  const hooks = await ctx.hooks.runBefore(cmd);
+  const hooks = await ctx.hooks.runBefore(cmd, { derived: runtime.derived === true });
   audit.warnings = hooks.warnings.map((w) => `${w.hook}: ${w.reason}`);
   if (hooks.denied) {
     const { hook, verdict } = hooks.denied;

@@ -24,6 +24,12 @@ export interface ExecuteOptions {
   readonly onStdout?: OutputCallback;
   /** Live stderr chunks, with the same backpressure. */
   readonly onStderr?: OutputCallback;
+  /**
+   * The caller's own operation, not a command a model wrote: an adapter's fixed helper (a file read or
+   * write outside the workspace, a manifest step) whose arguments are data. It is exempt from the rate
+   * limit that guards the model's commands; the policy, the capabilities and the audit apply as always.
+   */
+  readonly derived?: boolean;
 }
 
 /**

@@ -60,6 +60,23 @@ describe('RateLimitHook', () => {
     expect(verdict.action === 'deny' && verdict.reason).toMatch(/retry in 500 ms/);
   });
 
+  it("lets a derived operation through without taking a token; the model's commands still take theirs", async () => {
+    const hook = new RateLimitHook({ capacity: 1, refillPerSecond: 0, now: () => 0 });
+    for (let i = 0; i < 50; i++) expect(hook.before(cmd(), { derived: true }).action).toBe('allow');
+    expect(hook.before(cmd(), { derived: false }).action).toBe('allow');
+    expect(hook.before(cmd(), { derived: true }).action).toBe('allow');
+    expect(hook.before(cmd(), { derived: false }).action).toBe('deny');
+    // Through the chain, the policy still sees a derived operation.
+    const seen: boolean[] = [];
+    const chain = new HookChain([
+      { name: 'policy', before: (_c, context) => (seen.push(context.derived), { action: 'allow' }) },
+      hook,
+    ]);
+    expect((await chain.runBefore(cmd(), { derived: true })).denied).toBeUndefined();
+    expect((await chain.runBefore(cmd())).denied?.hook).toBe('rate-limit');
+    expect(seen).toEqual([true, false]);
+  });
+
   it('bounds memory to maxSessions', () => {
     let now = 0;
     const hook = new RateLimitHook({ capacity: 1, refillPerSecond: 0, maxSessions: 2, now: () => now });

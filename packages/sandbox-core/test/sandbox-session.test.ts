@@ -161,6 +161,11 @@ describe('spawn()', () => {
     );
     expect(driver.runCount).toBe(1);
     expect(records.map((r) => (r as { outcome: string }).outcome)).toEqual(['denied', 'completed', 'denied']);
+    // An adapter's own operation (execute with `derived`) is not the model's: the limit lets it run.
+    const session = limited.session('r');
+    expect((await session.execute({ program: 'x' }, { derived: true })).exitCode).toBe(0);
+    expect((await rejection(session.execute({ program: 'x' }))).code).toBe('ALEPH_RATE_LIMITED');
+    expect(driver.runCount).toBe(2);
   });
 
   it("stdin 'pipe' on a driver without exec.stdin-stream is refused before anything runs", async () => {
