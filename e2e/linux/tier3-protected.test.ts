@@ -129,7 +129,8 @@ function startRun(
     '--allow-spawn',
   ];
   const argv = cliArgvAs(ctx.host.uid, ctx.mountpoint, [...args, '--', 'sh', '-c', command], ctx.host.wrap);
-  return startJson<CliResult['json']>(argv, { env: env(ctx), cwd: ctx.dir });
+  // A run the test may SIGKILL: the CLI's temporary directory (its proxy's sockets) lies in the test's HOME.
+  return startJson<CliResult['json']>(argv, { env: { ...env(ctx), TMPDIR: ctx.home }, cwd: ctx.dir });
 }
 
 const run = (ctx: Ctx, session: string, command: string) => startRun(ctx, session, command).done;

@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { ParentProxy, ProxyEntrance, ProxyServer, Resolver } from './proxy.js';
+import { makeSocketDir, removeSocketDir } from './socket-dirs.js';
 
 interface Entry {
   proxy: Promise<ProxyServer>;
@@ -45,23 +44,6 @@ export interface AcquireOptions {
 }
 
 /**
- * The socket directories of the pools alive in this process, removed when it exits: a pool its owner never
- * disposed (a script that ends with `process.exit`, a test) leaves no directory behind, and its sockets
- * die with the process anyway.
- */
-const liveDirs = new Set<string>();
-let exitHook = false;
-
-function removeAtExit(dir: string): void {
-  liveDirs.add(dir);
-  if (exitHook) return;
-  exitHook = true;
-  process.once('exit', () => {
-    for (const d of liveDirs) rmSync(d, { recursive: true, force: true });
-  });
-}
-
-/**
  * One managed proxy per allowlist, started on first use and closed after an idle period or on dispose.
  * Importing this module does not load the proxy itself (nor `node:http`): that happens on first use.
  *
@@ -94,8 +76,7 @@ export class ProxyPool {
   /** The private directory holding the sockets (created on first use, mode 0700). */
   #stateDir(): string {
     if (this.#dir === undefined) {
-      this.#dir = mkdtempSync(path.join(os.tmpdir(), 'aleph-proxy-'));
-      removeAtExit(this.#dir);
+      this.#dir = makeSocketDir();
     }
     return this.#dir;
   }
@@ -191,8 +172,7 @@ export class ProxyPool {
     for (const e of all) clearTimeout(e.idle);
     await Promise.all(all.map(async (e) => (await e.proxy.catch(() => undefined))?.close()));
     if (this.#dir !== undefined) {
-      rmSync(this.#dir, { recursive: true, force: true });
-      liveDirs.delete(this.#dir);
+      removeSocketDir(this.#dir);
     }
     this.#dir = undefined;
   }
