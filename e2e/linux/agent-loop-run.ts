@@ -1,5 +1,6 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { makeHarnessBase, runHarnessAs } from './harness-run.js';
 
 /**
@@ -39,4 +40,39 @@ export async function runAgentLoops(
   const plan = { module, scenarios, base, secret, secretDir, shared, marker };
   const output = await runHarnessAs<AgentLoopOutput>(uid, base, 'e2e/linux/agent-loop-harness.mjs', plan);
   return { base, secret, shared, marker, output };
+}
+
+/** The agent-loop run of one `describe` block (see {@link agentLoopSuite}). */
+export interface AgentLoopSuite {
+  /** The run, once the block's `beforeAll` has made it. */
+  run(): AgentLoopRun;
+  /** One scenario's result; throws when the harness has none for it or it crashed. */
+  result(name: string): Record<string, unknown>;
+}
+
+/**
+ * Runs the agent loops of `module` as `uid` in the calling `describe` block's `beforeAll`, and removes
+ * their base directory in its `afterAll`.
+ */
+export function agentLoopSuite(uid: number, module: string, scenarios: readonly string[]): AgentLoopSuite {
+  let made: AgentLoopRun | undefined;
+  beforeAll(async () => {
+    made = await runAgentLoops(uid, module, scenarios);
+  }, 300_000);
+  afterAll(() => {
+    if (made !== undefined) rmSync(made.base, { recursive: true, force: true });
+  });
+  const run = () => {
+    if (made === undefined) throw new Error(`the agent loops of ${module} did not run`);
+    return made;
+  };
+  return {
+    run,
+    result(name) {
+      const r = run().output.results[name];
+      if (r === undefined) throw new Error(`no result for ${name}`);
+      if (r.crashed) throw new Error(`${name} crashed: ${r.crashed.code} ${r.crashed.message}`);
+      return r;
+    },
+  };
 }

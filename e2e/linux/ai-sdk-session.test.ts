@@ -1,8 +1,7 @@
-import { rmSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { linuxStack, REQUIRED, requiredButMissing } from '../support.js';
-import { type AgentLoopRun, runAgentLoops } from './agent-loop-run.js';
+import { agentLoopSuite } from './agent-loop-run.js';
 import { asIdentityTitle, identities } from './hosts.js';
 import { processesWith } from './session-run.js';
 
@@ -25,23 +24,12 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
     if (requiredButMissing(stack)) return;
     for (const identity of identities().filter((i) => i.key === 'root' || i.key === 'unprivileged')) {
       describe.skipIf(identity.skip !== undefined)(asIdentityTitle(identity), () => {
-        let run: AgentLoopRun | undefined;
-        const result = (name: string) => {
-          const r = run?.output.results[name];
-          if (r === undefined) throw new Error(`no result for ${name}`);
-          if (r.crashed) throw new Error(`${name} crashed: ${r.crashed.code} ${r.crashed.message}`);
-          return r as Obs;
-        };
+        const loops = agentLoopSuite(identity.uid, 'ai-sdk-session-scenarios.mjs', ['contract', 'closed']);
+        const result = (name: string) => loops.result(name) as Obs;
         const part = (name: string) => result('contract')[name] as Obs;
-        beforeAll(async () => {
-          run = await runAgentLoops(identity.uid, 'ai-sdk-session-scenarios.mjs', ['contract', 'closed']);
-        }, 300_000);
-        afterAll(() => {
-          if (run !== undefined) rmSync(run.base, { recursive: true, force: true });
-        });
 
         it('ran as the identity', () => {
-          expect(run?.output.uid).toBe(identity.uid);
+          expect(loops.run().output.uid).toBe(identity.uid);
         });
 
         it('run: exit code, stdout and stderr apart; env over the sandbox’s, the host’s never in it', () => {
@@ -137,7 +125,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
         });
 
         it('no process of the run is left once the harness has ended', () => {
-          expect(processesWith(`sleep\0${run?.marker}`)).toEqual([]);
+          expect(processesWith(`sleep\0${loops.run().marker}`)).toEqual([]);
         });
       });
     }

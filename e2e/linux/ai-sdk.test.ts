@@ -1,8 +1,7 @@
-import { rmSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { linuxStack, REQUIRED, requiredButMissing } from '../support.js';
-import { type AgentLoopRun, runAgentLoops } from './agent-loop-run.js';
+import { agentLoopSuite } from './agent-loop-run.js';
 import { asIdentityTitle, identities } from './hosts.js';
 import { processesWith } from './session-run.js';
 
@@ -37,23 +36,12 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
     if (requiredButMissing(stack)) return;
     for (const identity of identities().filter((i) => i.key === 'root' || i.key === 'unprivileged')) {
       describe.skipIf(identity.skip !== undefined)(asIdentityTitle(identity), () => {
-        let run: AgentLoopRun | undefined;
-        const result = (name: string) => {
-          const r = run?.output.results[name];
-          if (r === undefined) throw new Error(`no result for ${name}`);
-          if (r.crashed) throw new Error(`${name} crashed: ${r.crashed.code} ${r.crashed.message}`);
-          return r as Record<string, unknown>;
-        };
+        const loops = agentLoopSuite(identity.uid, 'ai-sdk-scenarios.mjs', SCENARIOS);
+        const result = (name: string) => loops.result(name);
         const seen = (name: string) => result(name).seen as Record<string, { type: string; value: unknown }>;
-        beforeAll(async () => {
-          run = await runAgentLoops(identity.uid, 'ai-sdk-scenarios.mjs', SCENARIOS);
-        }, 300_000);
-        afterAll(() => {
-          if (run !== undefined) rmSync(run.base, { recursive: true, force: true });
-        });
 
         it('ran as the identity', () => {
-          expect(run?.output.uid).toBe(identity.uid);
+          expect(loops.run().output.uid).toBe(identity.uid);
         });
 
         it("a session's /tmp persists between its commands, private to it, gone from the host once it closes", () => {
@@ -81,7 +69,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           const r = result('loop');
           const s = seen('loop');
           const workspace = r.workspace as string;
-          expect(workspace).toBe(path.join(run?.base as string, 'project'));
+          expect(workspace).toBe(path.join(loops.run().base, 'project'));
           // The command wrote a file: the sandbox's note says so after its own (empty) stderr.
           expect(s.c1).toMatchObject({
             type: 'json',
@@ -165,7 +153,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
           const g1 = s.g1?.value as { exitCode: number } | undefined;
           expect(g1?.exitCode).toBeGreaterThan(0);
           expect(r.requests).toEqual([
-            { tool: 'shell', reason: `The command asks for read access to ${run?.shared}` },
+            { tool: 'shell', reason: `The command asks for read access to ${loops.run().shared}` },
           ]);
           expect(s.g2).toEqual({ type: 'json', value: { exitCode: 0, stdout: 'shared data\n', stderr: '' } });
           expect(r.text).toBe('ok');
@@ -201,7 +189,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
         });
 
         it('no process of the run is left once the harness has ended', () => {
-          expect(processesWith(`sleep\0${run?.marker}`)).toEqual([]);
+          expect(processesWith(`sleep\0${loops.run().marker}`)).toEqual([]);
         });
       });
     }

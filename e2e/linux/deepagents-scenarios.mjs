@@ -3,10 +3,10 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { AlephSandbox } from '@aleph/deepagents';
-import { AIMessage, ToolMessage } from '@langchain/core/messages';
-import { fakeModel } from '@langchain/core/testing';
+import { ToolMessage } from '@langchain/core/messages';
 import { Command, MemorySaver } from '@langchain/langgraph';
 import { createDeepAgent } from 'deepagents';
+import { contentText, scripted } from './deepagents-fake-model.mjs';
 import { leftAfter, upTo } from './host-processes.mjs';
 
 const config = (plan, extra = {}) => ({
@@ -21,19 +21,6 @@ async function withSandbox(plan, fn, options = {}, extra = {}) {
     await sandbox.close();
   }
 }
-
-/** A fake model answering with each turn in order (tool calls, then a final text). */
-function scripted(...turns) {
-  let model = fakeModel();
-  for (const t of turns)
-    model = typeof t === 'string' ? model.respond(new AIMessage(t)) : model.respondWithTools(t);
-  return model;
-}
-
-const contentText = (content) =>
-  typeof content === 'string'
-    ? content
-    : content.map((c) => (c.type === 'text' ? c.text : `[${c.type}]`)).join('');
 
 /** The tool messages of a run, by tool call id: [tool name, text, status]. */
 const toolResults = (messages) =>

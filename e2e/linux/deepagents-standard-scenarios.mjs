@@ -5,9 +5,9 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { AlephSandbox } from '@aleph/deepagents';
-import { AIMessage, ToolMessage } from '@langchain/core/messages';
-import { fakeModel } from '@langchain/core/testing';
+import { ToolMessage } from '@langchain/core/messages';
 import { createDeepAgent } from 'deepagents';
+import { contentText, scripted } from './deepagents-fake-model.mjs';
 
 const config = (plan) => ({
   sandbox: { workspace_root: path.join(plan.base, 'workspaces'), default_timeout_seconds: 60 },
@@ -25,19 +25,6 @@ async function withSandbox(plan, name, fn, options = {}) {
     await sandbox.close();
   }
 }
-
-/** A fake model answering with each turn in order (tool calls, then a final text). */
-function scripted(...turns) {
-  let model = fakeModel();
-  for (const t of turns)
-    model = typeof t === 'string' ? model.respond(new AIMessage(t)) : model.respondWithTools(t);
-  return model;
-}
-
-const contentText = (content) =>
-  typeof content === 'string'
-    ? content
-    : content.map((c) => (c.type === 'text' ? c.text : `[${c.type}]`)).join('');
 
 const pathsOf = (r) => (r.files ?? []).map((f) => f.path).sort();
 const cat = async (sandbox, p) => (await sandbox.execute(`cat '${p}'`)).output;

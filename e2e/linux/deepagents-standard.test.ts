@@ -1,8 +1,7 @@
-import { rmSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { linuxStack, REQUIRED, requiredButMissing } from '../support.js';
-import { type AgentLoopRun, runAgentLoops } from './agent-loop-run.js';
+import { agentLoopSuite } from './agent-loop-run.js';
 import { asIdentityTitle, identities } from './hosts.js';
 
 /**
@@ -114,28 +113,17 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
     if (requiredButMissing(stack)) return;
     for (const identity of identities().filter((i) => i.key === 'root' || i.key === 'unprivileged')) {
       describe.skipIf(identity.skip !== undefined)(asIdentityTitle(identity), () => {
-        let run: AgentLoopRun | undefined;
-        const result = (name: string) => {
-          const r = run?.output.results[name];
-          if (r === undefined) throw new Error(`no result for ${name}`);
-          if (r.crashed) throw new Error(`${name} crashed: ${r.crashed.code} ${r.crashed.message}`);
-          return r as Obs;
-        };
-        beforeAll(async () => {
-          run = await runAgentLoops(identity.uid, 'deepagents-standard-scenarios.mjs', [
-            'spec',
-            'large',
-            'errors',
-            'agent',
-            'lifecycle',
-          ]);
-        }, 300_000);
-        afterAll(() => {
-          if (run !== undefined) rmSync(run.base, { recursive: true, force: true });
-        });
+        const loops = agentLoopSuite(identity.uid, 'deepagents-standard-scenarios.mjs', [
+          'spec',
+          'large',
+          'errors',
+          'agent',
+          'lifecycle',
+        ]);
+        const result = (name: string) => loops.result(name) as Obs;
 
         it('ran as the identity', () => {
-          expect(run?.output.uid).toBe(identity.uid);
+          expect(loops.run().output.uid).toBe(identity.uid);
         });
 
         it('write, read, edit with absolute paths: content, pagination, unicode, errors as deepagents words them', () => {
@@ -272,7 +260,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
 
         it('lifecycle and execute: id, isRunning, initialFiles every way the standard tests use them, exit codes, /tmp kept per sandbox', () => {
           const r = result('lifecycle');
-          const ws = path.join(run?.base as string, 'life');
+          const ws = path.join(loops.run().base, 'life');
           expect(r.id).toMatch(/^aleph:./);
           expect(r.running).toEqual([true, true]);
           expect(r.button).toEqual({

@@ -1,8 +1,7 @@
-import { rmSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { linuxStack, REQUIRED, requiredButMissing } from '../support.js';
-import { type AgentLoopRun, runAgentLoops } from './agent-loop-run.js';
+import { agentLoopSuite } from './agent-loop-run.js';
 import { asIdentityTitle, identities } from './hosts.js';
 import { processesWith } from './session-run.js';
 
@@ -43,23 +42,12 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
     if (requiredButMissing(stack)) return;
     for (const identity of identities().filter((i) => i.key === 'root' || i.key === 'unprivileged')) {
       describe.skipIf(identity.skip !== undefined)(asIdentityTitle(identity), () => {
-        let run: AgentLoopRun | undefined;
-        const result = (name: string) => {
-          const r = run?.output.results[name];
-          if (r === undefined) throw new Error(`no result for ${name}`);
-          if (r.crashed) throw new Error(`${name} crashed: ${r.crashed.code} ${r.crashed.message}`);
-          return r as Record<string, unknown>;
-        };
+        const loops = agentLoopSuite(identity.uid, 'deepagents-scenarios.mjs', SCENARIOS);
+        const result = (name: string) => loops.result(name);
         const tools = (name: string) => result(name).tools as Record<string, ToolResult>;
-        beforeAll(async () => {
-          run = await runAgentLoops(identity.uid, 'deepagents-scenarios.mjs', SCENARIOS);
-        }, 300_000);
-        afterAll(() => {
-          if (run !== undefined) rmSync(run.base, { recursive: true, force: true });
-        });
 
         it('ran as the identity', () => {
-          expect(run?.output.uid).toBe(identity.uid);
+          expect(loops.run().output.uid).toBe(identity.uid);
         });
 
         it("200 file tool calls in a burst (50 through the agent's loop at once), 40 outside the workspace: none refused, none empty", () => {
@@ -82,7 +70,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
 
         it('what the sandbox standard tests ask: isRunning, initialFiles, relative/absolute, unicode, large directories', () => {
           const r = result('standard');
-          const ws = path.join(run?.base as string, 'std');
+          const ws = path.join(loops.run().base, 'std');
           expect(r.running).toBe(true);
           expect(r.init).toMatchObject({ exitCode: 0, output: 'Hello from initial file!Nested content' });
           expect(r.bigLs).toBe(300);
@@ -103,7 +91,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
         it("deepagents' file tools, execute and three executes at once, in the workspace used in place", () => {
           const r = result('loop');
           const t = tools('loop');
-          const ws = path.join(run?.base as string, 'project');
+          const ws = path.join(loops.run().base, 'project');
           const file = path.join(ws, 'src', 'app.txt');
           expect(r.workspace).toBe(ws);
           expect(t.w1?.text).toBe(`Successfully wrote to '${file}'`);
@@ -125,7 +113,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
 
         it('interruptOn: an approved command reads what it asked for; a rejected one never runs; no silent grant', () => {
           const r = result('approval');
-          const shared = run?.shared as string;
+          const shared = loops.run().shared;
           const cat = `cat ${path.join(shared, 'data.txt')}`;
           expect(r.asked).toEqual([
             {
@@ -214,7 +202,7 @@ describe.runIf(stack.ok || REQUIRED.size > 0)(
         });
 
         it('no process of the run is left once the harness has ended', () => {
-          expect(processesWith(`sleep\0${run?.marker}`)).toEqual([]);
+          expect(processesWith(`sleep\0${loops.run().marker}`)).toEqual([]);
         });
       });
     }

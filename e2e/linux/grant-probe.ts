@@ -8,6 +8,13 @@ import { runHarness } from '../support.js';
 
 /** The content of the file a widened run would reach; nothing inside any grant holds it. */
 export const SENTINEL = 'SENTINEL-OUTSIDE-THE-GRANTS\n';
+
+/** Refusals before the command started: the driver catching an exchange (failing closed). */
+export const REFUSALS: ReadonlySet<string> = new Set([
+  'ALEPH_DRIVER_FAILED',
+  'ALEPH_INVALID_COMMAND',
+  'ALEPH_CAPABILITY_DENIED',
+]);
 /** The name of the marker file the host puts in the real `.git/hooks` (never in a decoy). */
 export const REAL_HOOKS = 'REAL-HOOKS-MARKER';
 /** How the probe says it created a file in the real hooks, the directory after it. */

@@ -21,6 +21,7 @@ import {
   outcomeOf,
   probe,
   REAL_HOOKS,
+  REFUSALS,
   type RoundResult,
   runAttack,
   SENTINEL,
@@ -55,8 +56,6 @@ const stack = linuxStack();
 const tempDir = tempDirs();
 /** Runs of B per plan and host, while A exchanges. */
 const ROUNDS = 30;
-/** Refusals before the command started: the driver catching an exchange (failing closed). */
-const REFUSALS = new Set(['ALEPH_DRIVER_FAILED', 'ALEPH_INVALID_COMMAND', 'ALEPH_CAPABILITY_DENIED']);
 
 /** The host's layout of one identity's attack; see `layout`. */
 interface Layout {

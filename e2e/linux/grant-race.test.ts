@@ -20,6 +20,7 @@ import {
   expectNoRoundWidened,
   outcomeOf,
   probe,
+  REFUSALS,
   type RoundResult,
   runAttack,
   SENTINEL,
@@ -44,8 +45,6 @@ const stack = linuxStack();
 const tempDir = tempDirs();
 /** Runs of B per host, while A swaps; a run takes long enough for tens of thousands of exchanges. */
 const ROUNDS = 40;
-/** Refusals before the command started: the driver catching the exchange (failing closed). */
-const REFUSALS = new Set(['ALEPH_DRIVER_FAILED', 'ALEPH_INVALID_COMMAND', 'ALEPH_CAPABILITY_DENIED']);
 
 const all = identities();
 const seccomp = all.find((i) => i.key === 'seccomp-no-namespaces');
