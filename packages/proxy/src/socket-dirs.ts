@@ -2,7 +2,7 @@
 // when the process that made it exits. On Linux its name also carries that process's PID namespace and PID
 // (base 36, as a socket path has 108 bytes), so when the process could not remove it (it was SIGKILLed),
 // the next process of the same user that makes one does.
-import { lstatSync, mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
+import { lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -23,14 +23,19 @@ function pidNamespace(): string | undefined {
   }
 }
 
-/** Whether `pid` names a process here (a process of another user counts as alive). */
+/**
+ * Whether `pid` names a live process here (of any user). A zombie is dead: a SIGKILLed CLI whose parent
+ * has not reaped it yet still answers `kill(pid, 0)`.
+ */
 function alive(pid: number): boolean {
+  let stat: string;
   try {
-    process.kill(pid, 0);
-    return true;
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
+    return (error as NodeJS.ErrnoException).code !== 'ENOENT';
   }
+  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  return state !== 'Z' && state !== 'X';
 }
 
 /**

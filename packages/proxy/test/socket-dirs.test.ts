@@ -1,7 +1,16 @@
 // The pool's socket directories: removed at exit, and what a SIGKILLed process left is removed by the next
 // process of the same user (never a live process's, a link, or another user's).
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -64,6 +73,34 @@ describe.runIf(linux)('proxy socket directories', () => {
     makeAndExit(tmp);
     expect(existsSync(killed.dir)).toBe(false);
     expect(entries(tmp)).toEqual([path.basename(live.dir)]);
+  });
+
+  it("a SIGKILLed process's is removed while it is still a zombie its parent has not reaped", async () => {
+    const tmp = mkdtempSync(path.join(os.tmpdir(), 'aleph-sockdirs-'));
+    tmps.push(tmp);
+    // sh starts the node process, then becomes a sleep that never reaps it.
+    const parent = spawn(
+      '/bin/sh',
+      ['-c', `"$0" -e "$1" & exec sleep 30`, process.execPath, script('wait')],
+      { env: { ...process.env, TMPDIR: tmp } },
+    );
+    children.push(parent);
+    const dir = await new Promise<string>((resolve) =>
+      parent.stdout.once('data', (d: Buffer) => resolve(d.toString().trim())),
+    );
+    const pid = Number.parseInt(
+      (/\.([0-9a-z]+)-[A-Za-z0-9]{6}$/.exec(dir) as RegExpExecArray)[1] as string,
+      36,
+    );
+    process.kill(pid, 'SIGKILL');
+    const state = () => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
+    for (let i = 0; i < 200 && state() !== 'Z'; i++) await new Promise((r) => setTimeout(r, 10));
+    // The control: a zombie, which answers kill(pid, 0) as a live process would.
+    expect(state()).toBe('Z');
+    expect(() => process.kill(pid, 0)).not.toThrow();
+    expect(existsSync(dir)).toBe(true);
+    makeAndExit(tmp);
+    expect(existsSync(dir)).toBe(false);
   });
 
   it('never removes a link, a name of another form, or (as root) another user’s directory', async () => {
