@@ -176,6 +176,26 @@ const failedSuites = (results.testResults ?? []).filter(
 const failed = results.numFailedTests + failedSuites.length + staticFailures.length + twice.length;
 const passed =
   results.numPassedTests + (process.argv.includes('--no-static') ? 1 : 3) - staticFailures.length;
+// The failures again, last, with the first lines of each message: a log read from its end shows them.
+const failures = [];
+for (const file of results.testResults ?? []) {
+  const rel = path.relative(root, file.name);
+  for (const t of file.assertionResults ?? []) {
+    if (t.status === 'failed') failures.push([`${rel} > ${t.fullName}`, t.failureMessages?.[0]]);
+  }
+}
+for (const f of failedSuites) failures.push([path.relative(root, f.name), f.message]);
+if (failures.length > 0) {
+  console.log(`\nfailed (${failures.length}):`);
+  for (const [name, message] of failures) {
+    console.log(`  × ${name}`);
+    const lines = String(message ?? '')
+      .replace(/\x1b\[[0-9;]*m/g, '')
+      .split('\n')
+      .filter((l) => l.trim() !== '' && !/^\s+at /.test(l));
+    for (const line of lines.slice(0, 6)) console.log(`      ${line.slice(0, 400)}`);
+  }
+}
 for (const f of staticFailures) console.log(`failed check: ${f}`);
 console.log(`\n${passed} passed, ${failed} failed`);
 process.exit(failed > 0 || vitestStatus !== 0 ? 1 : 0);
