@@ -14,8 +14,13 @@ export interface RunKillerOptions {
   readonly gracefulStop?:
     | { readonly signal: NodeJS.Signals; readonly graceMs: number; readonly relays?: readonly string[] }
     | undefined;
-  /** Called once when the tree is being killed (not on a soft signal). */
+  /**
+   * Called once when the tree is killed outright (SIGKILL): at once without a graceful stop, else when
+   * its grace ends; not on a soft signal, so the output keeps its backpressure during a grace.
+   */
   readonly onKill: () => void;
+  /** Called once when the run starts being ended (a timeout, an abort, a kill request), grace or not. */
+  readonly onEnding?: (() => void) | undefined;
 }
 
 /** The killer of one run: why it was ended (if it was), and `dispose()` once it has ended. */
@@ -41,13 +46,17 @@ export function armRunKiller(options: RunKillerOptions): RunKiller {
   const kill = (reason: KillReason) => {
     if (killing) return;
     killing = true;
+    if (killedBy === null) options.onEnding?.();
     killedBy ??= reason;
-    if (gracefulStop === undefined) killTree(pid, pipeInodes);
+    const killNow = () => {
+      killTree(pid, pipeInodes);
+      options.onKill();
+    };
+    if (gracefulStop === undefined) killNow();
     else {
       signalPid(pid, gracefulStop.signal);
-      graceTimer = setTimeout(() => killTree(pid, pipeInodes), gracefulStop.graceMs);
+      graceTimer = setTimeout(killNow, gracefulStop.graceMs);
     }
-    options.onKill();
   };
   // SIGTERM/SIGINT: the tree gets it first (not its supervisor and relays), the rest goes after the grace.
   // Asked for before the program itself exists (only the supervisor and its relays do, right after the
@@ -55,6 +64,7 @@ export function armRunKiller(options: RunKillerOptions): RunKiller {
   const softKill = (request: KillRequest) => {
     if (killedBy !== null) return;
     killedBy = 'kill';
+    options.onEnding?.();
     const skip = { root: gracefulStop !== undefined, names: gracefulStop?.relays ?? [] };
     let tries = 0;
     const attempt = () => {

@@ -4,7 +4,7 @@ import type { KillReason } from './output.js';
 import { type ProcessStarter, startWithNode } from './process-start.js';
 import { killTree, signalGroup, trackGroup, untrackGroup } from './process-tree.js';
 import { armRunKiller } from './run-kill.js';
-import { forwardOutput } from './run-output.js';
+import { drainWhenEnded, forwardOutput } from './run-output.js';
 import { feedStdin, isStreamedStdin, type StdinSource } from './stdin-feed.js';
 
 /**
@@ -15,7 +15,8 @@ import { feedStdin, isStreamedStdin, type StdinSource } from './stdin-feed.js';
  *
  * A promise that rejects ends the streaming of that stream to this callback (the output budget still
  * captures it). Once the run is killed (timeout or abort), what is left in the pipes is handed over
- * without waiting, so a consumer that never drains cannot keep a killed command alive.
+ * without waiting (at most `DRAIN_BYTES` more to each callback), so a consumer that never drains cannot
+ * keep a killed command alive, nor grow without bound. During a graceful stop's grace the pause holds.
  *
  * @example
  * ```ts
@@ -129,6 +130,22 @@ export function outputBudgets(maxOutputBytes: number): { stdout: number; stderr:
   return { stdout: Math.ceil(maxOutputBytes / 2), stderr: Math.floor(maxOutputBytes / 2) };
 }
 
+/** The result of a run whose signal was aborted before it started: nothing ran. */
+function abortedBeforeStart(signal: AbortSignal): BoundedRunResult {
+  return {
+    exitCode: null,
+    signal: null,
+    stdout: new Uint8Array(0),
+    stderr: new Uint8Array(0),
+    stdoutTruncated: false,
+    stderrTruncated: false,
+    timedOut: false,
+    killedBy: killRequestOf(signal.reason) === undefined ? 'abort' : 'kill',
+    durationMs: 0,
+    pid: 0,
+  };
+}
+
 /**
  * Runs one process with a wall-clock timeout that kills its whole tree, an output budget split between
  * stdout and stderr with truncation reported, optional stdin, and an exact environment. Shared by every
@@ -150,20 +167,7 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
   const stdoutCap = new OutputCapture(budgets.stdout);
   const stderrCap = new OutputCapture(budgets.stderr);
   const extra = options.extraFds ?? [];
-  if (options.signal?.aborted) {
-    return {
-      exitCode: null,
-      signal: null,
-      stdout: new Uint8Array(0),
-      stderr: new Uint8Array(0),
-      stdoutTruncated: false,
-      stderrTruncated: false,
-      timedOut: false,
-      killedBy: killRequestOf(options.signal.reason) === undefined ? 'abort' : 'kill',
-      durationMs: 0,
-      pid: 0,
-    };
-  }
+  if (options.signal?.aborted) return abortedBeforeStart(options.signal);
   const streamed = isStreamedStdin(options.stdin) ? options.stdin : undefined;
   const stdinData =
     options.stdin === undefined || streamed !== undefined
@@ -209,7 +213,7 @@ export async function runBoundedProcess(options: BoundedRunOptions): Promise<Bou
     timeoutMs: options.timeoutMs,
     signal: options.signal,
     gracefulStop: options.gracefulStop,
-    onKill: () => output.drain(),
+    ...drainWhenEnded(output, exited),
   });
 
   try {

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runBoundedProcess } from '../src/index.js';
+import { DRAIN_BYTES } from '../src/run-output.js';
 
 const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin' };
 const base = { env: ENV, timeoutMs: 10_000, maxOutputBytes: 1024 * 1024 };
@@ -208,6 +209,46 @@ describe.runIf(process.platform !== 'win32')('runBoundedProcess (real processes)
       });
       expect(r.timedOut).toBe(true);
       expect(r.killedBy).toBe('timeout');
+    });
+
+    it.runIf(process.platform === 'linux')(
+      'a graceful stop keeps the pause through its grace; the kill hands over at most DRAIN_BYTES more',
+      async () => {
+        // The program ignores SIGTERM and writes without end; its consumer took one chunk, never more.
+        let streamed = 0;
+        let first = 0;
+        const r = await runBoundedProcess({
+          ...base,
+          timeoutMs: 200,
+          gracefulStop: { signal: 'SIGTERM', graceMs: 400 },
+          file: 'sh',
+          args: ['-c', "trap '' TERM; while :; do head -c 1048576 /dev/zero; done"],
+          onStdout: (c) => {
+            if (streamed === 0) first = c.byteLength;
+            streamed += c.byteLength;
+            return new Promise<void>(() => {});
+          },
+        });
+        expect(r.killedBy).toBe('timeout');
+        expect(r.signal).toBe('SIGKILL');
+        // Draining at the SIGTERM would have handed over all it wrote in the grace (hundreds of MB).
+        expect(streamed).toBeGreaterThan(first);
+        expect(streamed).toBeLessThanOrEqual(first + DRAIN_BYTES);
+      },
+    );
+
+    it('a program that ends within the grace is drained at its exit, not when the grace runs out', async () => {
+      // A grace longer than the test's own timeout: waiting for it would fail the test.
+      const r = await runBoundedProcess({
+        ...base,
+        timeoutMs: 200,
+        gracefulStop: { signal: 'SIGTERM', graceMs: 10 * 60_000 },
+        file: 'sh',
+        args: ['-c', `exec head -c ${4 * MB} /dev/zero`],
+        onStdout: () => new Promise<void>(() => {}),
+      });
+      expect(r.killedBy).toBe('timeout');
+      expect(r.signal).toBe('SIGTERM');
     });
   });
 
