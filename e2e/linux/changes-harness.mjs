@@ -40,11 +40,15 @@ function snapshot(root) {
         : st.isSymbolicLink()
           ? 'symlink'
           : 'other';
-    const entry = { type, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, ino: st.ino };
+    // Which object it is: the inode with its birth time, since a removed directory's inode can be handed at
+    // once to one made beside it (by a command running at the same time), which is no rename.
+    const big = lstatSync(p, { bigint: true });
+    const ino = `${big.ino}:${big.birthtimeNs}`;
+    const entry = { type, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, ino };
     if (type === 'file') entry.hash = createHash('sha256').update(readFileSync(p)).digest('hex');
     if (type === 'file') entry.size = st.size;
     // A file's modification time is part of what undo puts back (a directory's own times are not).
-    if (type === 'file') entry.mtime = String(lstatSync(p, { bigint: true }).mtimeNs);
+    if (type === 'file') entry.mtime = String(big.mtimeNs);
     if (type === 'symlink') entry.target = readlinkSync(p);
     if (rel !== '') out.set(rel, entry);
     if (type === 'directory')
