@@ -161,7 +161,7 @@ static int keep_content(int pfd, const char *name, const struct path_state *s, s
   if ((how & TOUCH_REPLACE) && s->blocks * 512 + st.used <= st.max_bytes && linkat(pfd, name, st.blobs, blob, 0) == 0) {
     struct path_state b;
     state_of(st.blobs, blob, &b);
-    if (b.ino == s->ino && b.dev == s->dev) {
+    if (state_same_object(&b, s)) {
       e->linked = 1;
       st.used += s->blocks * 512;
       return 0;
@@ -235,7 +235,7 @@ static void finish_entry(struct touched *e) {
   if (state_same(&e->before, &e->after)) {
     unlinkat(st.blobs, blob, 0);
     e->blob = 0;
-  } else if (e->linked && !(e->after.ino == e->before.ino && e->after.dev == e->before.dev)) {
+  } else if (e->linked && !state_same_object(&e->after, &e->before)) {
     fchmodat(st.blobs, blob, 0600, 0);
   }
 }
@@ -301,6 +301,8 @@ static void write_states(void) {
     name_write(f, e->rel);
     state_write(f, &e->before);
     state_write(f, &e->after);
+    state_write_birth(f, &e->before);
+    state_write_birth(f, &e->after);
     fputc('\n', f);
   }
   int bad = fflush(f) != 0 || fsync(fd) != 0;

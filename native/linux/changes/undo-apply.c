@@ -37,9 +37,7 @@ static struct undo_entry **sorted(struct undo_run *r) {
   return s;
 }
 
-static int same_object(const struct path_state *a, const struct path_state *b) {
-  return a->type != '-' && a->type == b->type && a->ino == b->ino && a->dev == b->dev;
-}
+static int same_object(const struct path_state *a, const struct path_state *b) { return state_same_object(a, b); }
 
 /* Pairs each entry holding another's before-object (a rename) with it, and parks that object. */
 static void park_renamed(struct undo_run *r) {
@@ -68,14 +66,16 @@ static void remove_now(struct undo_run *r, struct undo_entry *e) {
   if (e->now.type == '-' || same_object(&e->before, &e->now)) return;
   const char *name;
   int pfd = undo_parent(r, e, &name);
-  if (pfd < 0 || unlinkat(pfd, name, e->now.type == 'd' ? AT_REMOVEDIR : 0) < 0) undo_failed(r, e, strerror(errno));
-  else e->now.type = '-';
+  if (pfd < 0 || unlinkat(pfd, name, e->now.type == 'd' ? AT_REMOVEDIR : 0) < 0) {
+    undo_failed(r, e, strerror(errno));
+    e->failed = 1;
+  } else e->now.type = '-';
   if (pfd >= 0) close(pfd);
 }
 
 /* Puts E's before-object (a file's bytes, a symlink, a directory, a parked object) at its path. */
 static void restore_object(struct undo_run *r, struct undo_entry *e) {
-  if (e->before.type == '-' || e->before.type == 'o') return;
+  if (e->before.type == '-' || e->before.type == 'o' || e->failed) return;
   const char *name;
   char blob[32], tmp[64];
   snprintf(blob, sizeof blob, "%d", e->blob);
@@ -106,20 +106,26 @@ static void restore_object(struct undo_run *r, struct undo_entry *e) {
     errno = ENOENT;
     bad = 1; /* no pre-run copy */
   }
-  if (bad) undo_failed(r, e, strerror(errno));
+  if (bad) {
+    undo_failed(r, e, strerror(errno));
+    e->failed = 1;
+  }
   if (pfd >= 0) close(pfd);
 }
 
 /* E's mode, owner and times as before the run. */
 static void restore_meta(struct undo_run *r, struct undo_entry *e) {
-  if (e->before.type == '-' || e->before.type == 'o') return;
+  if (e->before.type == '-' || e->before.type == 'o' || e->failed) return;
   const char *name;
   int pfd = undo_parent(r, e, &name);
   if (pfd < 0) return;
   int link = e->before.type == 'l';
-  if (fchownat(pfd, name, e->before.uid, e->before.gid, AT_SYMLINK_NOFOLLOW) < 0 && errno != EPERM)
+  if (fchownat(pfd, name, e->before.uid, e->before.gid, AT_SYMLINK_NOFOLLOW) < 0 && errno != EPERM) {
     undo_failed(r, e, strerror(errno));
-  if (!link && fchmodat(pfd, name, e->before.mode, AT_SYMLINK_NOFOLLOW) < 0) undo_failed(r, e, strerror(errno));
+    e->failed = 1;
+  }
+  if (!e->failed && !link && fchmodat(pfd, name, e->before.mode, AT_SYMLINK_NOFOLLOW) < 0)
+    undo_failed(r, e, strerror(errno));
   struct timespec t[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_sec = e->before.msec, .tv_nsec = e->before.mnsec}};
   utimensat(pfd, name, t, AT_SYMLINK_NOFOLLOW);
   close(pfd);

@@ -17,6 +17,7 @@ struct undo_entry {
   struct path_state before, after, now;
   int moved; /* its object is parked under a temporary name (a rename reversed) */
   int source; /* the entry whose before-object this one's after-object is (-1: none) */
+  int failed; /* a step of its undo failed (named once in the conflicts; later steps skip it) */
 };
 
 struct undo_run {

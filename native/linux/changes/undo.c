@@ -30,6 +30,8 @@ static void read_line(struct undo_run *r, char *line, int *ok) {
     e.rel = name_read(&p);
     if (e.rel == NULL || e.root < 0 || e.root >= r->nroots || state_read(&p, &e.before) < 0 || state_read(&p, &e.after) < 0)
       die("undo: a malformed entry");
+    state_read_birth(&p, &e.before);
+    state_read_birth(&p, &e.after);
     struct undo_entry *grown = realloc(r->e, (size_t)(r->n + 1) * sizeof *grown);
     if (grown == NULL) die("out of memory");
     r->e = grown;
@@ -100,7 +102,7 @@ static void check_run(struct undo_run *r) {
     if (state_same_but_ctime(&e->now, &e->after)) continue;
     const char *why = e->now.type != e->after.type
                           ? (e->now.type == '-' ? "removed after the run" : e->after.type == '-' ? "created after the run" : "replaced after the run")
-                      : e->now.ino != e->after.ino ? "replaced after the run"
+                      : !state_same_object(&e->now, &e->after) ? "replaced after the run"
                       : e->now.mode != e->after.mode || e->now.uid != e->after.uid || e->now.gid != e->after.gid
                           ? "mode or owner changed after the run"
                           : "changed after the run";
@@ -108,9 +110,10 @@ static void check_run(struct undo_run *r) {
   }
 }
 
-/* Writes the result: RESTORED and REMOVED are the entries that were (or, dry, would be) put back. */
-static void print_result(const struct undo_run *r, int undone) {
-  printf("{\"undone\":%s,\"restored\":[", undone ? "true" : "false");
+/* Writes the result: RESTORED and REMOVED are the entries that were (or, dry, would be) put back; PARTIAL
+ * when the undo was carried out and some of them could not be (its conflicts say which). */
+static void print_result(const struct undo_run *r, int undone, int partial) {
+  printf("{\"undone\":%s,\"partial\":%s,\"restored\":[", undone ? "true" : "false", partial ? "true" : "false");
   int first = 1;
   for (int pass = 0; pass < 2; pass++) {
     if (pass == 1) printf("],\"removed\":[");
@@ -147,6 +150,7 @@ int undo_main(int argc, char **argv) {
     undo_conflicts_reset();
     undo_apply(&r);
   }
-  print_result(&r, !refused && !dry && undo_nconflicts() == 0);
+  int applied = !refused && !dry;
+  print_result(&r, applied && undo_nconflicts() == 0, applied && undo_nconflicts() > 0);
   return refused || undo_nconflicts() > 0 ? 1 : 0;
 }

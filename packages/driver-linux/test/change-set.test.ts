@@ -51,6 +51,36 @@ describe('the change set from a run’s states', () => {
     ]);
   });
 
+  it('knows an object by its inode and birth: an inode freed and handed to a new directory is no rename', () => {
+    // `rm -rf one && mkdir two`, where the filesystem gave two the inode one had (seen on ext4), then a
+    // real rename (the same inode, born at the same time). The births follow the entry's two states.
+    const born = (e: string, before: string, after: string) => `${e} @${before} @${after}`;
+    const states = parseStates(
+      file([
+        born(entry('one', st('d', { ino: 30 }), ABSENT), '100.000000005', '0.000000000'),
+        born(entry('two', ABSENT, st('d', { ino: 30 })), '0.000000000', '200.000000007'),
+        born(entry('f', st('f', { ino: 31 }), st('f', { ino: 31 })), '100.000000001', '200.000000002'),
+        born(entry('old', st('d', { ino: 32 }), ABSENT), '100.000000009', '0.000000000'),
+        born(entry('new', ABSENT, st('d', { ino: 32 })), '0.000000000', '100.000000009'),
+      ]),
+    );
+    expect(states.entries[0]?.before.birth).toBe('100.000000005');
+    expect(states.entries[0]?.after.birth).toBe('');
+    expect(changeList(states.entries, new Set())).toEqual([
+      { op: 'modified', path: '/w/f', type: 'file', what: ['content'] },
+      { op: 'renamed', path: '/w/new', from: '/w/old', type: 'directory' },
+      { op: 'deleted', path: '/w/one', type: 'directory' },
+      { op: 'created', path: '/w/two', type: 'directory' },
+    ]);
+    // Without births (an older states file), the inode alone pairs them, as before.
+    const old = parseStates(
+      file([entry('one', st('d', { ino: 30 }), ABSENT), entry('two', ABSENT, st('d', { ino: 30 }))]),
+    );
+    expect(changeList(old.entries, new Set())).toEqual([
+      { op: 'renamed', path: '/w/two', from: '/w/one', type: 'directory' },
+    ]);
+  });
+
   it('marks what was set aside, and what is beneath a directory set aside, as quarantined', () => {
     const states = parseStates(
       file([

@@ -13,14 +13,18 @@ export const MAX_DETAIL_ENTRIES = 1000;
 const TYPES: Record<string, RunChange['type']> = { f: 'file', d: 'directory', l: 'symlink' };
 const typeOf = (s: PathState): RunChange['type'] => TYPES[s.type] ?? 'other';
 const present = (s: PathState) => s.type !== '-' && s.type !== '?';
+/** The object's identity: its inode, and its birth time where known (an inode freed by the run can be
+ * handed at once to what it makes next: `rm -rf a && mkdir b` is no rename). */
+const objectKey = (s: PathState) => `${s.dev}:${s.ino}:${s.birth}`;
+const sameBirth = (a: PathState, b: PathState) => a.birth === '' || b.birth === '' || a.birth === b.birth;
 const sameObject = (a: PathState, b: PathState) =>
-  present(a) && a.type === b.type && a.ino === b.ino && a.dev === b.dev;
+  present(a) && a.type === b.type && a.ino === b.ino && a.dev === b.dev && sameBirth(a, b);
 
 /** What changed between two states of one object at one path. */
 function whatChanged(b: PathState, a: PathState): NonNullable<RunChange['what']> {
   const what: ('content' | 'mode' | 'owner' | 'target')[] = [];
   // A directory's entries are paths of their own: a new directory in the place of one is its mode and owner.
-  const content = b.type !== a.type || (b.type !== 'd' && b.ino !== a.ino);
+  const content = b.type !== a.type || (b.type !== 'd' && !sameObject(b, a));
   if (content || (b.type === 'f' && (b.size !== a.size || b.mtime !== a.mtime))) what.push('content');
   if (b.mode !== a.mode) what.push('mode');
   if (b.uid !== a.uid || b.gid !== a.gid) what.push('owner');
@@ -33,10 +37,10 @@ export function changeList(entries: readonly StateEntry[], quarantined: Readonly
   const out: RunChange[] = [];
   const movedAway = new Set<StateEntry>();
   const byObject = new Map<string, StateEntry>();
-  for (const e of entries) if (present(e.before)) byObject.set(`${e.before.dev}:${e.before.ino}`, e);
+  for (const e of entries) if (present(e.before)) byObject.set(objectKey(e.before), e);
   for (const e of entries) {
     if (!present(e.after) || sameObject(e.before, e.after)) continue;
-    const from = byObject.get(`${e.after.dev}:${e.after.ino}`);
+    const from = byObject.get(objectKey(e.after));
     if (
       from === undefined ||
       from === e ||

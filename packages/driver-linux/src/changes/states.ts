@@ -17,6 +17,8 @@ export interface PathState {
   readonly ino: string;
   readonly mtime: string;
   readonly target: string;
+  /** The birth time (`SEC.NSEC`); '' where the filesystem or an older states file does not tell it. */
+  readonly birth: string;
 }
 
 /** A touched path: absolute host path, its before and after states. */
@@ -73,9 +75,17 @@ export function decodeName(field: string): string {
   return Buffer.from(bytes).toString('utf8');
 }
 
-function readState(f: readonly string[], at: number): PathState {
+/** A birth time written after an entry's two states (`@SEC.NSEC`); '' when none or unknown (0). */
+function readBirth(field: string | undefined): string {
+  if (field === undefined || !field.startsWith('@')) return '';
+  const t = field.slice(1);
+  return /^0+\.0+$/.test(t) ? '' : t;
+}
+
+function readState(f: readonly string[], at: number, birth: string | undefined): PathState {
   const n = (i: number) => f[at + i] as string;
   return {
+    birth: readBirth(birth),
     type: n(0),
     mode: Number.parseInt(n(1), 8),
     uid: Number(n(2)),
@@ -119,8 +129,8 @@ export function parseStates(text: string): RunStates {
       const rel = decodeName(f[4] as string);
       entries.push({
         path: rel === '' ? root : path.join(root, rel),
-        before: readState(f, 5),
-        after: readState(f, 18),
+        before: readState(f, 5, f[31]),
+        after: readState(f, 18, f[32]),
       });
     }
   }
