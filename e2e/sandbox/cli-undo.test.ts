@@ -186,6 +186,48 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         expect(twice.stderr).toContain('already undone');
       });
 
+      it('a path undo cannot put back (its directory made immutable since) is named, partial: true; the rest is back', () => {
+        const { ws, cliAs, run } = world();
+        expect(
+          run('for d in a b; do mkdir keep-$d && echo k > keep-$d/f && echo o > other-$d; done').status,
+        ).toBe(0);
+        const runIds = ['a', 'b'].map((d) => {
+          const out = run(`rm keep-${d}/f other-${d}`);
+          expect(out.status, out.stderr).toBe(0);
+          return JSON.parse(out.stdout).details.runId as string;
+        });
+        const keep = (d: string) => path.join(ws, `keep-${d}`);
+        for (const d of ['a', 'b']) {
+          const immutable = spawnSync('chattr', ['+i', keep(d)], { encoding: 'utf8' });
+          expect(
+            immutable.status,
+            `chattr +i (root, on the workspace's filesystem): ${immutable.stderr}`,
+          ).toBe(0);
+        }
+        try {
+          const text = cliAs(['undo', runIds[1] as string]);
+          expect(text.status).toBe(1);
+          expect(text.stderr).toContain(`undone in part ${runIds[1]}: 1 path(s) could not be put back`);
+          expect(text.stderr).toContain(path.join(keep('b'), 'f'));
+          expect(text.stderr).not.toContain('nothing was touched');
+          const json = cliAs(['undo', runIds[0] as string, '--json']);
+          expect(json.status).toBe(1);
+          const r = JSON.parse(json.stdout);
+          expect(r).toMatchObject({ undone: false, partial: true });
+          expect(r.conflicts.map((c: { path: string }) => c.path)).toEqual([path.join(keep('a'), 'f')]);
+          for (const d of ['a', 'b']) {
+            expect(readFileSync(path.join(ws, `other-${d}`), 'utf8')).toBe('o\n');
+            expect(existsSync(path.join(keep(d), 'f'))).toBe(false);
+          }
+          // Control: an undo refused before it starts still says nothing was touched.
+          const refused = cliAs(['undo', runIds[0] as string]);
+          expect(refused.status).toBe(1);
+          expect(refused.stderr).toContain('nothing was touched');
+        } finally {
+          for (const d of ['a', 'b']) spawnSync('chattr', ['-i', keep(d)]);
+        }
+      });
+
       it('undo --last N takes back the newest runs of a workspace, newest first; an unknown id is exit 2', () => {
         const { ws, cliAs, run } = world();
         for (const script of ['echo 1 > f', 'echo 2 > f', 'echo 3 > f']) expect(run(script).status).toBe(0);

@@ -83,6 +83,28 @@ describe('undo and changes tools', () => {
     ]);
   });
 
+  it('an undo carried out in part names the paths not put back, with partial: true, as an error', async () => {
+    const { call, driver } = await recording();
+    const run = await call('execute', { argv: ['write', 'g.txt', 'one'] });
+    const runId = (run.structuredContent as { runId: string }).runId;
+    // The driver's executor met a path it could not put back once under way (an immutable directory).
+    const seam = driver as unknown as { undo: (r: { runId: string }) => Promise<unknown> };
+    seam.undo = async (r) => ({
+      runId: r.runId,
+      undone: false,
+      partial: true,
+      restored: ['/w/a', '/w/keep/f'],
+      removed: [],
+      conflicts: [{ path: '/w/keep/f', reason: 'Operation not permitted' }],
+    });
+    const partly = await call('undo', { runId });
+    expect(partly.isError).toBe(true);
+    expect(partly.structuredContent).toMatchObject({ undone: false, partial: true });
+    expect(textOf(partly)).toContain(`undone in part: 1 path(s) of run ${runId} could not be put back`);
+    expect(textOf(partly)).toContain('/w/keep/f: Operation not permitted');
+    expect(textOf(partly)).not.toContain('nothing was touched');
+  });
+
   it('an unknown run, a run of another session and a sandbox without undo are errors the model can read', async () => {
     const { call } = await recording();
     const unknown = await call('undo', { runId: 'r000000000000-00000000' });

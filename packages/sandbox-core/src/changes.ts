@@ -56,6 +56,12 @@ export interface UndoResult {
   readonly removed: readonly string[];
   /** Paths that changed after the run (refused unless force), with what changed. */
   readonly conflicts: readonly { readonly path: string; readonly reason: string }[];
+  /**
+   * True when the undo was carried out but some paths could not be put back (a directory made immutable
+   * since, a permission): `conflicts` names them, and the rest was put back. Absent or false when nothing
+   * was touched (a refusal, a dry run) or everything was.
+   */
+  readonly partial?: boolean;
 }
 
 /** Which kept change sets `changes` lists: one run's, a workspace's or a session's (newest first). */

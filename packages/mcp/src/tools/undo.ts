@@ -44,6 +44,8 @@ const UndoOutput = z.object({
   removed: z.array(z.string()),
   removedCount: z.number(),
   conflicts: z.array(z.object({ path: z.string(), reason: z.string() })),
+  /** Carried out, but the paths in `conflicts` could not be put back (the rest was). */
+  partial: z.boolean().optional(),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
 });
 
@@ -75,8 +77,20 @@ function undoResult(r: UndoResult): CallToolResult {
     removed: r.removed.slice(0, LISTED),
     removedCount: r.removed.length,
     conflicts: [...r.conflicts],
+    ...(r.partial === true ? { partial: true } : {}),
   };
   const conflicts = r.conflicts.map((c) => `  ${c.path}: ${c.reason}`);
+  if (r.partial === true) {
+    return result(
+      out,
+      [
+        `undone in part: ${r.conflicts.length} path(s) of run ${r.runId} could not be put back, the rest was:`,
+        ...conflicts,
+        'Tell the user which paths are still as the run left them.',
+      ],
+      true,
+    );
+  }
   if (!r.undone) {
     return result(
       out,

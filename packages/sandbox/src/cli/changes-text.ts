@@ -86,6 +86,10 @@ export function undoText(result: UndoResult, dryRun: boolean, force: boolean): s
     lines.push(
       `undone ${result.runId}: restored ${result.restored.length}, removed ${result.removed.length}`,
     );
+  } else if (result.partial === true) {
+    lines.push(
+      `aleph-sandbox: undone in part ${result.runId}: ${result.conflicts.length} path(s) could not be put back, the rest was (fix what each says, then put those paths back by hand):`,
+    );
   } else {
     lines.push(
       `aleph-sandbox: not undone ${result.runId}: ${result.conflicts.length} path(s) changed after the run or cannot be taken back; nothing was touched (--force undoes anyway, losing those later changes):`,

@@ -3,7 +3,8 @@
  * DIR [--force] [--dry-run] [--json]`: takes back what a run changed (the newest N runs of a workspace
  * that changed something and are not undone yet, newest first, stopping at the first refused). Exit codes:
  * 0 undone (a dry run: would be undone), 1 not undone (conflicting paths, already undone, not undoable,
- * changes not recorded; the paths and reasons are printed), 2 usage error or unknown run id, 125 the
+ * changes not recorded; the paths and reasons are printed) or undone in part (`partial`: the paths that
+ * could not be put back are printed), 2 usage error or unknown run id, 125 the
  * sandbox failed.
  */
 import { realpathSync } from 'node:fs';
