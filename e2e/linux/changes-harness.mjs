@@ -42,8 +42,10 @@ function snapshot(root) {
           : 'other';
     // Which object it is: the inode with its birth time, since a removed directory's inode can be handed at
     // once to one made beside it (by a command running at the same time), which is no rename.
+    // (As the recording: births only on a block device's filesystem, not on overlayfs, tmpfs or btrfs.)
     const big = lstatSync(p, { bigint: true });
-    const ino = `${big.ino}:${big.birthtimeNs}`;
+    const major = ((big.dev >> 8n) & 0xfffn) | ((big.dev >> 32n) & ~0xfffn);
+    const ino = major === 0n ? String(big.ino) : `${big.ino}:${big.birthtimeNs}`;
     const entry = { type, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, ino };
     if (type === 'file') entry.hash = createHash('sha256').update(readFileSync(p)).digest('hex');
     if (type === 'file') entry.size = st.size;

@@ -52,7 +52,9 @@ void state_of(int dirfd, const char *name, struct path_state *s) {
   s->mnsec = sx.stx_mtime.tv_nsec;
   s->csec = sx.stx_ctime.tv_sec;
   s->cnsec = sx.stx_ctime.tv_nsec;
-  if (sx.stx_mask & STATX_BTIME) {
+  /* Births only on a block device's filesystem (ext4, xfs): an anonymous device's may be overlayfs, where a
+   * copy-up gives the same inode number a new birth; there the inode alone, as without births. */
+  if ((sx.stx_mask & STATX_BTIME) && sx.stx_dev_major != 0) {
     s->bsec = sx.stx_btime.tv_sec;
     s->bnsec = sx.stx_btime.tv_nsec;
   }
