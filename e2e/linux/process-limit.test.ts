@@ -35,9 +35,15 @@ const SMALL_MAX_PIDS = 8;
 // The issue's other case: more sleepers at once than max_pids (200), after enough processes came and went
 // for every tier's PIDs to have wrapped (tier 2 as root: pid_max 501), so every tier refuses them.
 const SLEEPERS = 250;
+// The sleepers are started by an inner shell, which exits at its refused fork ("Cannot fork"); the
+// command goes on a moment (a loop of builtins: no fork), as a build does after a refused job, so the
+// sleepers are still there for the launcher's look. A command that ends within milliseconds of its refused
+// fork (the PID namespace going with it) can be missed by that sampling, a gap left open.
 const SLEEPERS_SCRIPT = `i=0; while [ $i -lt 520 ]; do /bin/true; i=$((i+1)); done
-for i in $(seq ${SLEEPERS}); do sleep 3 & done
-wait`;
+sh -c 'for i in $(seq ${SLEEPERS}); do sleep 3 & done; wait'
+status=$?
+j=0; while [ $j -lt 100000 ]; do j=$((j+1)); done
+exit $status`;
 const SEQUENTIAL_THEN_AT_ONCE = `i=0; while [ $i -lt ${SEQUENTIAL} ]; do /bin/true || exit 9; i=$((i+1)); done
 pids=''
 for k in $(seq ${AT_ONCE}); do sleep 0.3 & pids="$pids $!"; done
