@@ -66,6 +66,9 @@ const git = (cwd: string, ...args: string[]) => {
 
 /** Runs SCRIPT as the command in W's workspace; the report's lines (a quarantine line without where). */
 function run(w: World, method: 'journal' | 'walk', script: string, as?: number): string[] {
+  // File times come from the kernel's coarse clock: what the host wrote in the tick the run starts may be
+  // taken for the run's own (and set aside, the safe side). What each test planted is from before the run.
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
   const report = path.join(w.base, `report-${Math.random().toString(36).slice(2)}`);
   const args = [
     '--launch',
