@@ -102,26 +102,34 @@ function findStragglers(root: number, pipeInodes: ReadonlySet<string>): number[]
   return [...out];
 }
 
+/** A process as it was when it was sent a signal: the program it ran, and when it started (its identity). */
+export interface SignalledProcess {
+  readonly name: string;
+  readonly start: string;
+}
+
 /**
  * Sends `signal` to every process of `pid`'s tree (its group and every straggler) without stopping any:
  * the first step of a soft kill, which lets programs clean up. A trusted supervisor at the root
  * (`skipRoot`) and the processes named in `skipNames` (`/proc/PID/comm`: the supervisor's own helpers,
  * which would take the tree down with them) are left out; off Linux only the group is signalled.
  *
- * @returns whether the signal reached the program itself: with the root skipped, a process that is
- *   neither a skipped helper nor a fork of the supervisor not yet turned into another program (one
+ * @returns whether the signal reached the program itself (`reached`): with the root skipped, a process
+ *   that is neither a skipped helper nor a fork of the supervisor not yet turned into another program (one
  *   sharing the root's name). False right after the start, while only the supervisor and its helpers
- *   exist: the caller tries again once the program has started.
+ *   exist: the caller tries again once the program has started. `signalled`: each process it was sent to,
+ *   as it was then (empty off Linux, or when the root was not skipped).
  */
 export function signalTree(
   pid: number,
   pipeInodes: ReadonlySet<string>,
   signal: NodeJS.Signals,
   skip: { readonly root: boolean; readonly names: readonly string[] },
-): boolean {
+): { readonly reached: boolean; readonly signalled: ReadonlyMap<number, SignalledProcess> } {
+  const signalled = new Map<number, SignalledProcess>();
   if (!skip.root && process.platform !== 'linux') {
     signalGroup(pid, signal);
-    return true;
+    return { reached: true, signalled };
   }
   if (!skip.root) signalGroup(pid, signal);
   const rootName = skip.root ? commOf(pid) : '';
@@ -130,12 +138,24 @@ export function signalTree(
     const name = commOf(p);
     if (skip.names.length > 0 && skip.names.includes(name)) continue;
     signalPid(p, signal);
+    signalled.set(p, { name, start: startOf(p) });
     if (name !== '' && name !== rootName) reached = true;
   }
-  return reached;
+  return { reached, signalled };
 }
 
-function commOf(pid: number): string {
+/** When a process started (`/proc/PID/stat` field 22, clock ticks since boot): with its PID, its identity. */
+export function startOf(pid: number): string {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? '';
+  } catch {
+    return '';
+  }
+}
+
+/** `/proc/PID/comm`: the name of the program a process runs now; empty once it is gone. */
+export function commOf(pid: number): string {
   try {
     return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
   } catch {

@@ -3,7 +3,7 @@
 // it has one.
 import { type KillRequest, killRequestOf } from './kill-request.js';
 import type { KillReason } from './output.js';
-import { killTree, signalPid, signalTree } from './process-tree.js';
+import { commOf, killTree, type SignalledProcess, signalPid, signalTree, startOf } from './process-tree.js';
 
 /** What ends a run. */
 export interface RunKillerOptions {
@@ -32,6 +32,8 @@ export interface RunKiller {
 /** How often a soft signal asked for before the program started looks again (bounded: the grace ends it). */
 const SOFT_RETRY_MS = 10;
 const MAX_SOFT_TRIES = 1000;
+/** How many times (every SOFT_RETRY_MS) the processes sent a soft signal are looked at for one that became another program. */
+const EXEC_WATCH_TRIES = 100;
 
 const clampMs = (ms: number) => Math.max(0, Math.min(ms, 2_147_483_647));
 
@@ -58,6 +60,28 @@ export function armRunKiller(options: RunKillerOptions): RunKiller {
       graceTimer = setTimeout(killNow, gracefulStop.graceMs);
     }
   };
+  // A shell whose handler takes the signal in the instant before it execs the program (`bash -c 'sleep 9'`
+  // caught SIGINT, then ran sleep: about 1 in 500 under load here) keeps it from the program. A process that
+  // has become another program since it was sent the signal (same PID and start, a new name) gets it
+  // again, for a short while after the signal; one that is gone is no longer looked at.
+  const watchExecs = (sent: ReadonlyMap<number, SignalledProcess>, signal: NodeJS.Signals) => {
+    const watched = new Map(sent);
+    let left = EXEC_WATCH_TRIES;
+    const look = () => {
+      retryTimer = undefined;
+      if (killing) return;
+      for (const [p, was] of watched) {
+        const name = commOf(p);
+        if (name === '' || startOf(p) !== was.start) watched.delete(p);
+        else if (name !== was.name) {
+          signalPid(p, signal);
+          watched.set(p, { name, start: was.start });
+        }
+      }
+      if (watched.size > 0 && --left > 0) retryTimer = setTimeout(look, SOFT_RETRY_MS);
+    };
+    retryTimer = setTimeout(look, SOFT_RETRY_MS);
+  };
   // SIGTERM/SIGINT: the tree gets it first (not its supervisor and relays), the rest goes after the grace.
   // Asked for before the program itself exists (only the supervisor and its relays do, right after the
   // start), the signal is kept and sent once it does, within the grace: an early interrupt is not lost.
@@ -69,8 +93,10 @@ export function armRunKiller(options: RunKillerOptions): RunKiller {
     let tries = 0;
     const attempt = () => {
       retryTimer = undefined;
-      if (killing || signalTree(pid, pipeInodes, request.signal, skip)) return;
-      if (++tries < MAX_SOFT_TRIES) retryTimer = setTimeout(attempt, SOFT_RETRY_MS);
+      if (killing) return;
+      const sent = signalTree(pid, pipeInodes, request.signal, skip);
+      if (sent.reached) watchExecs(sent.signalled, request.signal);
+      else if (++tries < MAX_SOFT_TRIES) retryTimer = setTimeout(attempt, SOFT_RETRY_MS);
     };
     attempt();
     softTimer = setTimeout(() => kill('kill'), clampMs(request.graceMs));

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runBoundedProcess } from '../src/index.js';
+import { createKillRequest, runBoundedProcess } from '../src/index.js';
 import { DRAIN_BYTES } from '../src/run-output.js';
 
 const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin' };
@@ -292,6 +292,32 @@ describe.runIf(process.platform !== 'win32')('runBoundedProcess (real processes)
       });
       expect(r.exitCode).toBe(0);
       expect(await eventually(() => pidsWith(marker).length === 0)).toBe(true);
+    },
+  );
+
+  it.runIf(process.platform === 'linux')(
+    'a soft SIGINT that a program catches just before it execs another reaches the new program too',
+    async () => {
+      // bash's race, made wide: its handler takes the SIGINT, then it execs sleep, which never saw it.
+      // The control is the same run without the second send: sleep lives until the grace's SIGKILL.
+      const controller = new AbortController();
+      const inner = `trap 'echo caught' INT; echo ready; sleep 0.5 & wait; exec sleep 30`;
+      const r = await runBoundedProcess({
+        ...base,
+        timeoutMs: 60_000,
+        gracefulStop: { signal: 'SIGTERM', graceMs: 20_000 },
+        file: 'sh',
+        args: ['-c', `bash -c "${inner}"; echo "after=$?"`],
+        signal: controller.signal,
+        onStdout: (c) => {
+          if (text(c).includes('ready'))
+            setTimeout(() => controller.abort(createKillRequest('SIGINT', 20_000)), 50);
+        },
+      });
+      expect(text(r.stdout)).toMatch(/ready\ncaught\nafter=130\n$/);
+      expect(r.killedBy).toBe('kill');
+      expect(r.signal).toBeNull();
+      expect(r.exitCode).toBe(0);
     },
   );
 
