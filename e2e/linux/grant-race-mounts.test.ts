@@ -28,7 +28,7 @@ import {
   withCapabilities,
 } from './grant-probe.js';
 import { asIdentityTitle, identities } from './hosts.js';
-import { attacker } from './swap-attacker.js';
+import { type AttackSpec, attacker } from './swap-attacker.js';
 
 /**
  * Grants are opened, not named, for every kind of path a run is granted. Run A exchanges, in a loop
@@ -56,6 +56,15 @@ const stack = linuxStack();
 const tempDir = tempDirs();
 /** Runs of B per plan and host, while A exchanges. */
 const ROUNDS = 30;
+
+/**
+ * What the attacker adds to its loop in attempt `n`: nothing in the first; then it holds the names it
+ * found for 2 ms, and 10 ms in the third. Under load the bare loop can leave no instant in which a name
+ * holds for a whole start, and every round is refused (seen in CI for root without CAP_SYS_ADMIN); the
+ * later attempts still race, but some rounds start.
+ */
+const holdFor = (n: number): AttackSpec['actions'] =>
+  n === 1 ? [] : [['sleep', n === 2 ? '0.002' : '0.01', '']];
 
 /** The host's layout of one identity's attack; see `layout`. */
 interface Layout {
@@ -148,6 +157,7 @@ function grantsPlan(l: Layout, n: number) {
             ['xchg', g('g'), g('glink')],
             ['xchg', g('r'), g('rlink')],
             ['xchg', g('r'), g('rlink')],
+            ...holdFor(n),
           ],
           stop: g(`.stop${n}`),
           ready: g(`.ready${n}`),
@@ -183,10 +193,7 @@ function nestedPlan(l: Layout, n: number) {
     steps: [
       attacker('attacker', 'a', {
         symlink: [['..', w('wlink')]],
-        actions: [
-          ['xchg', w('inner'), w('wlink')],
-          ['xchg', w('inner'), w('wlink')],
-        ],
+        actions: [['xchg', w('inner'), w('wlink')], ['xchg', w('inner'), w('wlink')], ...holdFor(n)],
         stop: w(`.stop${n}`),
         ready: w(`.ready${n}`),
       }),
@@ -219,10 +226,7 @@ function hooksPlan(l: Layout, n: number) {
     stopFile: h(`.stop${n}`),
     steps: [
       attacker('attacker', 'h', {
-        actions: [
-          ['xchg', h('.git'), h('decoy')],
-          ['xchg', h('.git'), h('decoy')],
-        ],
+        actions: [['xchg', h('.git'), h('decoy')], ['xchg', h('.git'), h('decoy')], ...holdFor(n)],
         stop: h(`.stop${n}`),
         ready: h(`.ready${n}`),
       }),
