@@ -154,6 +154,19 @@ export function startOf(pid: number): string {
   }
 }
 
+/** How many milliseconds ago a process started, from its {@link startOf}; infinite when unknown. */
+export function ageMs(start: string): number {
+  const ticks = Number(start);
+  if (start === '' || !Number.isFinite(ticks)) return Number.POSITIVE_INFINITY;
+  try {
+    const uptime = Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
+    // /proc/PID/stat counts in USER_HZ, 100 per second on Linux.
+    return Number.isFinite(uptime) ? uptime * 1000 - ticks * 10 : Number.POSITIVE_INFINITY;
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+}
+
 /** `/proc/PID/comm`: the name of the program a process runs now; empty once it is gone. */
 export function commOf(pid: number): string {
   try {

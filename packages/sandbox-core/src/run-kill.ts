@@ -3,7 +3,15 @@
 // it has one.
 import { type KillRequest, killRequestOf } from './kill-request.js';
 import type { KillReason } from './output.js';
-import { commOf, killTree, type SignalledProcess, signalPid, signalTree, startOf } from './process-tree.js';
+import {
+  ageMs,
+  commOf,
+  killTree,
+  type SignalledProcess,
+  signalPid,
+  signalTree,
+  startOf,
+} from './process-tree.js';
 
 /** What ends a run. */
 export interface RunKillerOptions {
@@ -34,6 +42,8 @@ const SOFT_RETRY_MS = 10;
 const MAX_SOFT_TRIES = 1000;
 /** How many times (every SOFT_RETRY_MS) the processes sent a soft signal are looked at for one that became another program. */
 const EXEC_WATCH_TRIES = 100;
+/** Only a process this young when it was signalled is watched: a shell still starting up. */
+const EXEC_WATCH_AGE_MS = 2000;
 
 const clampMs = (ms: number) => Math.max(0, Math.min(ms, 2_147_483_647));
 
@@ -63,9 +73,11 @@ export function armRunKiller(options: RunKillerOptions): RunKiller {
   // A shell whose handler takes the signal in the instant before it execs the program (`bash -c 'sleep 9'`
   // caught SIGINT, then ran sleep: about 1 in 500 under load here) keeps it from the program. A process that
   // has become another program since it was sent the signal (same PID and start, a new name) gets it
-  // again, for a short while after the signal; one that is gone is no longer looked at.
+  // again, for a short while after the signal; one that is gone is no longer looked at. Only processes
+  // that had just started are watched: one that has run a while and execs from its own handler
+  // (`trap 'exec cleanup' INT`) meant to, and its next program is left alone.
   const watchExecs = (sent: ReadonlyMap<number, SignalledProcess>, signal: NodeJS.Signals) => {
-    const watched = new Map(sent);
+    const watched = new Map([...sent].filter(([, p]) => ageMs(p.start) <= EXEC_WATCH_AGE_MS));
     let left = EXEC_WATCH_TRIES;
     const look = () => {
       retryTimer = undefined;

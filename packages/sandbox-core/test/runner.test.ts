@@ -321,6 +321,31 @@ describe.runIf(process.platform !== 'win32')('runBoundedProcess (real processes)
     },
   );
 
+  it.runIf(process.platform === 'linux')(
+    "a program that ran a while before it caught the SIGINT and exec'd is left to the program it became",
+    async () => {
+      // `trap 'exec cleanup' INT` in a script that has run for seconds: its cleanup is not interrupted.
+      const controller = new AbortController();
+      const inner = `trap 'echo caught' INT; echo ready; sleep 5 & wait; exec sleep 30`;
+      const r = await runBoundedProcess({
+        ...base,
+        timeoutMs: 60_000,
+        gracefulStop: { signal: 'SIGTERM', graceMs: 20_000 },
+        file: 'sh',
+        args: ['-c', `bash -c "${inner}"; echo "after=$?"`],
+        signal: controller.signal,
+        onStdout: (c) => {
+          if (text(c).includes('ready'))
+            setTimeout(() => controller.abort(createKillRequest('SIGINT', 1500)), 2500);
+        },
+      });
+      // sleep 30 outlived the SIGINT: the grace's end stopped the whole run (sh never printed after=).
+      expect(text(r.stdout)).toBe('ready\ncaught\n');
+      expect(r.killedBy).toBe('kill');
+      expect(r.signal).not.toBeNull();
+    },
+  );
+
   it('an abort kills the tree and is reported', async () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 100);
