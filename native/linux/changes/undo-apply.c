@@ -37,16 +37,14 @@ static struct undo_entry **sorted(struct undo_run *r) {
   return s;
 }
 
-static int same_object(const struct path_state *a, const struct path_state *b) { return state_same_object(a, b); }
-
 /* Pairs each entry holding another's before-object (a rename) with it, and parks that object. */
 static void park_renamed(struct undo_run *r) {
   for (int i = 0; i < r->n; i++) {
     struct undo_entry *q = &r->e[i];
-    if (same_object(&q->before, &q->now)) continue;
+    if (state_same_object(&q->before, &q->now)) continue;
     for (int j = 0; j < r->n && q->now.type != '-'; j++)
-      if (j != i && same_object(&r->e[j].before, &q->now) && r->e[j].root == q->root &&
-          !same_object(&r->e[j].before, &r->e[j].now)) { /* not a second link of an object still in place */
+      if (j != i && state_same_object(&r->e[j].before, &q->now) && r->e[j].root == q->root &&
+          !state_same_object(&r->e[j].before, &r->e[j].now)) { /* not a second link of an object still in place */
         const char *name;
         char tmp[64];
         snprintf(tmp, sizeof tmp, ".aleph-undo-%d-%d", (int)getpid(), j);
@@ -63,7 +61,7 @@ static void park_renamed(struct undo_run *r) {
 
 /* Removes what is at E's path now when it is not E's before-object. */
 static void remove_now(struct undo_run *r, struct undo_entry *e) {
-  if (e->now.type == '-' || same_object(&e->before, &e->now)) return;
+  if (e->now.type == '-' || state_same_object(&e->before, &e->now)) return;
   const char *name;
   int pfd = undo_parent(r, e, &name);
   if (pfd < 0 || unlinkat(pfd, name, e->now.type == 'd' ? AT_REMOVEDIR : 0) < 0) {

@@ -84,8 +84,10 @@ export function armRunKiller(options: RunKillerOptions): RunKiller {
       if (killing) return;
       for (const [p, was] of watched) {
         const name = commOf(p);
+        if (name === was.name) continue;
+        // A new name: the same process after an exec, or (start time differs) another one with its PID.
         if (name === '' || startOf(p) !== was.start) watched.delete(p);
-        else if (name !== was.name) {
+        else {
           signalPid(p, signal);
           watched.set(p, { name, start: was.start });
         }

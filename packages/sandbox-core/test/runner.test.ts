@@ -295,25 +295,33 @@ describe.runIf(process.platform !== 'win32')('runBoundedProcess (real processes)
     },
   );
 
+  /**
+   * bash's race, made wide: a script whose trap takes the SIGINT, then execs `sleep 30`. The SIGINT is asked
+   * for `afterMs` after it printed `ready` (a soft kill with `graceMs`); `background` is how long it waits
+   * first (its trap ends the wait).
+   */
+  async function trapThenExec(afterMs: number, graceMs: number, background: number) {
+    const controller = new AbortController();
+    const inner = `trap 'echo caught' INT; echo ready; sleep ${background} & wait; exec sleep 30`;
+    return runBoundedProcess({
+      ...base,
+      timeoutMs: 60_000,
+      gracefulStop: { signal: 'SIGTERM', graceMs: 20_000 },
+      file: 'sh',
+      args: ['-c', `bash -c "${inner}"; echo "after=$?"`],
+      signal: controller.signal,
+      onStdout: (c) => {
+        if (text(c).includes('ready'))
+          setTimeout(() => controller.abort(createKillRequest('SIGINT', graceMs)), afterMs);
+      },
+    });
+  }
+
   it.runIf(process.platform === 'linux')(
     'a soft SIGINT that a program catches just before it execs another reaches the new program too',
     async () => {
-      // bash's race, made wide: its handler takes the SIGINT, then it execs sleep, which never saw it.
       // The control is the same run without the second send: sleep lives until the grace's SIGKILL.
-      const controller = new AbortController();
-      const inner = `trap 'echo caught' INT; echo ready; sleep 0.5 & wait; exec sleep 30`;
-      const r = await runBoundedProcess({
-        ...base,
-        timeoutMs: 60_000,
-        gracefulStop: { signal: 'SIGTERM', graceMs: 20_000 },
-        file: 'sh',
-        args: ['-c', `bash -c "${inner}"; echo "after=$?"`],
-        signal: controller.signal,
-        onStdout: (c) => {
-          if (text(c).includes('ready'))
-            setTimeout(() => controller.abort(createKillRequest('SIGINT', 20_000)), 50);
-        },
-      });
+      const r = await trapThenExec(50, 20_000, 0.5);
       expect(text(r.stdout)).toMatch(/ready\ncaught\nafter=130\n$/);
       expect(r.killedBy).toBe('kill');
       expect(r.signal).toBeNull();
@@ -325,20 +333,7 @@ describe.runIf(process.platform !== 'win32')('runBoundedProcess (real processes)
     "a program that ran a while before it caught the SIGINT and exec'd is left to the program it became",
     async () => {
       // `trap 'exec cleanup' INT` in a script that has run for seconds: its cleanup is not interrupted.
-      const controller = new AbortController();
-      const inner = `trap 'echo caught' INT; echo ready; sleep 5 & wait; exec sleep 30`;
-      const r = await runBoundedProcess({
-        ...base,
-        timeoutMs: 60_000,
-        gracefulStop: { signal: 'SIGTERM', graceMs: 20_000 },
-        file: 'sh',
-        args: ['-c', `bash -c "${inner}"; echo "after=$?"`],
-        signal: controller.signal,
-        onStdout: (c) => {
-          if (text(c).includes('ready'))
-            setTimeout(() => controller.abort(createKillRequest('SIGINT', 1500)), 2500);
-        },
-      });
+      const r = await trapThenExec(2500, 1500, 5);
       // sleep 30 outlived the SIGINT: the grace's end stopped the whole run (sh never printed after=).
       expect(text(r.stdout)).toBe('ready\ncaught\n');
       expect(r.killedBy).toBe('kill');
