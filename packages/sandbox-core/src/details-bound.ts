@@ -7,7 +7,8 @@
  * {@link boundDetails} applies to every `details`, whatever its fields (those added later included):
  * - every array keeps its first items, and `details.omitted` says how many were dropped, by the array's
  *   path (`{ "denials": 3900, "changes.entries": 12 }`; an array inside array items is named with `[]`,
- *   `"quarantine.files[].links"`);
+ *   `"quarantine.files[].links"`), and a record with a boolean `truncated` beside a cut array
+ *   (`details.changes`) gets `truncated: true`;
  * - every string keeps its first characters and ends with `…[N more characters]`;
  * - `details.denials` dropped are summed up in `details.denialsDropped`: `{ count, byKind, byTarget }`,
  *   counts per denial kind and per target (at most {@link MAX_DROPPED_TARGETS} targets, the most frequent
@@ -72,8 +73,13 @@ function cutValue(value: unknown, where: string, cut: Cut): unknown {
   const proto = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) return value; // not a plain record: left as it is
   const out: Record<string, unknown> = {};
-  for (const [key, v] of Object.entries(value))
+  let listCut = false;
+  for (const [key, v] of Object.entries(value)) {
     out[key] = cutValue(v, where === '' ? key : `${where}.${key}`, cut);
+    if (Array.isArray(v) && v.length > cut.items) listCut = true;
+  }
+  // A record that says whether its list is whole (`changes.truncated`) says so of the list cut here too.
+  if (listCut && typeof out.truncated === 'boolean') out.truncated = true;
   return out;
 }
 

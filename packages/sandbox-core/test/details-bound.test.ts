@@ -92,6 +92,23 @@ describe('boundDetails', () => {
     expect(out.omitted).toEqual({ 'files[].links': 3 * (500 - MAX_DETAIL_ITEMS) });
   });
 
+  it('a record saying whether its list is whole says truncated when the bound cut the list', () => {
+    const entries = (n: number) => Array.from({ length: n }, (_, i) => ({ path: `f${i}`, kind: 'created' }));
+    const out = boundDetails({ changes: { created: 642, truncated: false, entries: entries(642) } }, 1 << 20);
+    const changes = out.changes as { truncated: boolean; entries: unknown[] };
+    expect(changes.entries).toHaveLength(MAX_DETAIL_ITEMS);
+    expect(changes.truncated).toBe(true);
+    expect(out.omitted).toEqual({ 'changes.entries': 642 - MAX_DETAIL_ITEMS });
+    // A list the bound did not cut keeps its own flag; a record without one gets none.
+    const whole = boundDetails(
+      { changes: { truncated: false, entries: entries(3) }, note: 'x'.repeat(9000) },
+      1 << 20,
+    );
+    expect((whole.changes as { truncated: boolean }).truncated).toBe(false);
+    const plain = boundDetails({ quarantine: { files: entries(500) } }, 1 << 20);
+    expect(plain.quarantine).not.toHaveProperty('truncated');
+  });
+
   it('budget: the output budget, at least 16 KiB, at most 256 KiB', () => {
     expect(detailsBudgetBytes(65536)).toBe(65536);
     expect(detailsBudgetBytes(10)).toBe(16 * 1024);
