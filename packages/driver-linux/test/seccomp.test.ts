@@ -158,16 +158,27 @@ describe.each(['x86_64', 'aarch64'] as const)('seccomp program (%s)', (arch: Sec
       expect(call(build('unrestricted', true).bytes, 'openat2')).toBe(ENOSYS);
     });
 
-    it('mknod and mknodat stay denied whatever the mode', () => {
+    it('mknod and mknodat make FIFOs only, never with a set-id bit', () => {
       const p = build().bytes;
-      expect(call(p, 'mknodat', [-100, 0, 0o100644, 0])).toBe(EPERM);
-      if (has('mknod')) expect(call(p, 'mknod', [0, 0o104755, 0])).toBe(EPERM);
+      const calls: [keyof typeof SYSCALLS, (mode: number) => number[]][] = [
+        ['mknodat', (mode) => [-100, 0, mode, 0]],
+      ];
+      if (has('mknod')) calls.push(['mknod', (mode) => [0, mode, 0]]);
+      for (const [name, args] of calls) {
+        expect(call(p, name, args(0o010644))).toBe(ALLOW);
+        expect(call(p, name, args(0o010000))).toBe(ALLOW);
+        for (const mode of [
+          0o014644, 0o012644, 0o016777, 0o020666, 0o060660, 0o140755, 0o100644, 0o104755, 0o644, 0,
+        ])
+          expect(call(p, name, args(mode)), `${name} ${mode.toString(8)}`).toBe(EPERM);
+      }
     });
 
     it('says so in its rules', () => {
       const rules = build().rules.join('\n');
       expect(rules).toMatch(/set-id files: chmod, fchmod, fchmodat, fchmodat2 .*S_ISGID on a directory too/);
       expect(rules).toMatch(/openat2: ENOSYS/);
+      expect(rules).toMatch(/mknod, mknodat: FIFOs only/);
     });
   });
 
