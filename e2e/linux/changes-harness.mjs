@@ -60,30 +60,67 @@ function snapshot(root) {
   return out;
 }
 
+/**
+ * Directory renames, shallowest first, each found in the names the earlier ones gave: a directory of
+ * `after` that is an inode of `before` at another name (no longer there). `before` is renamed to match
+ * (what was inside moves with it); what the renamed one displaced at its new name is deleted.
+ */
+function dirRenames(beforeIn, after) {
+  let before = beforeIn;
+  const renames = [];
+  const displaced = [];
+  for (;;) {
+    const byIno = new Map([...before].map(([p, e]) => [e.ino, p]));
+    const found = [...after]
+      .filter(([p, a]) => {
+        const from = byIno.get(a.ino);
+        return (
+          a.type === 'directory' &&
+          from !== undefined &&
+          from !== p &&
+          before.get(from).type === 'directory' &&
+          after.get(from)?.ino !== a.ino
+        );
+      })
+      .sort((x, y) => x[0].split('/').length - y[0].split('/').length || (x[0] < y[0] ? -1 : 1))[0];
+    if (found === undefined) return { before, renames, displaced };
+    const [to, a] = found;
+    const from = byIno.get(a.ino);
+    renames.push({ from, to });
+    const moved = new Map();
+    for (const [p, e] of before) {
+      if (p === from || p.startsWith(`${from}/`)) moved.set(to + p.slice(from.length), e);
+      else if (p.startsWith(`${to}/`)) displaced.push([p, e]);
+      else if (p !== to) moved.set(p, e);
+    }
+    before = moved;
+  }
+}
+
 /** The change set a host-side diff of two snapshots gives, in the driver's terms (paths absolute). */
-function diff(root, before, after) {
-  const changes = [];
+function diff(root, beforeIn, after) {
+  const { before, renames, displaced } = dirRenames(beforeIn, after);
+  const changes = renames.map(({ from, to }) => ({
+    op: 'renamed',
+    path: path.join(root, to),
+    from: path.join(root, from),
+    type: 'directory',
+  }));
+  for (const [p, b] of displaced) changes.push({ op: 'deleted', path: path.join(root, p), type: b.type });
   const beforeByIno = new Map([...before].map(([p, e]) => [e.ino, p]));
   const movedFrom = new Set();
-  const movedTo = [];
   for (const [p, a] of [...after].sort((x, y) => (x[0] < y[0] ? -1 : 1))) {
     if (before.has(p)) continue;
-    // What is inside a renamed directory moved with it.
-    if (movedTo.some((m) => p.startsWith(`${m}/`))) continue;
     const from = beforeByIno.get(a.ino);
     if (from !== undefined && !after.has(from) && before.get(from).type === a.type) {
       movedFrom.add(from);
-      if (a.type === 'directory') movedTo.push(p);
       changes.push({ op: 'renamed', path: path.join(root, p), from: path.join(root, from), type: a.type });
     } else changes.push({ op: 'created', path: path.join(root, p), type: a.type });
   }
   for (const [p, b] of before) {
     const a = after.get(p);
     if (a === undefined) {
-      // What was inside a renamed directory moved with it.
-      const inMoved = [...movedFrom].some((m) => p.startsWith(`${m}/`));
-      if (!movedFrom.has(p) && !inMoved)
-        changes.push({ op: 'deleted', path: path.join(root, p), type: b.type });
+      if (!movedFrom.has(p)) changes.push({ op: 'deleted', path: path.join(root, p), type: b.type });
       continue;
     }
     const what = [];
@@ -99,7 +136,7 @@ function diff(root, before, after) {
     if (a.type === 'symlink' && b.type === 'symlink' && a.target !== b.target) what.push('target');
     if (what.length > 0) changes.push({ op: 'modified', path: path.join(root, p), type: a.type, what });
   }
-  return changes.sort((x, y) => (x.path < y.path ? -1 : 1));
+  return changes.sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : x.op < y.op ? -1 : 1));
 }
 
 /** A snapshot without inodes (undo puts content back, not necessarily the same inode). */

@@ -40,7 +40,7 @@ void state_of(int dirfd, const char *name, struct path_state *s) {
     return;
   }
   mode_t m = sx.stx_mode;
-  s->type = S_ISREG(m) ? 'f' : S_ISDIR(m) ? 'd' : S_ISLNK(m) ? 'l' : 'o';
+  s->type = S_ISREG(m) ? 'f' : S_ISDIR(m) ? 'd' : S_ISLNK(m) ? 'l' : S_ISFIFO(m) ? 'p' : 'o';
   s->mode = m & 07777;
   s->uid = sx.stx_uid;
   s->gid = sx.stx_gid;

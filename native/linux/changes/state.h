@@ -10,7 +10,8 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-/* 'f' file, 'd' directory, 'l' symlink, 'o' other, '-' absent, '?' could not be looked at. */
+/* 'f' file, 'd' directory, 'l' symlink, 'p' FIFO, 'o' other (a socket, a device), '-' absent, '?' could not
+ * be looked at. */
 struct path_state {
   char type;
   unsigned mode; /* permission bits (07777) */

@@ -13,6 +13,7 @@
 #include "../common/errors.h"
 #include "../common/paths.h"
 #include "copy.h"
+#include "moves.h"
 #include "state.h"
 
 #define MAX_CHANGE_ROOTS 64
@@ -21,7 +22,12 @@
 
 struct touched {
   int root;
-  char *rel;
+  char *rel; /* the name before the run (moves.h); of an object the run made, a key no such name has */
+  char *at;  /* the name it was touched by, where that differs */
+  int epoch; /* the moves done when it was touched */
+  int fresh; /* made during the run (in a directory made or moved in from outside the roots) */
+  char *now; /* after the run: where it is, where that differs from rel */
+  int gone;  /* after the run: a move replaced or took away where it was */
   struct path_state before, after;
   int blob; /* its copy is blobs/N (0: none) */
   int linked; /* the copy is the inode itself, linked */
@@ -177,6 +183,36 @@ static int keep_content(int pfd, const char *name, const struct path_state *s, s
   return 0;
 }
 
+void store_look(int k, const char *rel, struct path_state *s) {
+  char parent[4096];
+  const char *name;
+  int pfd = open_parent(k, rel, parent, sizeof parent, &name, 0);
+  if (pfd >= 0) {
+    state_of(pfd, name, s);
+    close(pfd);
+    return;
+  }
+  memset(s, 0, sizeof *s);
+  s->type = errno == ENOENT || errno == ENOTDIR ? '-' : '?';
+}
+
+/* A new entry for KEY (touched by REL), its slot SL; NULL when out of memory. */
+static struct touched *add_entry(size_t *sl, int k, const char *key, const char *rel, int fresh) {
+  struct touched *e = &st.t[st.n];
+  memset(e, 0, sizeof *e);
+  e->root = k;
+  e->rel = strdup(key);
+  e->at = strcmp(key, rel) == 0 ? NULL : strdup(rel);
+  e->epoch = moves_epoch();
+  e->fresh = fresh;
+  if (e->rel == NULL || (e->at == NULL && strcmp(key, rel) != 0)) {
+    free(e->rel);
+    return NULL;
+  }
+  *sl = ++st.n;
+  return e;
+}
+
 int store_touch(int k, const char *rel, int how) {
   if (st.unrecorded != NULL) return 0;
   if (st.n >= MAX_TOUCHED || grow() < 0) {
@@ -184,36 +220,42 @@ int store_touch(int k, const char *rel, int how) {
     store_unrecorded("the run touched more paths than are recorded (" MAX_TOUCHED_WORDS ")");
     return 0;
   }
-  size_t *sl = slot(k, rel);
-  if (*sl != 0) return 0;
+  /* Recorded under its name before the run: once, however often and by whatever name it is touched. */
+  char key[4096];
+  int fresh = moves_origin(k, rel, moves_epoch(), key, sizeof key);
+  if (fresh < 0) {
+    store_unundoable("a path too long to follow through the run's directory moves", rel);
+    return 0;
+  }
+  size_t *sl = slot(k, key);
+  int moving = how & (TOUCH_MOVE_SRC | TOUCH_MOVE_DST);
+  if (*sl != 0 && !moving) return 0;
   char parent[4096];
   const char *name, *why = NULL;
   int pfd = open_parent(k, rel, parent, sizeof parent, &name, 1);
   if (pfd < 0 && errno == ELOOP && (how & TOUCH_LINKS_BACK)) return 1;
-  struct path_state before;
+  struct path_state before = {.type = errno == ENOENT || errno == ENOTDIR ? '-' : '?'};
   if (pfd >= 0) state_of(pfd, name, &before);
   if (pfd >= 0 && before.type == 'l' && (how & TOUCH_FOLLOWS) && (how & TOUCH_LINKS_BACK)) {
     free(before.target);
     close(pfd);
     return 1;
   }
-  struct touched *e = &st.t[st.n];
-  memset(e, 0, sizeof *e);
-  e->root = k;
-  e->rel = strdup(rel);
-  if (e->rel == NULL) {
+  if (how & TOUCH_MOVE_SRC) moves_rename_source(k, rel, &before);
+  if (how & TOUCH_MOVE_DST) moves_rename_target(k, rel, &before);
+  struct touched *e = *sl != 0 ? NULL : add_entry(sl, k, key, rel, fresh);
+  if (e == NULL || fresh || pfd < 0) {
+    if (e != NULL && fresh) e->before = (struct path_state){.type = '-'};
+    if (e != NULL && !fresh) e->before.type = before.type;
+    if (e != NULL && e->before.type == '?') store_unundoable("changed through a symlink or a path that could not be opened", rel);
+    free(before.target);
     if (pfd >= 0) close(pfd);
-    return 0;
-  }
-  *sl = ++st.n;
-  if (pfd < 0) {
-    e->before.type = errno == ENOENT || errno == ENOTDIR ? '-' : '?';
-    if (e->before.type == '?') store_unundoable("changed through a symlink or a path that could not be opened", rel);
     return 0;
   }
   e->before = before;
   if (e->before.type == 'l' && (how & TOUCH_FOLLOWS)) store_unundoable("changed through the symlink", rel);
   if (e->before.type == '?') store_unundoable("could not be looked at", rel);
+  if (e->before.type == 'o' && (how & TOUCH_REPLACE)) store_unundoable("a socket or device node, which undo cannot make again", rel);
   if (e->before.type == 'f' && (how & (TOUCH_CONTENT | TOUCH_REPLACE)) && keep_content(pfd, name, &e->before, e, how, &why) < 0)
     store_unundoable(why, rel);
   close(pfd);
@@ -223,12 +265,16 @@ int store_touch(int k, const char *rel, int how) {
 /* E's after-state; a linked blob whose inode is still at its path (the call failed) is dropped, one that
  * is only in the store made 0600 (never executable there). */
 static void finish_entry(struct touched *e) {
-  char parent[4096];
-  const char *name;
-  int pfd = open_parent(e->root, e->rel, parent, sizeof parent, &name, 0);
-  if (pfd < 0) e->after.type = errno == ENOENT || errno == ENOTDIR ? '-' : '?';
-  else state_of(pfd, name, &e->after);
-  if (pfd >= 0) close(pfd);
+  char now[4096];
+  int gone = moves_forward(e->root, e->at != NULL ? e->at : e->rel, e->epoch, now, sizeof now);
+  if (gone != 0) {
+    e->after.type = gone < 0 ? '?' : '-';
+    e->gone = 1;
+    if (e->fresh) e->now = strdup(e->at); /* made and gone: before and after alike, never written */
+  } else {
+    if (e->fresh || strcmp(now, e->rel) != 0) e->now = strdup(now);
+    store_look(e->root, now, &e->after);
+  }
   if (e->blob == 0) return;
   char blob[32];
   snprintf(blob, sizeof blob, "%d", e->blob);
@@ -298,11 +344,18 @@ static void write_states(void) {
     struct touched *e = &st.t[i];
     if (state_same(&e->before, &e->after)) continue;
     fprintf(f, "entry %d %d %d ", e->root, e->blob, e->linked);
-    name_write(f, e->rel);
+    /* Its name before the run, then (` >NAME`) where it is after the run when that differs. */
+    name_write(f, e->fresh && e->now != NULL ? e->now : e->rel);
     state_write(f, &e->before);
     state_write(f, &e->after);
     state_write_birth(f, &e->before);
     state_write_birth(f, &e->after);
+    if (!e->fresh && e->gone) {
+      fputs(" >-", f); /* a move replaced or took away where it was: it is nowhere now */
+    } else if (!e->fresh && e->now != NULL) {
+      fputs(" >", f);
+      name_write(f, e->now);
+    }
     fputc('\n', f);
   }
   int bad = fflush(f) != 0 || fsync(fd) != 0;
@@ -312,6 +365,8 @@ static void write_states(void) {
 
 void store_finish(void) {
   if (st.dirfd < 0) return;
+  moves_settle(0, 1, store_look);
+  if (moves_problem() != NULL) store_unundoable(moves_problem(), NULL);
   for (size_t i = 0; i < st.n; i++) finish_entry(&st.t[i]);
   write_states();
 }

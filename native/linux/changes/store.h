@@ -25,10 +25,15 @@ const char *store_root_path(int k);
 #define TOUCH_REPLACE 2  /* the inode at the path goes (unlink, rename onto it) */
 #define TOUCH_FOLLOWS 4  /* the call follows a last symlink */
 #define TOUCH_LINKS_BACK 8 /* on a symlink on the way (or a last one the call follows): record nothing, say 1 */
+#define TOUCH_MOVE_SRC 16  /* a rename's source: a directory's move is followed (moves.h) */
+#define TOUCH_MOVE_DST 32  /* a rename's target */
 
 /* The first touch of REL beneath root K saves its before-state; later touches do nothing. 0, or 1 (with
  * TOUCH_LINKS_BACK) when the path goes through a symlink: the caller touches the path it leads to. */
 int store_touch(int k, const char *rel, int how);
+/* REL beneath root K as it is now, into *S (no symlink followed). */
+struct path_state;
+void store_look(int k, const char *rel, struct path_state *s);
 /* The run's changes cannot be undone (the first reason is kept). */
 void store_unundoable(const char *why, const char *path);
 /* The run's changes were not recorded at all. */

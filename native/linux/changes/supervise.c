@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../common/errors.h"
+#include "moves.h"
 #include "refused.h"
 #include "resolve.h"
 #include "store.h"
@@ -186,9 +187,14 @@ static void handle(const struct seccomp_notif *n, int listener) {
     int nofollow = c->flags >= 0 && (n->data.args[c->flags] & AT_SYMLINK_NOFOLLOW);
     how = (c->nr == SYS_truncate ? TOUCH_CONTENT : 0) | (c->follows && !nofollow ? TOUCH_FOLLOWS : 0);
   }
+  /* The caller's own earlier rename has returned: its move, if it moved a directory, is decided. */
+  moves_settle(n->pid, 0, store_look);
+  int rename = c->kind == CK_RENAME;
+  if (rename) moves_rename_begin(n->pid, how2 == TOUCH_CONTENT);
   /* The memory read is the caller's only while its call is still pending (not a new process of that pid). */
-  if (how >= 0) touch_arg(n, mem, c->dirfd, c->path, how, listener);
-  if (how >= 0 && c->path2 >= 0) touch_arg(n, mem, c->dirfd2, c->path2, how2, listener);
+  if (how >= 0) touch_arg(n, mem, c->dirfd, c->path, how | (rename ? TOUCH_MOVE_SRC : 0), listener);
+  if (how >= 0 && c->path2 >= 0) touch_arg(n, mem, c->dirfd2, c->path2, how2 | (rename ? TOUCH_MOVE_DST : 0), listener);
+  if (rename) moves_rename_end();
   close(mem);
 }
 

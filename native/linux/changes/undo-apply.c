@@ -1,9 +1,10 @@
 /*
- * Putting a run's paths back (undo-apply.h), in an order that works for any mix: objects a rename moved are
- * parked under a temporary name in their root; what the run created or put in place of an earlier object
- * is removed (directories deepest first); missing directories are made (parents first); parked objects go
- * back to their old paths; files' bytes and symlinks are restored (a pre-run copy linked back where it is
- * the very inode, else copied); then mode, owner and times, directories last.
+ * Putting a run's paths back (undo-apply.h), in an order that works for any mix: renames are paired; what
+ * the run created or put in place of an earlier object is removed where it is after the run (directories
+ * deepest first); objects a rename moved are parked under a temporary name in their root; then, by the
+ * names before the run, parents first: missing directories are made, parked objects go back to their old
+ * paths, files' bytes, symlinks and FIFOs are restored (a pre-run copy linked back where it is the very
+ * inode, else copied); then mode, owner and times, directories last.
  */
 #define _GNU_SOURCE
 #include "undo-apply.h"
@@ -18,52 +19,66 @@
 
 #include "copy.h"
 
-static int depth(const struct undo_entry *e) {
+static int depth_of(const char *rel) {
   int d = 0;
-  for (const char *p = e->rel; *p != '\0'; p++) d += *p == '/';
-  return d + (e->rel[0] != '\0');
+  for (const char *p = rel; *p != '\0'; p++) d += *p == '/';
+  return d + (rel[0] != '\0');
 }
 
 static int by_depth(const void *a, const void *b) {
-  return depth(*(struct undo_entry *const *)a) - depth(*(struct undo_entry *const *)b);
+  return depth_of((*(struct undo_entry *const *)a)->rel) - depth_of((*(struct undo_entry *const *)b)->rel);
 }
 
-/* The entries sorted by depth, shallowest first. */
-static struct undo_entry **sorted(struct undo_run *r) {
+static int by_depth_now(const void *a, const void *b) {
+  return depth_of(undo_now_rel(*(struct undo_entry *const *)a)) - depth_of(undo_now_rel(*(struct undo_entry *const *)b));
+}
+
+/* The entries sorted by depth, shallowest first: of their names before the run, or with NOW of where they
+ * are after it. */
+static struct undo_entry **sorted(struct undo_run *r, int now) {
   struct undo_entry **s = malloc((size_t)(r->n + 1) * sizeof *s);
   if (s == NULL) return NULL;
   for (int i = 0; i < r->n; i++) s[i] = &r->e[i];
-  qsort(s, (size_t)r->n, sizeof *s, by_depth);
+  qsort(s, (size_t)r->n, sizeof *s, now ? by_depth_now : by_depth);
   return s;
 }
 
-/* Pairs each entry holding another's before-object (a rename) with it, and parks that object. */
-static void park_renamed(struct undo_run *r) {
+/* Pairs each entry holding another's before-object (a rename) with that entry (its `source`). */
+static void pair_renamed(struct undo_run *r) {
   for (int i = 0; i < r->n; i++) {
     struct undo_entry *q = &r->e[i];
-    if (state_same_object(&q->before, &q->now)) continue;
-    for (int j = 0; j < r->n && q->now.type != '-'; j++)
+    if (q->now.type == '-' || state_same_object(&q->before, &q->now)) continue;
+    for (int j = 0; j < r->n; j++)
       if (j != i && state_same_object(&r->e[j].before, &q->now) && r->e[j].root == q->root &&
           !state_same_object(&r->e[j].before, &r->e[j].now)) { /* not a second link of an object still in place */
-        const char *name;
-        char tmp[64];
-        snprintf(tmp, sizeof tmp, ".aleph-undo-%d-%d", (int)getpid(), j);
-        int pfd = undo_parent(r, q, &name);
-        if (pfd >= 0 && renameat(pfd, name, r->root_fd[q->root], tmp) == 0) {
-          r->e[j].moved = 1;
-          q->now.type = '-';
-        }
-        if (pfd >= 0) close(pfd);
+        q->source = j;
         break;
       }
   }
 }
 
-/* Removes what is at E's path now when it is not E's before-object. */
+/* Parks each paired entry's object (where it is after the run) under a temporary name in its root. */
+static void park_renamed(struct undo_run *r) {
+  for (int i = 0; i < r->n; i++) {
+    struct undo_entry *q = &r->e[i];
+    if (q->source < 0 || q->failed) continue;
+    const char *name;
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, ".aleph-undo-%d-%d", (int)getpid(), q->source);
+    int pfd = undo_parent_now(r, q, &name);
+    if (pfd >= 0 && renameat(pfd, name, r->root_fd[q->root], tmp) == 0) {
+      r->e[q->source].moved = 1;
+      q->now.type = '-';
+    }
+    if (pfd >= 0) close(pfd);
+  }
+}
+
+/* Removes what is where E is after the run when it is not E's before-object (nor another's, parked later). */
 static void remove_now(struct undo_run *r, struct undo_entry *e) {
-  if (e->now.type == '-' || state_same_object(&e->before, &e->now)) return;
+  if (e->now.type == '-' || e->source >= 0 || state_same_object(&e->before, &e->now)) return;
   const char *name;
-  int pfd = undo_parent(r, e, &name);
+  int pfd = undo_parent_now(r, e, &name);
   if (pfd < 0 || unlinkat(pfd, name, e->now.type == 'd' ? AT_REMOVEDIR : 0) < 0) {
     undo_failed(r, e, strerror(errno));
     e->failed = 1;
@@ -71,18 +86,25 @@ static void remove_now(struct undo_run *r, struct undo_entry *e) {
   if (pfd >= 0) close(pfd);
 }
 
-/* Puts E's before-object (a file's bytes, a symlink, a directory, a parked object) at its path. */
+/* Puts E's before-object (a file's bytes, a symlink, a directory, a FIFO, a parked object) at its path. */
 static void restore_object(struct undo_run *r, struct undo_entry *e) {
   if (e->before.type == '-' || e->before.type == 'o' || e->failed) return;
   const char *name;
   char blob[32], tmp[64];
   snprintf(blob, sizeof blob, "%d", e->blob);
   int pfd = undo_parent(r, e, &name), bad = pfd < 0;
+  /* What is at its name now: the removals, parks and moves back have changed what was there. */
+  if (!bad && !e->moved) {
+    free(e->now.target);
+    state_of(pfd, name, &e->now);
+  }
   if (!bad && e->moved) {
     snprintf(tmp, sizeof tmp, ".aleph-undo-%d-%d", (int)getpid(), (int)(e - r->e));
     bad = renameat(r->root_fd[e->root], tmp, pfd, name) < 0;
   } else if (!bad && e->before.type == 'd' && e->now.type == '-') {
     bad = mkdirat(pfd, name, 0700) < 0;
+  } else if (!bad && e->before.type == 'p' && e->now.type == '-') {
+    bad = mknodat(pfd, name, S_IFIFO | 0600, 0) < 0;
   } else if (!bad && e->before.type == 'l' && e->now.type == '-') {
     bad = symlinkat(e->before.target == NULL ? "" : e->before.target, pfd, name) < 0;
   } else if (!bad && e->before.type == 'f' && e->blob > 0) {
@@ -130,17 +152,20 @@ static void restore_meta(struct undo_run *r, struct undo_entry *e) {
 }
 
 void undo_apply(struct undo_run *r) {
-  struct undo_entry **s = sorted(r);
-  if (s == NULL) return;
-  park_renamed(r);
-  for (int i = r->n - 1; i >= 0; i--)
-    if (s[i]->now.type != 'd') remove_now(r, s[i]);
-  for (int i = r->n - 1; i >= 0; i--)
-    if (s[i]->now.type == 'd') remove_now(r, s[i]);
-  for (int i = 0; i < r->n; i++) restore_object(r, s[i]);
-  for (int i = r->n - 1; i >= 0; i--)
-    if (s[i]->before.type != 'd') restore_meta(r, s[i]);
-  for (int i = r->n - 1; i >= 0; i--)
-    if (s[i]->before.type == 'd') restore_meta(r, s[i]);
+  struct undo_entry **s = sorted(r, 0), **at = sorted(r, 1);
+  if (s != NULL && at != NULL) {
+    pair_renamed(r);
+    for (int i = r->n - 1; i >= 0; i--)
+      if (at[i]->now.type != 'd') remove_now(r, at[i]);
+    for (int i = r->n - 1; i >= 0; i--)
+      if (at[i]->now.type == 'd') remove_now(r, at[i]);
+    park_renamed(r);
+    for (int i = 0; i < r->n; i++) restore_object(r, s[i]);
+    for (int i = r->n - 1; i >= 0; i--)
+      if (s[i]->before.type != 'd') restore_meta(r, s[i]);
+    for (int i = r->n - 1; i >= 0; i--)
+      if (s[i]->before.type == 'd') restore_meta(r, s[i]);
+  }
   free(s);
+  free(at);
 }

@@ -25,32 +25,45 @@ static void json_string(FILE *f, const char *s) {
   fputc('"', f);
 }
 
-void undo_json_path(FILE *f, const struct undo_run *r, const struct undo_entry *e) {
+const char *undo_now_rel(const struct undo_entry *e) {
+  return e->now_rel != NULL ? e->now_rel : e->rel;
+}
+
+void undo_json_path(FILE *f, const struct undo_run *r, const struct undo_entry *e, int now) {
   char path[8192];
-  snprintf(path, sizeof path, "%s%s%s", r->root_path[e->root], e->rel[0] == '\0' ? "" : "/", e->rel);
+  const char *rel = now ? undo_now_rel(e) : e->rel;
+  snprintf(path, sizeof path, "%s%s%s", r->root_path[e->root], rel[0] == '\0' ? "" : "/", rel);
   json_string(f, path);
 }
 
 void undo_failed(const struct undo_run *r, const struct undo_entry *e, const char *why) {
   fprintf(conflicts, "%s{\"path\":", nconflicts++ ? "," : "");
-  undo_json_path(conflicts, r, e);
+  undo_json_path(conflicts, r, e, 1);
   fprintf(conflicts, ",\"reason\":");
   json_string(conflicts, why);
   fputc('}', conflicts);
 }
 
-int undo_parent(const struct undo_run *r, const struct undo_entry *e, const char **name) {
-  const char *slash = strrchr(e->rel, '/');
-  int fd = r->root_fd[e->root];
+static int parent_of(const struct undo_run *r, int root, const char *rel, const char **name) {
+  const char *slash = strrchr(rel, '/');
+  int fd = r->root_fd[root];
   if (fd < 0) return errno = ENOENT, -1;
   if (slash == NULL) {
-    *name = e->rel;
+    *name = rel;
     return fcntl(fd, F_DUPFD_CLOEXEC, 3);
   }
   char parent[4096];
-  snprintf(parent, sizeof parent, "%.*s", (int)(slash - e->rel), e->rel);
+  snprintf(parent, sizeof parent, "%.*s", (int)(slash - rel), rel);
   *name = slash + 1;
   return open_path(fd, parent, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
+}
+
+int undo_parent(const struct undo_run *r, const struct undo_entry *e, const char **name) {
+  return parent_of(r, e->root, e->rel, name);
+}
+
+int undo_parent_now(const struct undo_run *r, const struct undo_entry *e, const char **name) {
+  return parent_of(r, e->root, undo_now_rel(e), name);
 }
 
 void undo_conflicts_reset(void) {

@@ -12,7 +12,9 @@
 /* One changed path of the run. */
 struct undo_entry {
   int root;
-  char *rel;
+  char *rel;     /* its name before the run: where undo puts it back */
+  char *now_rel; /* where it is after the run (a directory above it moved), or NULL: at rel */
+  int gone;      /* nowhere after the run: a move replaced or took away where it was */
   int blob, linked;
   struct path_state before, after, now;
   int moved; /* its object is parked under a temporary name (a rename reversed) */
@@ -29,8 +31,12 @@ struct undo_run {
   int n;
 };
 
-/* Opens the parent of entry E beneath its root; *NAME its last component. -1 with errno. */
+/* Opens the parent of entry E's name before the run beneath its root; *NAME its last component. -1 with
+ * errno. undo_parent_now: of where it is after the run. */
 int undo_parent(const struct undo_run *r, const struct undo_entry *e, const char **name);
+int undo_parent_now(const struct undo_run *r, const struct undo_entry *e, const char **name);
+/* Where E is after the run (relative to its root). */
+const char *undo_now_rel(const struct undo_entry *e);
 /* Reports a path that could not be put back (into the result's conflicts). */
 void undo_failed(const struct undo_run *r, const struct undo_entry *e, const char *why);
 /* Starts the conflicts over (empty). */
@@ -38,7 +44,7 @@ void undo_conflicts_reset(void);
 /* How many conflicts so far, and their JSON items (comma-separated). */
 int undo_nconflicts(void);
 const char *undo_conflicts_text(void);
-/* ROOT/REL of entry E into F as a JSON string. */
-void undo_json_path(FILE *f, const struct undo_run *r, const struct undo_entry *e);
+/* ROOT/REL of entry E into F as a JSON string: its name before the run, or with NOW where it is after. */
+void undo_json_path(FILE *f, const struct undo_run *r, const struct undo_entry *e, int now);
 
 #endif

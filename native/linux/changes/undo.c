@@ -32,6 +32,9 @@ static void read_line(struct undo_run *r, char *line, int *ok) {
       die("undo: a malformed entry");
     state_read_birth(&p, &e.before);
     state_read_birth(&p, &e.after);
+    while (*p == ' ') p++;
+    if (strncmp(p, ">-", 2) == 0) e.gone = 1;
+    else if (*p == '>' && (p++, (e.now_rel = name_read(&p)) == NULL)) die("undo: a malformed entry");
     struct undo_entry *grown = realloc(r->e, (size_t)(r->n + 1) * sizeof *grown);
     if (grown == NULL) die("out of memory");
     r->e = grown;
@@ -81,7 +84,7 @@ static void read_set_aside(int dir, struct undo_run *r) {
   size_t cap = 0;
   while (getdelim(&path, &cap, '\0', f) > 0)
     for (int i = 0; i < r->n; i++)
-      if (at_or_beneath(r->root_path[r->e[i].root], r->e[i].rel, path)) {
+      if (at_or_beneath(r->root_path[r->e[i].root], undo_now_rel(&r->e[i]), path)) {
         free(r->e[i].after.target);
         memset(&r->e[i].after, 0, sizeof r->e[i].after);
         r->e[i].after.type = '-';
@@ -95,7 +98,7 @@ static void check_run(struct undo_run *r) {
   for (int i = 0; i < r->n; i++) {
     struct undo_entry *e = &r->e[i];
     const char *name;
-    int pfd = undo_parent(r, e, &name);
+    int pfd = e->gone ? (errno = ENOENT, -1) : undo_parent_now(r, e, &name);
     if (pfd < 0) e->now.type = errno == ENOENT || errno == ENOTDIR ? '-' : '?';
     else state_of(pfd, name, &e->now);
     if (pfd >= 0) close(pfd);
@@ -123,7 +126,7 @@ static void print_result(const struct undo_run *r, int undone, int partial) {
       if ((e->before.type == '-') != pass) continue;
       printf("%s", first ? "" : ",");
       first = 0;
-      undo_json_path(stdout, r, e);
+      undo_json_path(stdout, r, e, pass == 1); /* restored: by its name before; removed: where it was */
     }
   }
   printf("],\"conflicts\":[%s]}\n", undo_conflicts_text());

@@ -7,7 +7,7 @@ import path from 'node:path';
 
 /** One path's state (native/linux/changes/state.h). */
 export interface PathState {
-  /** 'f' file, 'd' directory, 'l' symlink, 'o' other, '-' absent, '?' unknown. */
+  /** 'f' file, 'd' directory, 'l' symlink, 'p' FIFO, 'o' other (socket, device), '-' absent, '?' unknown. */
   readonly type: string;
   readonly mode: number;
   readonly uid: number;
@@ -126,7 +126,11 @@ export function parseStates(text: string): RunStates {
     else if (f[0] === 'rofs-more') writesUnlisted = Number(f[1]);
     else if (f[0] === 'entry') {
       const root = roots[Number(f[1])] as string;
-      const rel = decodeName(f[4] as string);
+      // Its name before the run, and (`>NAME`, after the births) where it is after the run when a directory
+      // above it moved: the change is told where it is now.
+      // `>-`: a move replaced or took away where it was; it is told by its name before the run.
+      const now = f[33]?.startsWith('>') && f[33] !== '>-' ? f[33].slice(1) : undefined;
+      const rel = decodeName((now ?? f[4]) as string);
       entries.push({
         path: rel === '' ? root : path.join(root, rel),
         before: readState(f, 5, f[31]),

@@ -1,0 +1,202 @@
+/* The directories a run moved (moves.h). */
+#define _GNU_SOURCE
+#include "moves.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+#define MAX_PENDING 64
+#define MAX_MOVES 100000
+
+struct move {
+  int root;
+  char *from, *to; /* NULL: outside every root */
+  struct path_state obj; /* the directory moved; from outside: what was at `to` before */
+  pid_t tid;
+};
+
+static char problem_text[1024]; /* why the moves could not be followed (the first reason), or "" */
+
+static void problem(const char *why, const char *path) {
+  if (problem_text[0] == '\0') snprintf(problem_text, sizeof problem_text, "%s%s%s", why, path == NULL ? "" : ": ", path == NULL ? "" : path);
+}
+
+const char *moves_problem(void) {
+  return problem_text[0] == '\0' ? NULL : problem_text;
+}
+
+static struct move *done;
+static int ndone, capdone;
+static struct move pending[MAX_PENDING];
+static int npending;
+
+/* The rename being handled: its paths as the store saw them. */
+static struct {
+  int active, exchange;
+  pid_t tid;
+  int have_src, have_dst, sk, tk;
+  char *src, *dst;
+  struct path_state ss, ts;
+} cur;
+
+static void forget_current(void) {
+  free(cur.src);
+  free(cur.dst);
+  memset(&cur, 0, sizeof cur);
+}
+
+void moves_rename_begin(pid_t tid, int exchange) {
+  forget_current();
+  cur.active = 1;
+  cur.exchange = exchange;
+  cur.tid = tid;
+}
+
+/* S without its link target (a directory's has none; the state kept must not share a malloc'd one). */
+static struct path_state bare(const struct path_state *s) {
+  struct path_state b = *s;
+  b.target = NULL;
+  return b;
+}
+
+void moves_rename_source(int k, const char *rel, const struct path_state *s) {
+  if (!cur.active || cur.have_src) return;
+  cur.have_src = 1;
+  cur.sk = k;
+  cur.src = strdup(rel);
+  cur.ss = bare(s);
+}
+
+void moves_rename_target(int k, const char *rel, const struct path_state *s) {
+  if (!cur.active || cur.have_dst) return;
+  cur.have_dst = 1;
+  cur.tk = k;
+  cur.dst = strdup(rel);
+  cur.ts = bare(s);
+}
+
+static void add_pending(int root, char *from, char *to, const struct path_state *obj) {
+  if (npending >= MAX_PENDING) {
+    problem("more directory moves at once than are followed", to != NULL ? to : from);
+    free(from);
+    free(to);
+    return;
+  }
+  pending[npending++] = (struct move){.root = root, .from = from, .to = to, .obj = *obj, .tid = cur.tid};
+}
+
+void moves_rename_end(void) {
+  if (!cur.active) return;
+  int src_dir = cur.have_src && cur.ss.type == 'd', dst_dir = cur.have_dst && cur.ts.type == 'd';
+  if (cur.exchange && (src_dir || dst_dir)) {
+    problem("directories swapped (RENAME_EXCHANGE), which the recording does not follow", cur.src != NULL ? cur.src : cur.dst);
+  } else if (src_dir && (!cur.have_dst || cur.tk == cur.sk) && cur.src[0] != '\0') {
+    add_pending(cur.sk, cur.src, cur.have_dst ? cur.dst : NULL, &cur.ss);
+    cur.src = cur.dst = NULL;
+  } else if (!cur.have_src && cur.have_dst && cur.dst[0] != '\0') {
+    /* From outside every root: whatever comes to the target is new to it. */
+    add_pending(cur.tk, NULL, cur.dst, &cur.ts);
+    cur.dst = NULL;
+  }
+  forget_current();
+}
+
+static int push_done(const struct move *m) {
+  if (ndone >= MAX_MOVES) return -1;
+  if (ndone == capdone) {
+    int cap = capdone == 0 ? 64 : capdone * 2;
+    struct move *grown = realloc(done, (size_t)cap * sizeof *grown);
+    if (grown == NULL) return -1;
+    done = grown;
+    capdone = cap;
+  }
+  done[ndone++] = *m;
+  return 0;
+}
+
+/* 1 when move M is seen done, 0 when it is not (yet), -1 when its directory is neither where it was nor
+ * where it went. */
+static int seen_done(const struct move *m, void (*look)(int, const char *, struct path_state *)) {
+  struct path_state at_to = {.type = '-'}, at_from = {.type = '-'};
+  if (m->to != NULL) look(m->root, m->to, &at_to);
+  int result;
+  if (m->from == NULL) {
+    result = at_to.type == 'd' && !state_same_object(&at_to, &m->obj);
+  } else if (m->to != NULL && state_same_object(&at_to, &m->obj)) {
+    result = 1;
+  } else {
+    look(m->root, m->from, &at_from);
+    result = state_same_object(&at_from, &m->obj) ? 0 : m->to == NULL ? 1 : -1;
+  }
+  free(at_to.target);
+  free(at_from.target);
+  return result;
+}
+
+void moves_settle(pid_t caller, int final, void (*look)(int, const char *, struct path_state *)) {
+  int kept = 0;
+  for (int i = 0; i < npending; i++) {
+    struct move *m = &pending[i];
+    int seen = seen_done(m, look);
+    if (seen == 1 && push_done(m) == 0) continue;
+    if (seen == 1) problem("more directory moves than are followed", m->to != NULL ? m->to : m->from);
+    else if (seen < 0) problem("a directory moved again before its first move was seen", m->to);
+    else if (!final && m->tid != caller) {
+      pending[kept++] = *m; /* its rename may not have run yet */
+      continue;
+    }
+    free(m->from); /* failed (its thread has gone on), or no longer followed */
+    free(m->to);
+  }
+  npending = kept;
+}
+
+int moves_epoch(void) {
+  return ndone;
+}
+
+/* Whether PATH is strictly beneath DIR (DIR/...). */
+static int beneath(const char *path, const char *dir) {
+  size_t n = strlen(dir);
+  return strncmp(path, dir, n) == 0 && path[n] == '/';
+}
+
+/* PATH with its prefix FROM (a directory it is beneath) replaced by TO, into OUT; -1 when too long. */
+static int replace_prefix(char *path, size_t size, const char *from, const char *to) {
+  char rest[4096];
+  if (snprintf(rest, sizeof rest, "%s", path + strlen(from)) >= (int)sizeof rest) return -1;
+  return snprintf(path, size, "%s%s", to, rest) >= (int)size ? -1 : 0;
+}
+
+int moves_origin(int k, const char *rel, int epoch, char *out, size_t size) {
+  if (snprintf(out, size, "%s", rel) >= (int)size) return -1;
+  for (int i = epoch - 1; i >= 0; i--) {
+    const struct move *m = &done[i];
+    if (m->root != k) continue;
+    int fresh = m->to != NULL && beneath(out, m->to) ? m->from == NULL : m->from != NULL && beneath(out, m->from);
+    if (fresh) {
+      char path[4096];
+      snprintf(path, sizeof path, "%s", out);
+      return snprintf(out, size, "\1%d:%s", i, path) >= (int)size ? -1 : 1;
+    }
+    if (m->to != NULL && beneath(out, m->to) && replace_prefix(out, size, m->to, m->from) < 0) return -1;
+  }
+  return 0;
+}
+
+int moves_forward(int k, const char *rel, int epoch, char *out, size_t size) {
+  if (snprintf(out, size, "%s", rel) >= (int)size) return -1;
+  for (int i = epoch; i < ndone; i++) {
+    const struct move *m = &done[i];
+    if (m->root != k) continue;
+    if (m->from != NULL && beneath(out, m->from)) {
+      if (m->to == NULL) return 1;
+      if (replace_prefix(out, size, m->from, m->to) < 0) return -1;
+    } else if (m->to != NULL && beneath(out, m->to)) {
+      return 1;
+    }
+  }
+  return 0;
+}
