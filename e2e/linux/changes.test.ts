@@ -100,6 +100,17 @@ const WORKLOADS = [
     command: 'mkdir t && echo f > t/f && mv t t2 && rm t2/f && mkdir t3 && echo g > t3/g && mv t3 t4',
   },
   {
+    // What configure does (gnulib's rename checks): a directory renamed, then a rename that fails (a
+    // directory onto a file), then all removed; and a file a failed rename would have replaced, written
+    // after. Neither failure counts as a change, and the written file's bytes come back.
+    id: 'failed-renames',
+    setup: 'echo f > conftest.f && echo w > written && mkdir dir',
+    command:
+      'mkdir conftest.d1 && ' +
+      `${PY} -c "import os\nos.rename('conftest.d1', 'conftest.d2')\nfor a, b in (('conftest.d2', 'conftest.f'), ('dir', 'written')):\n  try: os.rename(a, b)\n  except OSError: pass\nopen('written', 'a').write('more')" && ` +
+      'rm -rf conftest.d1 conftest.d2',
+  },
+  {
     // A directory put in the place of one removed, then changed there.
     id: 'mv-dir-onto-removed',
     setup: 'mkdir a b && echo ax > a/x && echo bx > b/x',

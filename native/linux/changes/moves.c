@@ -2,9 +2,11 @@
 #define _GNU_SOURCE
 #include "moves.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 
 #define MAX_PENDING 64
@@ -14,7 +16,8 @@ struct move {
   int root;
   char *from, *to; /* NULL: outside every root */
   struct path_state obj; /* the directory moved; from outside: what was at `to` before */
-  pid_t tid;
+  pid_t tid; /* the thread that called rename, */
+  int nr;    /* and which rename call */
 };
 
 static char problem_text[1024]; /* why the moves could not be followed (the first reason), or "" */
@@ -34,7 +37,7 @@ static int npending;
 
 /* The rename being handled: its paths as the store saw them. */
 static struct {
-  int active, exchange;
+  int active, exchange, nr;
   pid_t tid;
   int have_src, have_dst, sk, tk;
   char *src, *dst;
@@ -47,11 +50,12 @@ static void forget_current(void) {
   memset(&cur, 0, sizeof cur);
 }
 
-void moves_rename_begin(pid_t tid, int exchange) {
+void moves_rename_begin(pid_t tid, int nr, int exchange) {
   forget_current();
   cur.active = 1;
   cur.exchange = exchange;
   cur.tid = tid;
+  cur.nr = nr;
 }
 
 /* S without its link target (a directory's has none; the state kept must not share a malloc'd one). */
@@ -84,7 +88,7 @@ static void add_pending(int root, char *from, char *to, const struct path_state 
     free(to);
     return;
   }
-  pending[npending++] = (struct move){.root = root, .from = from, .to = to, .obj = *obj, .tid = cur.tid};
+  pending[npending++] = (struct move){.root = root, .from = from, .to = to, .obj = *obj, .tid = cur.tid, .nr = cur.nr};
 }
 
 void moves_rename_end(void) {
@@ -135,6 +139,20 @@ static int seen_done(const struct move *m, void (*look)(int, const char *, struc
   return result;
 }
 
+/* Whether thread TID is still in system call NR (its rename has not returned yet); a thread gone, or in
+ * another call or none, is not. */
+static int still_in_call(pid_t tid, int nr) {
+  char path[64], text[32];
+  snprintf(path, sizeof path, "/proc/%d/syscall", (int)tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  text[n] = '\0';
+  return text[0] >= '0' && text[0] <= '9' && atoi(text) == nr;
+}
+
 void moves_settle(pid_t caller, int final, void (*look)(int, const char *, struct path_state *)) {
   int kept = 0;
   for (int i = 0; i < npending; i++) {
@@ -142,9 +160,9 @@ void moves_settle(pid_t caller, int final, void (*look)(int, const char *, struc
     int seen = seen_done(m, look);
     if (seen == 1 && push_done(m) == 0) continue;
     if (seen == 1) problem("more directory moves than are followed", m->to != NULL ? m->to : m->from);
-    else if (seen < 0) problem("a directory moved again before its first move was seen", m->to);
-    else if (!final && m->tid != caller) {
-      pending[kept++] = *m; /* its rename may not have run yet */
+    else if (seen < 0) problem("a moved directory is neither where it was nor where it went", m->to);
+    else if (!final && m->tid != caller && still_in_call(m->tid, m->nr)) {
+      pending[kept++] = *m; /* its rename has not returned yet */
       continue;
     }
     free(m->from); /* failed (its thread has gone on), or no longer followed */

@@ -4,8 +4,9 @@
  * is looked at, after the run, where the move took it.
  *
  * A rename is trapped before it runs and may fail; its move counts only once it is seen done: the object is
- * at the new name. That is decided when the thread that made the call makes its next trapped call (its
- * rename has returned by then), else each time a path is touched, and at the end of the run. Paths are
+ * at the new name. That is decided at the first trapped call handled after the rename returned (the same
+ * thread's next one, or any other once that thread is no longer in the call: /proc/TID/syscall), before
+ * anything else can move the directory again, and at the end of the run. Paths are
  * relative to a writable root; a move from or to outside every root has one side NULL.
  */
 #ifndef ALEPH_CHANGES_MOVES_H
@@ -15,8 +16,9 @@
 
 #include "state.h"
 
-/* A trapped rename by thread TID begins (its two paths follow); EXCHANGE: RENAME_EXCHANGE. */
-void moves_rename_begin(pid_t tid, int exchange);
+/* A trapped rename (system call NR) by thread TID begins (its two paths follow); EXCHANGE:
+ * RENAME_EXCHANGE. */
+void moves_rename_begin(pid_t tid, int nr, int exchange);
 /* Its source REL beneath root K, as it is now (S). */
 void moves_rename_source(int k, const char *rel, const struct path_state *s);
 /* Its target REL beneath root K, as it is now (S). */

@@ -15,6 +15,7 @@
 #include "copy.h"
 #include "moves.h"
 #include "state.h"
+#include "tallies.h"
 
 #define MAX_CHANGE_ROOTS 64
 #define MAX_TOUCHED 2000000 /* paths a run may touch, about 200 bytes each here */
@@ -33,7 +34,6 @@ struct touched {
   int linked; /* the copy is the inode itself, linked */
 };
 
-#define MAX_SPAWN_NAMES 16 /* distinct programs whose refused subprocesses are reported */
 
 static struct {
   int dirfd, blobs;
@@ -46,11 +46,6 @@ static struct {
   size_t index_cap;
   char *unrecorded, *unundoable;
   int nblobs;
-  struct { char name[32]; long long count; } spawns[MAX_SPAWN_NAMES];
-  int nspawns;
-  struct { char *path; long long count; } writes[MAX_SPAWN_NAMES];
-  int nwrites;
-  long long writes_dropped; /* refused writes to paths beyond the first MAX_SPAWN_NAMES */
 } st = {.dirfd = -1, .blobs = -1};
 
 void store_open(const char *dir, long long max_bytes, long long max_file) {
@@ -183,6 +178,25 @@ static int keep_content(int pfd, const char *name, const struct path_state *s, s
   return 0;
 }
 
+/* E's pre-run copy was linked for a removal that has not happened (the inode is still at REL, about to
+ * be written): made a copy of its bytes instead, while they are still those from before the run. */
+static void copy_instead(struct touched *e, int k, const char *rel) {
+  char parent[4096], blob[32];
+  const char *name, *why = NULL;
+  int pfd = open_parent(k, rel, parent, sizeof parent, &name, 1);
+  struct path_state now = {.type = '?'};
+  if (pfd >= 0) state_of(pfd, name, &now);
+  if (pfd >= 0 && state_same_object(&now, &e->before)) {
+    snprintf(blob, sizeof blob, "%d", e->blob);
+    unlinkat(st.blobs, blob, 0);
+    st.used -= e->before.blocks * 512;
+    e->linked = 0;
+    if (keep_content(pfd, name, &e->before, e, TOUCH_CONTENT, &why) < 0) store_unundoable(why, rel);
+  }
+  free(now.target);
+  if (pfd >= 0) close(pfd);
+}
+
 void store_look(int k, const char *rel, struct path_state *s) {
   char parent[4096];
   const char *name;
@@ -229,6 +243,7 @@ int store_touch(int k, const char *rel, int how) {
   }
   size_t *sl = slot(k, key);
   int moving = how & (TOUCH_MOVE_SRC | TOUCH_MOVE_DST);
+  if (*sl != 0 && (how & TOUCH_CONTENT) && st.t[*sl - 1].linked) copy_instead(&st.t[*sl - 1], k, rel);
   if (*sl != 0 && !moving) return 0;
   char parent[4096];
   const char *name, *why = NULL;
@@ -278,39 +293,23 @@ static void finish_entry(struct touched *e) {
   if (e->blob == 0) return;
   char blob[32];
   snprintf(blob, sizeof blob, "%d", e->blob);
-  if (state_same(&e->before, &e->after)) {
+  if (e->linked && state_same_object(&e->after, &e->before)) {
+    /* The removal it was linked for failed: the "copy" is the file itself. Unchanged but for the change
+     * time (the link made it), it is no change; its bytes changed since, they cannot be put back. */
+    unlinkat(st.blobs, blob, 0);
+    e->blob = e->linked = 0;
+    if (state_same_but_ctime(&e->before, &e->after)) {
+      e->after.csec = e->before.csec;
+      e->after.cnsec = e->before.cnsec;
+    } else if (e->after.size != e->before.size || e->after.msec != e->before.msec || e->after.mnsec != e->before.mnsec) {
+      store_unundoable("a file whose removal failed was changed after (its bytes from before were not copied)", e->rel);
+    }
+  } else if (state_same(&e->before, &e->after)) {
     unlinkat(st.blobs, blob, 0);
     e->blob = 0;
-  } else if (e->linked && !state_same_object(&e->after, &e->before)) {
+  } else if (e->linked) {
     fchmodat(st.blobs, blob, 0600, 0);
   }
-}
-
-void store_spawn_refused(const char *comm) {
-  for (int k = 0; k < st.nspawns; k++)
-    if (strcmp(st.spawns[k].name, comm) == 0) {
-      st.spawns[k].count++;
-      return;
-    }
-  if (st.nspawns >= MAX_SPAWN_NAMES) return;
-  snprintf(st.spawns[st.nspawns].name, sizeof st.spawns[0].name, "%s", comm);
-  st.spawns[st.nspawns++].count = 1;
-}
-
-void store_write_refused(const char *path) {
-  for (int k = 0; k < st.nwrites; k++)
-    if (strcmp(st.writes[k].path, path) == 0) {
-      st.writes[k].count++;
-      return;
-    }
-  if (st.nwrites >= MAX_SPAWN_NAMES) {
-    st.writes_dropped++;
-    return;
-  }
-  char *copy = strdup(path);
-  if (copy == NULL) return;
-  st.writes[st.nwrites].path = copy;
-  st.writes[st.nwrites++].count = 1;
 }
 
 /* Writes `states` (through a temporary name, so a reader sees it whole or not at all). */
@@ -329,17 +328,7 @@ static void write_states(void) {
   fprintf(f, "\nundoable %d ", st.unundoable == NULL);
   name_write(f, st.unundoable == NULL ? "" : st.unundoable);
   fprintf(f, "\nbytes %lld\n", st.used);
-  for (int k = 0; k < st.nspawns; k++) {
-    fprintf(f, "spawn %lld ", st.spawns[k].count);
-    name_write(f, st.spawns[k].name);
-    fputc('\n', f);
-  }
-  if (st.writes_dropped > 0) fprintf(f, "rofs-more %lld\n", st.writes_dropped);
-  for (int k = 0; k < st.nwrites; k++) {
-    fprintf(f, "rofs %lld ", st.writes[k].count);
-    name_write(f, st.writes[k].path);
-    fputc('\n', f);
-  }
+  tallies_write(f);
   for (size_t i = 0; st.unrecorded == NULL && i < st.n; i++) {
     struct touched *e = &st.t[i];
     if (state_same(&e->before, &e->after)) continue;

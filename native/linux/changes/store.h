@@ -38,11 +38,6 @@ void store_look(int k, const char *rel, struct path_state *s);
 void store_unundoable(const char *why, const char *path);
 /* The run's changes were not recorded at all. */
 void store_unrecorded(const char *why);
-/* A refused process creation by the program named COMM (up to 16 distinct names kept, each counted). */
-void store_spawn_refused(const char *comm);
-/* A write to PATH (outside every writable root) that a read-only mount refused (up to 16 distinct paths
- * kept, each counted). */
-void store_write_refused(const char *path);
 /* After the run: every touched path's after-state, the blobs nobody needs dropped, `states` written. */
 void store_finish(void);
 

@@ -24,6 +24,7 @@
 #include "resolve.h"
 #include "store.h"
 #include "syscalls.h"
+#include "tallies.h"
 
 #define STOP_GRACE_MS 2000 /* how long processes may take to go once the run is over */
 #define TOUCH_OPTIONAL 256 /* a path whose place may be unknown without harm (not passed on to the store) */
@@ -190,7 +191,7 @@ static void handle(const struct seccomp_notif *n, int listener) {
   /* The caller's own earlier rename has returned: its move, if it moved a directory, is decided. */
   moves_settle(n->pid, 0, store_look);
   int rename = c->kind == CK_RENAME;
-  if (rename) moves_rename_begin(n->pid, how2 == TOUCH_CONTENT);
+  if (rename) moves_rename_begin(n->pid, n->data.nr, how2 == TOUCH_CONTENT);
   /* The memory read is the caller's only while its call is still pending (not a new process of that pid). */
   if (how >= 0) touch_arg(n, mem, c->dirfd, c->path, how | (rename ? TOUCH_MOVE_SRC : 0), listener);
   if (how >= 0 && c->path2 >= 0) touch_arg(n, mem, c->dirfd2, c->path2, how2 | (rename ? TOUCH_MOVE_DST : 0), listener);
