@@ -61,37 +61,38 @@ function snapshot(root) {
 }
 
 /**
- * Directory renames, shallowest first, each found in the names the earlier ones gave: a directory of
- * `after` that is an inode of `before` at another name (no longer there). `before` is renamed to match
- * (what was inside moves with it); what the renamed one displaced at its new name is deleted.
+ * Directory renames, shallowest first (those at one depth together, so a swap is two renames), each found
+ * in the names the earlier ones gave: a directory of `after` that is an inode of `before` at another name
+ * (no longer there). `before` is renamed to match (what was inside moves with it); what a renamed one
+ * displaced at its new name is deleted.
  */
 function dirRenames(beforeIn, after) {
   let before = beforeIn;
   const renames = [];
   const displaced = [];
+  const depth = (p) => p.split('/').length;
   for (;;) {
     const byIno = new Map([...before].map(([p, e]) => [e.ino, p]));
-    const found = [...after]
-      .filter(([p, a]) => {
-        const from = byIno.get(a.ino);
-        return (
-          a.type === 'directory' &&
-          from !== undefined &&
-          from !== p &&
-          before.get(from).type === 'directory' &&
-          after.get(from)?.ino !== a.ino
-        );
-      })
-      .sort((x, y) => x[0].split('/').length - y[0].split('/').length || (x[0] < y[0] ? -1 : 1))[0];
-    if (found === undefined) return { before, renames, displaced };
-    const [to, a] = found;
-    const from = byIno.get(a.ino);
-    renames.push({ from, to });
+    const found = [...after].filter(([p, a]) => {
+      const from = byIno.get(a.ino);
+      return (
+        a.type === 'directory' &&
+        from !== undefined &&
+        from !== p &&
+        before.get(from).type === 'directory' &&
+        after.get(from)?.ino !== a.ino
+      );
+    });
+    if (found.length === 0) return { before, renames, displaced };
+    const top = Math.min(...found.map(([p]) => depth(p)));
+    const now = found.filter(([p]) => depth(p) === top).map(([to, a]) => ({ from: byIno.get(a.ino), to }));
+    renames.push(...now);
     const moved = new Map();
     for (const [p, e] of before) {
-      if (p === from || p.startsWith(`${from}/`)) moved.set(to + p.slice(from.length), e);
-      else if (p.startsWith(`${to}/`)) displaced.push([p, e]);
-      else if (p !== to) moved.set(p, e);
+      const m = now.find(({ from }) => p === from || p.startsWith(`${from}/`));
+      if (m !== undefined) moved.set(m.to + p.slice(m.from.length), e);
+      else if (now.some(({ to }) => p.startsWith(`${to}/`))) displaced.push([p, e]);
+      else if (!now.some(({ to }) => p === to) && !moved.has(p)) moved.set(p, e);
     }
     before = moved;
   }

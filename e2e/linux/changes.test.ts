@@ -84,6 +84,12 @@ const WORKLOADS = [
     setup: 'mkfifo pipe && chmod 640 pipe && echo x > f',
     command: 'mkfifo made && rm pipe && (echo through > made &) && cat made',
   },
+  {
+    // A file written and renamed (either order): undo moves it back and puts its bytes back.
+    id: 'write-and-rename',
+    setup: 'echo 1 > f && echo 2 > h',
+    command: 'echo m >> f && mv f g && mv h i && echo n >> i',
+  },
   { id: 'mv-dir', setup: 'mkdir -p d/e && echo x > d/e/x && echo y > d/y', command: 'mv d d2' },
   {
     // Changes beneath a directory after it moved: recorded under the names from before the run, told where
@@ -98,6 +104,13 @@ const WORKLOADS = [
     id: 'made-then-moved',
     setup: 'echo keep > keep',
     command: 'mkdir t && echo f > t/f && mv t t2 && rm t2/f && mkdir t3 && echo g > t3/g && mv t3 t4',
+  },
+  {
+    // Renames inside a directory that moved: two directories swapped in it, a file moved into a
+    // directory made by the run (undo parks the moved objects deepest first, then removes what was made).
+    id: 'renames-inside-moved',
+    setup: 'mkdir -p a/x a/y && echo X > a/x/f && echo Y > a/y/f && echo one > g',
+    command: 'mv a c && mv c/x c/t && mv c/y c/x && mv c/t c/y && mkdir c/n && mv g c/n/ && mv c/x/f c/x/h',
   },
   {
     // What configure does (gnulib's rename checks): a directory renamed, then a rename that fails (a

@@ -1,8 +1,8 @@
 /*
- * Putting a run's paths back (undo-apply.h), in an order that works for any mix: renames are paired; what
- * the run created or put in place of an earlier object is removed where it is after the run (directories
- * deepest first); objects a rename moved are parked under a temporary name in their root; then, by the
- * names before the run, parents first: missing directories are made, parked objects go back to their old
+ * Putting a run's paths back (undo-apply.h), in an order that works for any mix: renames are paired, and
+ * the objects they moved parked under a temporary name in their root, deepest first; what the run created
+ * or put in place of an earlier object is removed where it is after the run (beneath a parked object: in
+ * its temporary place; directories deepest first); then, by the names before the run, parents first: missing directories are made, parked objects go back to their old
  * paths, files' bytes, symlinks and FIFOs are restored (a pre-run copy linked back where it is the very
  * inode, else copied); then mode, owner and times, directories last.
  */
@@ -57,18 +57,25 @@ static void pair_renamed(struct undo_run *r) {
   }
 }
 
-/* Parks each paired entry's object (where it is after the run) under a temporary name in its root. */
-static void park_renamed(struct undo_run *r) {
-  for (int i = 0; i < r->n; i++) {
-    struct undo_entry *q = &r->e[i];
+/* Parks each paired entry's object (where it is after the run) under a temporary name in its root,
+ * deepest first (AT: the entries by the depth of where they are after the run), so an object a rename
+ * moved within a directory that itself moved is parked before that directory. */
+static void park_renamed(struct undo_run *r, struct undo_entry **at) {
+  for (int i = r->n - 1; i >= 0; i--) {
+    struct undo_entry *q = at[i];
     if (q->source < 0 || q->failed) continue;
     const char *name;
-    char tmp[64];
+    char tmp[48];
     snprintf(tmp, sizeof tmp, ".aleph-undo-%d-%d", (int)getpid(), q->source);
     int pfd = undo_parent_now(r, q, &name);
     if (pfd >= 0 && renameat(pfd, name, r->root_fd[q->root], tmp) == 0) {
       r->e[q->source].moved = 1;
       q->now.type = '-';
+      snprintf(q->parked, sizeof q->parked, "%s", tmp);
+      r->nparked++;
+    } else {
+      undo_failed(r, q, strerror(errno));
+      q->failed = 1;
     }
     if (pfd >= 0) close(pfd);
   }
@@ -87,42 +94,54 @@ static void remove_now(struct undo_run *r, struct undo_entry *e) {
 }
 
 /* Puts E's before-object (a file's bytes, a symlink, a directory, a FIFO, a parked object) at its path. */
+/* E's bytes from before the run (blob BLOB) into the file NAME beneath PFD (made when absent); -1 when
+ * they could not be. */
+static int restore_bytes(struct undo_run *r, struct undo_entry *e, int pfd, const char *name, const char *blob) {
+  if (e->now.type == '-' && e->linked && linkat(r->blobs, blob, pfd, name, 0) == 0) return 0;
+  int in = openat(r->blobs, blob, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  int flags = O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (e->now.type == '-' ? O_CREAT | O_EXCL : 0);
+  int out = openat(pfd, name, flags, 0600);
+  /* A file the run left read-only (its owner may not write it): writable for the copy; its mode from
+   * before the run is put back with the rest of its metadata. */
+  if (out < 0 && errno == EACCES && e->now.type == 'f' &&
+      fchmodat(pfd, name, (e->now.mode | 0200) & 07777, AT_SYMLINK_NOFOLLOW) == 0)
+    out = openat(pfd, name, flags, 0600);
+  struct stat is, os;
+  int bad = in < 0 || out < 0 || fstat(in, &is) < 0 || fstat(out, &os) < 0 || !S_ISREG(os.st_mode) ||
+            copy_bytes(in, out, is.st_size) < 0;
+  if (in >= 0) close(in);
+  if (out >= 0) close(out);
+  return bad ? -1 : 0;
+}
+
+/* Puts E's before-object (a file's bytes, a symlink, a directory, a FIFO, a parked object) at its path. */
 static void restore_object(struct undo_run *r, struct undo_entry *e) {
   if (e->before.type == '-' || e->before.type == 'o' || e->failed) return;
   const char *name;
   char blob[32], tmp[64];
   snprintf(blob, sizeof blob, "%d", e->blob);
   int pfd = undo_parent(r, e, &name), bad = pfd < 0;
-  /* What is at its name now: the removals, parks and moves back have changed what was there. */
-  if (!bad && !e->moved) {
-    free(e->now.target);
-    state_of(pfd, name, &e->now);
-  }
   if (!bad && e->moved) {
     snprintf(tmp, sizeof tmp, ".aleph-undo-%d-%d", (int)getpid(), (int)(e - r->e));
     bad = renameat(r->root_fd[e->root], tmp, pfd, name) < 0;
-  } else if (!bad && e->before.type == 'd' && e->now.type == '-') {
+  }
+  /* What is at its name now: the removals, parks and moves back have changed what was there. */
+  if (!bad) {
+    free(e->now.target);
+    state_of(pfd, name, &e->now);
+  }
+  if (bad || e->moved) {
+    /* Moved back; a file the run also wrote gets its bytes back too. */
+    if (!bad && e->before.type == 'f' && e->blob > 0 && !e->linked) bad = restore_bytes(r, e, pfd, name, blob) < 0;
+  } else if (e->before.type == 'd' && e->now.type == '-') {
     bad = mkdirat(pfd, name, 0700) < 0;
-  } else if (!bad && e->before.type == 'p' && e->now.type == '-') {
+  } else if (e->before.type == 'p' && e->now.type == '-') {
     bad = mknodat(pfd, name, S_IFIFO | 0600, 0) < 0;
-  } else if (!bad && e->before.type == 'l' && e->now.type == '-') {
+  } else if (e->before.type == 'l' && e->now.type == '-') {
     bad = symlinkat(e->before.target == NULL ? "" : e->before.target, pfd, name) < 0;
-  } else if (!bad && e->before.type == 'f' && e->blob > 0) {
-    if (e->now.type == '-' && e->linked && linkat(r->blobs, blob, pfd, name, 0) == 0) return (void)close(pfd);
-    int in = openat(r->blobs, blob, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    int flags = O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (e->now.type == '-' ? O_CREAT | O_EXCL : 0);
-    int out = openat(pfd, name, flags, 0600);
-    /* A file the run left read-only (its owner may not write it): writable for the copy; its mode from
-     * before the run is put back with the rest of its metadata. */
-    if (out < 0 && errno == EACCES && e->now.type == 'f' &&
-        fchmodat(pfd, name, (e->now.mode | 0200) & 07777, AT_SYMLINK_NOFOLLOW) == 0)
-      out = openat(pfd, name, flags, 0600);
-    struct stat is, os;
-    bad = in < 0 || out < 0 || fstat(in, &is) < 0 || fstat(out, &os) < 0 || !S_ISREG(os.st_mode) ||
-          copy_bytes(in, out, is.st_size) < 0;
-    if (in >= 0) close(in);
-    if (out >= 0) close(out);
-  } else if (!bad && e->before.type == 'f' && e->now.type == '-') {
+  } else if (e->before.type == 'f' && e->blob > 0) {
+    bad = restore_bytes(r, e, pfd, name, blob) < 0;
+  } else if (e->before.type == 'f' && e->now.type == '-') {
     errno = ENOENT;
     bad = 1; /* no pre-run copy */
   }
@@ -155,11 +174,11 @@ void undo_apply(struct undo_run *r) {
   struct undo_entry **s = sorted(r, 0), **at = sorted(r, 1);
   if (s != NULL && at != NULL) {
     pair_renamed(r);
+    park_renamed(r, at);
     for (int i = r->n - 1; i >= 0; i--)
       if (at[i]->now.type != 'd') remove_now(r, at[i]);
     for (int i = r->n - 1; i >= 0; i--)
       if (at[i]->now.type == 'd') remove_now(r, at[i]);
-    park_renamed(r);
     for (int i = 0; i < r->n; i++) restore_object(r, s[i]);
     for (int i = r->n - 1; i >= 0; i--)
       if (s[i]->before.type != 'd') restore_meta(r, s[i]);

@@ -62,8 +62,26 @@ int undo_parent(const struct undo_run *r, const struct undo_entry *e, const char
   return parent_of(r, e->root, e->rel, name);
 }
 
+/* Whether PATH is strictly beneath DIR. */
+static int beneath(const char *path, const char *dir) {
+  size_t n = strlen(dir);
+  return strncmp(path, dir, n) == 0 && path[n] == '/';
+}
+
 int undo_parent_now(const struct undo_run *r, const struct undo_entry *e, const char **name) {
-  return parent_of(r, e->root, undo_now_rel(e), name);
+  const char *rel = undo_now_rel(e);
+  /* Beneath an object parked since: there, under its temporary name. */
+  const struct undo_entry *in = NULL;
+  for (int i = 0; r->nparked > 0 && i < r->n; i++) {
+    const struct undo_entry *q = &r->e[i];
+    if (q->parked[0] != '\0' && q->root == e->root && beneath(rel, undo_now_rel(q)) &&
+        (in == NULL || strlen(undo_now_rel(q)) > strlen(undo_now_rel(in))))
+      in = q;
+  }
+  if (in == NULL) return parent_of(r, e->root, rel, name);
+  static char via[8192]; /* one path at a time, used at once by the caller */
+  snprintf(via, sizeof via, "%s%s", in->parked, rel + strlen(undo_now_rel(in)));
+  return parent_of(r, e->root, via, name);
 }
 
 void undo_conflicts_reset(void) {

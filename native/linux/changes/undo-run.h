@@ -18,6 +18,7 @@ struct undo_entry {
   int blob, linked;
   struct path_state before, after, now;
   int moved; /* its object is parked under a temporary name (a rename reversed) */
+  char parked[48]; /* the temporary name what was where it is after the run was parked under, or "" */
   int source; /* the entry whose before-object this one's after-object is (-1: none) */
   int failed; /* a step of its undo failed (named once in the conflicts; later steps skip it) */
 };
@@ -29,6 +30,7 @@ struct undo_run {
   int blobs;
   struct undo_entry *e;
   int n;
+  int nparked; /* entries parked so far (their now paths lead to their temporary names) */
 };
 
 /* Opens the parent of entry E's name before the run beneath its root; *NAME its last component. -1 with
