@@ -10,7 +10,11 @@
 
 
 #define MAX_PENDING 64
-#define MAX_MOVES 100000
+#define MAX_MOVES 20000
+/* Moves looked at, over the whole run, when names are followed through them: a bound on the host's work
+ * (every touched path against every move) that a command cannot outgrow. Past it no name is followed and
+ * the run says its changes were not recorded. */
+#define MAX_STEPS 400000000LL
 
 struct move {
   int root;
@@ -28,6 +32,12 @@ static void problem(const char *why, const char *path) {
 
 const char *moves_problem(void) {
   return problem_text[0] == '\0' ? NULL : problem_text;
+}
+
+static long long steps;
+
+int moves_overloaded(void) {
+  return steps > MAX_STEPS;
 }
 
 static struct move *done;
@@ -190,6 +200,8 @@ static int replace_prefix(char *path, size_t size, const char *from, const char 
 
 int moves_origin(int k, const char *rel, int epoch, char *out, size_t size) {
   if (snprintf(out, size, "%s", rel) >= (int)size) return -1;
+  if (moves_overloaded()) return 0;
+  steps += epoch;
   for (int i = epoch - 1; i >= 0; i--) {
     const struct move *m = &done[i];
     if (m->root != k) continue;
@@ -206,6 +218,8 @@ int moves_origin(int k, const char *rel, int epoch, char *out, size_t size) {
 
 int moves_forward(int k, const char *rel, int epoch, char *out, size_t size) {
   if (snprintf(out, size, "%s", rel) >= (int)size) return -1;
+  if (moves_overloaded()) return 0;
+  steps += ndone - epoch;
   for (int i = epoch; i < ndone; i++) {
     const struct move *m = &done[i];
     if (m->root != k) continue;

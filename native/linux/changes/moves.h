@@ -29,6 +29,9 @@ void moves_rename_end(void);
 /* Decides the pending moves that can be decided now; CALLER the thread whose trapped call is handled (its
  * own earlier rename has returned). LOOK(k, rel, state) looks at a path beneath a root now. */
 void moves_settle(pid_t caller, int final, void (*look)(int, const char *, struct path_state *));
+/* Whether following names through the moves took more work than the host gives it (moves.c): the run's
+ * changes are then not recorded. */
+int moves_overloaded(void);
 /* Why a move could not be followed (the run then cannot be undone), or NULL. */
 const char *moves_problem(void);
 /* How many moves are done so far: the epoch of a path touched now. */

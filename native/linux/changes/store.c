@@ -357,5 +357,6 @@ void store_finish(void) {
   moves_settle(0, 1, store_look);
   if (moves_problem() != NULL) store_unundoable(moves_problem(), NULL);
   for (size_t i = 0; i < st.n; i++) finish_entry(&st.t[i]);
+  if (moves_overloaded()) store_unrecorded("the run moved more directories than the recording follows");
   write_states();
 }
