@@ -68,27 +68,24 @@ void moves_rename_begin(pid_t tid, int nr, int exchange) {
   cur.nr = nr;
 }
 
-/* S without its link target (a directory's has none; the state kept must not share a malloc'd one). */
-static struct path_state bare(const struct path_state *s) {
-  struct path_state b = *s;
-  b.target = NULL;
-  return b;
+/* One side of the rename: seen once, beneath root K at REL, as it is now (S, kept without its link
+ * target: a directory's has none, and the state kept must not share a malloc'd one). */
+static void note_side(int *have, int *kk, char **path, struct path_state *kept, int k, const char *rel,
+                      const struct path_state *s) {
+  if (!cur.active || *have) return;
+  *have = 1;
+  *kk = k;
+  *path = strdup(rel);
+  *kept = *s;
+  kept->target = NULL;
 }
 
 void moves_rename_source(int k, const char *rel, const struct path_state *s) {
-  if (!cur.active || cur.have_src) return;
-  cur.have_src = 1;
-  cur.sk = k;
-  cur.src = strdup(rel);
-  cur.ss = bare(s);
+  note_side(&cur.have_src, &cur.sk, &cur.src, &cur.ss, k, rel, s);
 }
 
 void moves_rename_target(int k, const char *rel, const struct path_state *s) {
-  if (!cur.active || cur.have_dst) return;
-  cur.have_dst = 1;
-  cur.tk = k;
-  cur.dst = strdup(rel);
-  cur.ts = bare(s);
+  note_side(&cur.have_dst, &cur.tk, &cur.dst, &cur.ts, k, rel, s);
 }
 
 static void add_pending(int root, char *from, char *to, const struct path_state *obj) {

@@ -2,9 +2,10 @@
  * Putting a run's paths back (undo-apply.h), in an order that works for any mix: renames are paired, and
  * the objects they moved parked under a temporary name in their root, deepest first; what the run created
  * or put in place of an earlier object is removed where it is after the run (beneath a parked object: in
- * its temporary place; directories deepest first); then, by the names before the run, parents first: missing directories are made, parked objects go back to their old
- * paths, files' bytes, symlinks and FIFOs are restored (a pre-run copy linked back where it is the very
- * inode, else copied); then mode, owner and times, directories last.
+ * its temporary place; directories deepest first); then, by the names before the run, parents first:
+ * missing directories are made, parked objects go back to their old paths, files' bytes, symlinks and
+ * FIFOs are restored (a pre-run copy linked back where it is the very inode, else copied); then mode,
+ * owner and times, directories last.
  */
 #define _GNU_SOURCE
 #include "undo-apply.h"
@@ -61,7 +62,8 @@ static void pair_renamed(struct undo_run *r) {
  * deepest first (AT: the entries by the depth of where they are after the run), so an object a rename
  * moved within a directory that itself moved is parked before that directory. */
 static void park_renamed(struct undo_run *r, struct undo_entry **at) {
-  for (int i = r->n - 1; i >= 0; i--) {
+  r->parked = malloc((size_t)(r->n + 1) * sizeof *r->parked);
+  for (int i = r->n - 1; i >= 0 && r->parked != NULL; i--) {
     struct undo_entry *q = at[i];
     if (q->source < 0 || q->failed) continue;
     const char *name;
@@ -72,7 +74,7 @@ static void park_renamed(struct undo_run *r, struct undo_entry **at) {
       r->e[q->source].moved = 1;
       q->now.type = '-';
       snprintf(q->parked, sizeof q->parked, "%s", tmp);
-      r->nparked++;
+      r->parked[r->nparked++] = q;
     } else {
       undo_failed(r, q, strerror(errno));
       q->failed = 1;
@@ -187,4 +189,7 @@ void undo_apply(struct undo_run *r) {
   }
   free(s);
   free(at);
+  free(r->parked);
+  r->parked = NULL;
+  r->nparked = 0;
 }

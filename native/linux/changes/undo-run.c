@@ -72,9 +72,9 @@ int undo_parent_now(const struct undo_run *r, const struct undo_entry *e, const 
   const char *rel = undo_now_rel(e);
   /* Beneath an object parked since: there, under its temporary name. */
   const struct undo_entry *in = NULL;
-  for (int i = 0; r->nparked > 0 && i < r->n; i++) {
-    const struct undo_entry *q = &r->e[i];
-    if (q->parked[0] != '\0' && q->root == e->root && beneath(rel, undo_now_rel(q)) &&
+  for (int i = 0; i < r->nparked; i++) {
+    const struct undo_entry *q = r->parked[i];
+    if (q->root == e->root && beneath(rel, undo_now_rel(q)) &&
         (in == NULL || strlen(undo_now_rel(q)) > strlen(undo_now_rel(in))))
       in = q;
   }

@@ -30,7 +30,8 @@ struct undo_run {
   int blobs;
   struct undo_entry *e;
   int n;
-  int nparked; /* entries parked so far (their now paths lead to their temporary names) */
+  struct undo_entry **parked; /* the entries parked so far (their now paths lead to their temporary names) */
+  int nparked;
 };
 
 /* Opens the parent of entry E's name before the run beneath its root; *NAME its last component. -1 with
