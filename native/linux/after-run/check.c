@@ -35,6 +35,7 @@
 
 static struct check chk = {.state_fd = -1};
 static int use_journal;
+static int watch_fd = -1;
 static struct journal *journal;
 
 void check_root(int fd, const char *path) {
@@ -56,6 +57,8 @@ void check_exempt(const struct stat *st) {
 }
 
 void check_use_journal(void) { use_journal = 1; }
+
+void check_use_watcher(int fd) { watch_fd = fd; }
 
 /* Roots beneath another root (a grant inside the workspace, a root named twice) are checked with it. */
 static void mark_covered(void) {
@@ -93,7 +96,7 @@ void check_prepare(int state_fd) {
     /* The first check of a root: its git directories as they are before the run. */
     if (!found && r->known != NULL) discover_git_dirs(&chk, i);
   }
-  if (use_journal) journal = journal_start(&chk);
+  if (use_journal) journal = journal_start(&chk, watch_fd);
 }
 
 int check_poll_fd(void) {

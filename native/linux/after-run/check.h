@@ -18,6 +18,9 @@ void check_root(int fd, const char *path);
 void check_exempt(const struct stat *st);
 /* --journal: keep a change journal of the roots' filesystems (fanotify; a root host), else walk them. */
 void check_use_journal(void);
+/* Where the host cannot keep a change journal (an unprivileged user): the change watcher's connection FD
+ * (watcher/watcher.h), given to this run by the fork server. */
+void check_use_watcher(int fd);
 /* Before PROGRAM starts: the known git directories read (STATE_FD, or -1), the journal started. */
 void check_prepare(int state_fd);
 /* Waits for PROGRAM (PID), draining the journal meanwhile; its wait status. */

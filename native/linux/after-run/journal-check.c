@@ -36,6 +36,7 @@
 #include "registry.h"
 #include "rules.h"
 #include "where.h"
+#include "../watcher/watch-proto.h"
 
 struct journal {
   struct journal_log *log;
@@ -66,15 +67,41 @@ static int mark_mounts_below(struct journal *j, const struct check_root *r) {
   return rc;
 }
 
-struct journal *journal_start(struct check *c) {
+/* The watcher's begin for the roots not yet decided: each it vouches for is checked by its journal. */
+static void watch_roots(struct journal *j, struct check *c) {
+  int fds[CHECK_MAX_ROOTS], idx[CHECK_MAX_ROOTS], n = 0;
+  unsigned char states[CHECK_MAX_ROOTS];
+  for (int i = 0; i < c->nroots; i++)
+    if (!c->roots[i].covered && j->why[i] == NULL) {
+      idx[n] = i;
+      fds[n++] = c->roots[i].fd;
+    }
+  int answered = n > 0 && journal_watch_begin(j->log, fds, n, states) == 0;
+  for (int k = 0; k < n; k++) {
+    int i = idx[k];
+    if (!answered) j->why[i] = "the change watcher did not answer";
+    else if (states[k] == WATCH_SCANNING) j->why[i] = "the change watcher is still marking its directories (a session's first run in it, or after lost events)";
+    else if (states[k] == WATCH_TOO_MANY) j->why[i] = "the change watcher cannot mark all of its directories (the user's fanotify mark or open-file limit)";
+    else if (states[k] != WATCH_READY) j->why[i] = "the change watcher cannot mark it (a mount or an unreadable directory below it)";
+    else if (journal_mark(j->log, c->roots[i].fd) < 0) j->why[i] = "its filesystem could not be told";
+    else {
+      c->roots[i].method = CHECK_JOURNAL;
+      j->root_of[i] = i;
+    }
+  }
+}
+
+struct journal *journal_start(struct check *c, int watch_fd) {
   struct journal *j = calloc(1, sizeof *j);
   if (j == NULL) return NULL;
   j->log = journal_open();
+  if (j->log == NULL && watch_fd >= 0) j->log = journal_watched(watch_fd);
   for (int i = 0; i < c->nroots; i++) {
     struct check_root *r = &c->roots[i];
     j->root_of[i] = -1;
     if (r->covered) continue;
-    if (j->log == NULL) j->why[i] = "no change journal on this host (fanotify refused)";
+    if (j->log == NULL) j->why[i] = "no change journal on this host (fanotify refused, and no change watcher for this run)";
+    else if (journal_watching(j->log)) continue; /* decided below, all roots at once */
     else if (journal_mark(j->log, r->fd) < 0) j->why[i] = "its filesystem refuses a change journal (fanotify)";
     else if (mark_mounts_below(j, r) < 0) j->why[i] = "a mount below it refuses a change journal (fanotify)";
     else {
@@ -82,6 +109,7 @@ struct journal *journal_start(struct check *c) {
       j->root_of[i] = i;
     }
   }
+  if (j->log != NULL && journal_watching(j->log)) watch_roots(j, c);
   for (int i = 0; i < c->nroots; i++)
     if (c->roots[i].covered) j->root_of[i] = c->roots[c->roots[i].cover].method == CHECK_JOURNAL ? c->roots[i].cover : -1;
   return j;
@@ -172,9 +200,10 @@ static int changed_inside(struct check *c, int fd, const char *name) {
 static int sweep_known(struct journal *j, struct check *c, int r) {
   int n;
   const struct registry_entry *e = registry_entries(c->roots[r].known, &n);
-  int mount_fd = c->roots[r].fd;
+  int fs = journal_mark(j->log, c->roots[r].fd); /* its filesystem's index (marked already) */
+  if (fs < 0) return -1;
   for (int i = 0; i < n; i++) {
-    int fd = open_by_handle_at(mount_fd, (struct file_handle *)e[i].handle, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int fd = journal_open_handle(j->log, fs, e[i].handle, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0 && errno == ESTALE) registry_drop(c->roots[r].known, &e[i]);
     if (fd < 0 && errno != ESTALE && e[i].dev == c->roots[r].dev) return -1;
     if (fd < 0) continue;
@@ -197,6 +226,7 @@ static int sweep_known(struct journal *j, struct check *c, int r) {
 
 void journal_check(struct journal *j, struct check *c) {
   if (j->log != NULL) journal_drain(j->log);
+  if (j->log != NULL) journal_fetch(j->log);
   const char *why = j->log == NULL ? NULL : journal_untrusted(j->log);
   if (why != NULL) fall_back(j, c, why);
   for (struct jkey *k = j->log == NULL ? NULL : journal_next(j->log, NULL); why == NULL && k != NULL;

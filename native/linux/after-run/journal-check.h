@@ -11,9 +11,10 @@
 
 struct journal;
 
-/* Before PROGRAM starts: a journal of the filesystems holding C's roots; NULL when this host cannot keep
- * one (the roots are then walked). */
-struct journal *journal_start(struct check *c);
+/* Before PROGRAM starts: a journal of the filesystems holding C's roots (a root host), or of the change
+ * watcher on connection WATCH_FD (an unprivileged host; -1: none); NULL when out of memory. Roots neither
+ * can vouch for are walked. */
+struct journal *journal_start(struct check *c, int watch_fd);
 /* Waits for PROGRAM (PID) while draining J; its wait status. */
 int journal_wait(struct journal *j, pid_t pid);
 /* For a caller with its own wait loop: J's descriptor to poll (-1: none), and its drain once readable. */

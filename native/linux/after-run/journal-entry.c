@@ -45,9 +45,10 @@ static const char *entry_path(int fd, const char *name, char *out, size_t size) 
 }
 
 /* Set-id bits of the inodes the events named, whatever their names now (ST: the entry's own, done). */
-static void check_objects(struct check *c, int mount_fd, const struct jkey *k, const struct stat *st, const char *path) {
+static void check_objects(struct check *c, struct journal_log *log, const struct jkey *k, const struct stat *st, const char *path) {
+  if (journal_watching(log)) return; /* the watcher keeps directories only: the entries are checked by name */
   for (const struct jobj *o = k->objs; o != NULL; o = o->next) {
-    int fd = open_by_handle_at(mount_fd, (struct file_handle *)o->fh, O_PATH | O_CLOEXEC);
+    int fd = journal_open_handle(log, k->fs, o->fh, O_PATH | O_CLOEXEC);
     struct stat ost;
     if (fd >= 0 && fstat(fd, &ost) == 0 && !S_ISDIR(ost.st_mode) && !S_ISLNK(ost.st_mode) &&
         (ost.st_mode & (S_ISUID | S_ISGID)) != 0 && !exempt(c, &ost) &&
@@ -60,8 +61,18 @@ static void check_objects(struct check *c, int mount_fd, const struct jkey *k, c
   }
 }
 
+/* Whether directory entry K (in directory DFD) is to be walked: moved in (its old contents have no
+ * events); or, with the watcher, made during the run and unmarked at first (what was made in it before its
+ * mark has no events) — unless its own directory was made during the run too, whose walk covers it. */
+static int moved_in_or_unmarked(const struct journal_log *log, const struct jkey *k, int dfd) {
+  (void)dfd;
+  if (!journal_watching(log)) return (k->mask & FAN_MOVED_TO) != 0;
+  if ((k->mask & (FAN_MOVED_TO | FAN_CREATE)) == 0) return 0;
+  return !journal_made_dir(log, k->dfh, k->dlen);
+}
+
 /* The rules for entry K, named NAME in directory DFD (its standing G) of root ROOT. */
-static void check_named(struct check *c, int dfd, struct gitdir_info *g, const struct jkey *k, int root, int mount_fd) {
+static void check_named(struct check *c, int dfd, struct gitdir_info *g, const struct jkey *k, int root, struct journal_log *log) {
   char path[4400];
   const char *name = k->name;
   int gitlike = git_dir_like(g->marks);
@@ -72,7 +83,7 @@ static void check_named(struct check *c, int dfd, struct gitdir_info *g, const s
   struct stat st;
   if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
     if (errno != ENOENT) hostile(c, dfd, name, entry_path(dfd, name, path, sizeof path), errno);
-    else check_objects(c, mount_fd, k, NULL, entry_path(dfd, name, path, sizeof path));
+    else check_objects(c, log, k, NULL, entry_path(dfd, name, path, sizeof path));
     return;
   }
   if (exempt(c, &st)) return;
@@ -82,7 +93,7 @@ static void check_named(struct check *c, int dfd, struct gitdir_info *g, const s
     return;
   }
   if (S_ISDIR(st.st_mode)) {
-    if ((k->mask & FAN_MOVED_TO) == 0) return; /* made during the run: what it holds has events of its own */
+    if (!moved_in_or_unmarked(log, k, dfd)) return; /* made during the run: what it holds has events of its own */
     int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (sub < 0) hostile(c, dfd, name, path, errno);
     else {
@@ -92,12 +103,14 @@ static void check_named(struct check *c, int dfd, struct gitdir_info *g, const s
     return;
   }
   check_changed_file(c, dfd, name, &st, path);
-  check_objects(c, mount_fd, k, &st, path);
+  check_objects(c, log, k, &st, path);
 }
 
 int check_entry(struct check *c, struct journal_log *log, struct jkey *k, const int *root_of) {
-  int mount_fd = journal_mount_fd(log, k->fs);
-  int dfd = open_by_handle_at(mount_fd, (struct file_handle *)k->dfh, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  /* With the watcher, a directory made during the run is walked whole (moved_in_or_unmarked): its entries
+   * need no look of their own. */
+  if (journal_watching(log) && journal_made_dir(log, k->dfh, k->dlen)) return 0;
+  int dfd = journal_open_handle(log, k->fs, k->dfh, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return errno == ESTALE ? 0 : -1;
   int in_exempt, rc = 0;
   int root = where_is(c, dfd, &in_exempt);
@@ -110,7 +123,7 @@ int check_entry(struct check *c, struct journal_log *log, struct jkey *k, const 
       if (!g->ctl->done) set_aside(g->ctl->fd, g->ctl->name, c->report, g->ctl->path);
       g->ctl->done = 1;
     } else if (k->name[0] != '\0') {
-      check_named(c, dfd, g, k, root, mount_fd);
+      check_named(c, dfd, g, k, root, log);
     }
   }
   close(dfd);

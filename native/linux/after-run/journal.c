@@ -20,6 +20,8 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include "watch-client.h"
+
 #define JOURNAL_SLOTS (1 << 14)
 #define JOURNAL_EVENTS                                                                                  \
   (FAN_CREATE | FAN_DELETE | FAN_MOVED_FROM | FAN_MOVED_TO | FAN_ATTRIB | FAN_MODIFY | FAN_CLOSE_WRITE | \
@@ -27,6 +29,8 @@
 
 struct journal_log {
   int fd;
+  int watch; /* the change watcher's connection (an unprivileged host), or -1 */
+  uint64_t token;
   int nfs;
   struct {
     fsid_t fsid;
@@ -34,6 +38,7 @@ struct journal_log {
   } fs[JOURNAL_MAX_FS];
   long overflow, unknown;
   struct jkey *slots[JOURNAL_SLOTS];
+  struct jobj *made_dirs; /* watcher: directories made or moved in during the run */
 };
 
 struct journal_log *journal_open(void) {
@@ -48,8 +53,19 @@ struct journal_log *journal_open(void) {
     return NULL;
   }
   j->fd = fd;
+  j->watch = -1;
   return j;
 }
+
+struct journal_log *journal_watched(int sock) {
+  struct journal_log *j = calloc(1, sizeof *j);
+  if (j == NULL) return NULL;
+  j->fd = -1;
+  j->watch = sock;
+  return j;
+}
+
+int journal_watching(const struct journal_log *j) { return j->watch >= 0; }
 
 int journal_mark(struct journal_log *j, int dirfd) {
   struct statfs sf;
@@ -59,6 +75,11 @@ int journal_mark(struct journal_log *j, int dirfd) {
   if (j->nfs >= JOURNAL_MAX_FS) {
     errno = EMFILE;
     return -1;
+  }
+  if (j->watch >= 0) { /* the watcher's marks are its own: only the filesystem is noted */
+    j->fs[j->nfs].fsid = sf.f_fsid;
+    j->fs[j->nfs].mount_fd = -1;
+    return j->nfs++;
   }
   /* An O_PATH descriptor would be refused (EBADF): the directory's own, with ".". */
   if (fanotify_mark(j->fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, JOURNAL_EVENTS, dirfd, ".") < 0) return -1;
@@ -72,6 +93,7 @@ int journal_fd(const struct journal_log *j) { return j->fd; }
 int journal_mount_fd(const struct journal_log *j, int fs) { return j->fs[fs].mount_fd; }
 
 const char *journal_untrusted(const struct journal_log *j) {
+  if (j->overflow && j->watch >= 0) return "the change watcher lost events (its queue overflowed, or it had to start again)";
   if (j->overflow) return "the change journal lost events (its queue overflowed)";
   if (j->unknown) return "the change journal held a record it does not understand";
   return NULL;
@@ -163,6 +185,7 @@ static void take_event(struct journal_log *j, const struct fanotify_event_metada
 
 void journal_drain(struct journal_log *j) {
   static char buf[1 << 17];
+  if (j->watch >= 0) return; /* the watcher reads its own group; journal_fetch asks it */
   ssize_t len;
   while ((len = read(j->fd, buf, sizeof buf)) > 0 || (len < 0 && errno == EINTR)) {
     if (len < 0) continue;
@@ -189,4 +212,71 @@ struct jkey *journal_next(struct journal_log *j, struct jkey *prev) {
   for (; slot < JOURNAL_SLOTS; slot++)
     if (j->slots[slot] != NULL) return j->slots[slot];
   return NULL;
+}
+
+int journal_watch_begin(struct journal_log *j, const int *fds, int n, unsigned char *states) {
+  return watch_begin(j->watch, fds, n, &j->token, states);
+}
+
+/* The index of filesystem FSID (8 bytes), noted when new; -1 when the table is full. */
+static int fs_index(struct journal_log *j, uint64_t fsid) {
+  fsid_t f;
+  memcpy(&f, &fsid, sizeof f);
+  int fs = fs_of(j, &f);
+  if (fs >= 0 || j->nfs >= JOURNAL_MAX_FS) return fs;
+  j->fs[j->nfs].fsid = f;
+  j->fs[j->nfs].mount_fd = -1;
+  return j->nfs++;
+}
+
+static void note_made_dir(struct journal_log *j, const struct file_handle *fh, unsigned len) {
+  struct jobj *o = malloc(sizeof *o + len);
+  if (o == NULL) {
+    j->unknown++;
+    return;
+  }
+  o->len = len;
+  memcpy(o->fh, fh, len);
+  o->next = j->made_dirs;
+  j->made_dirs = o;
+}
+
+static void take_record(const struct watch_record *r, void *ctx) {
+  struct journal_log *j = ctx;
+  int fs = fs_index(j, r->fsid);
+  struct jkey *k = fs < 0 ? NULL : entry_of(j, fs, r->dfh, r->name);
+  if (k == NULL) {
+    j->unknown++;
+    return;
+  }
+  k->mask |= r->mask;
+  const unsigned char *p = r->objs;
+  for (int i = 0; i < r->nobj; i++) {
+    uint32_t len;
+    memcpy(&len, p + 8, 4);
+    if (r->name[0] != '\0') add_object(k, (const void *)(p + 12));
+    if ((r->mask & FAN_ONDIR) && (r->mask & (FAN_CREATE | FAN_MOVED_TO))) note_made_dir(j, (const void *)(p + 12), len);
+    p += 12 + len;
+  }
+}
+
+void journal_fetch(struct journal_log *j) {
+  if (j->watch < 0) return;
+  int lost = 0;
+  if (watch_end(j->watch, j->token, take_record, j, &lost) < 0) j->unknown++;
+  if (lost) j->overflow++;
+}
+
+int journal_made_dir(const struct journal_log *j, const void *fh, unsigned len) {
+  for (const struct jobj *o = j->made_dirs; o != NULL; o = o->next)
+    if (o->len == len && memcmp(o->fh, fh, len) == 0) return 1;
+  return 0;
+}
+
+int journal_open_handle(const struct journal_log *j, int fs, const void *fh, int flags) {
+  if (j->watch < 0) return open_by_handle_at(j->fs[fs].mount_fd, (struct file_handle *)fh, flags);
+  const struct file_handle *h = fh;
+  uint64_t fsid;
+  memcpy(&fsid, &j->fs[fs].fsid, sizeof fsid);
+  return watch_open_dir(j->watch, fsid, fh, (unsigned)sizeof *h + h->handle_bytes);
 }

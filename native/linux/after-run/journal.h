@@ -43,6 +43,19 @@ void journal_drain(struct journal_log *j);
 const char *journal_untrusted(const struct journal_log *j);
 /* The descriptor a filesystem's handles decode through. */
 int journal_mount_fd(const struct journal_log *j, int fs);
+/* The change watcher's journal (an unprivileged host: watcher/watcher.h), on its connection SOCK. */
+struct journal_log *journal_watched(int sock);
+int journal_watching(const struct journal_log *j);
+/* Begins the run with the watcher for the N roots FDS: STATES[i] 0 where it vouches for root i. -1 when it
+ * does not answer. */
+int journal_watch_begin(struct journal_log *j, const int *fds, int n, unsigned char *states);
+/* The watcher's entries since the begin, into the set (a broken answer or lost events: untrusted). */
+void journal_fetch(struct journal_log *j);
+/* Whether the directory with handle FH (LEN bytes) was made or moved in during the run (watcher). */
+int journal_made_dir(const struct journal_log *j, const void *fh, unsigned len);
+/* The directory with handle FH on filesystem FS opened (FLAGS), by open_by_handle_at or the watcher; -1
+ * with errno (ESTALE: gone). */
+int journal_open_handle(const struct journal_log *j, int fs, const void *fh, int flags);
 /* The entries, in no order: call with NULL first, then with the previous one; NULL at the end. */
 struct jkey *journal_next(struct journal_log *j, struct jkey *prev);
 

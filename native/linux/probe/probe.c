@@ -1,7 +1,8 @@
 /*
  * `aleph-sandbox-init --probe`: what this kernel does, found by doing it, as one JSON line:
  *   {"landlock_abi":N,"landlock":"ok","seccomp":true,"seccomp_detail":"ok","userns":"ok","mknod":"ok",
- *    "pid_max_ns":"ok","userns_limits":"ok","journal":"ok","changes":"ok","uid":U}
+ *    "pid_max_ns":"ok","userns_limits":"ok","journal":"ok","changes":"ok","watch":"ok",
+ *    "uid":U}
  * Each mechanism is exercised in a child process of its own, so this one stays as it was:
  *   seccomp: a filter that makes getppid fail with ENOTRECOVERABLE is loaded, and getppid must fail so;
  *   landlock: the ABI the kernel reports (landlock_abi), and a ruleset refusing directory reads is enforced:
@@ -17,7 +18,9 @@
  *     the launcher's change journal for the check after the run (after-run/journal.c), which needs
  *     CAP_SYS_ADMIN in the initial user namespace.
  *   changes: the change recording's trapping filter with a user-notification listener, and a trapped call
- *     of a child answered and let go on (../changes/notify.c).
+ *     of a child answered and let go on (../changes/notify.c);
+ *   watch: a fanotify group with a bounded queue and an inode mark on a directory, what an unprivileged
+ *     host's change watcher keeps between runs instead of the journal (../watcher/watch-tree.c).
  * Each says "ok" or the step that failed and its error; "seccomp" is true only when the filter acted.
  */
 #define _GNU_SOURCE
@@ -137,8 +140,21 @@ static const char *journal_exercise(char *buf, size_t len) {
   return "ok";
 }
 
+/* The change watcher's group (watcher/watch-tree.c): no unlimited queue, inode marks only (a user may). */
+static const char *watch_exercise(char *buf, size_t len) {
+  int g = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_DFID_NAME_TARGET | FAN_NONBLOCK, O_RDONLY);
+  if (g < 0) return snprintf(buf, len, "making a fanotify group: %s", strerror(errno)), buf;
+  int d = open("/tmp", O_RDONLY | O_DIRECTORY);
+  int marked = d >= 0 ? fanotify_mark(g, FAN_MARK_ADD, FAN_CREATE | FAN_ONDIR | FAN_EVENT_ON_CHILD, d, NULL) : -1;
+  int e = errno;
+  close(g);
+  if (d >= 0) close(d);
+  if (marked < 0) return snprintf(buf, len, "marking /tmp: %s", strerror(e)), buf;
+  return "ok";
+}
+
 int probe_main(void) {
-  char ll[256], sc[256], un[256], mk[256], pm[256], ul[256], jn[256], ch[256];
+  char ll[256], sc[256], un[256], mk[256], pm[256], ul[256], jn[256], ch[256], wa[256];
   int abi = landlock_abi();
   in_child(landlock_exercise, ll, sizeof ll);
   in_child(seccomp_exercise, sc, sizeof sc);
@@ -148,8 +164,9 @@ int probe_main(void) {
   in_child(userns_limits_exercise, ul, sizeof ul);
   in_child(journal_exercise, jn, sizeof jn);
   in_child(changes_probe, ch, sizeof ch);
+  in_child(watch_exercise, wa, sizeof wa);
   printf("{\"landlock_abi\":%d,\"landlock\":\"%s\",\"seccomp\":%s,\"seccomp_detail\":\"%s\",\"userns\":\"%s\",\"mknod\":\"%s\","
-         "\"pid_max_ns\":\"%s\",\"userns_limits\":\"%s\",\"journal\":\"%s\",\"changes\":\"%s\",\"uid\":%d}\n",
-         abi, ll, strcmp(sc, "ok") == 0 ? "true" : "false", sc, un, mk, pm, ul, jn, ch, (int)getuid());
+         "\"pid_max_ns\":\"%s\",\"userns_limits\":\"%s\",\"journal\":\"%s\",\"changes\":\"%s\",\"watch\":\"%s\",\"uid\":%d}\n",
+         abi, ll, strcmp(sc, "ok") == 0 ? "true" : "false", sc, un, mk, pm, ul, jn, ch, wa, (int)getuid());
   return 0;
 }

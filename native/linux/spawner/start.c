@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../after-run/check.h"
 #include "../common/compat.h"
 #include "../launcher/launch.h"
 #include "../launcher/publish.h"
@@ -25,6 +26,7 @@
 #include "netpool.h"
 #include "request.h"
 #include "runs.h"
+#include "../watcher/watcher.h"
 
 static unsigned long long inode_of(int fd) {
   struct stat st;
@@ -38,9 +40,17 @@ static const char *net_pool_key(char **argv) {
   return NULL;
 }
 
+/* Whether the launcher's options (before its `--`) hold `--journal`: only then may it ask the watcher. */
+static int wants_journal(char **argv) {
+  for (char **p = argv + 2; *p != NULL && strcmp(*p, "--") != 0; p++)
+    if (strcmp(*p, "--journal") == 0) return 1;
+  return 0;
+}
+
 /* In the forked child: joins NET (-1: none), puts Q's descriptors in place and runs the program; never
- * returns. STATUS: the pipe's write end, for execve's errno. */
-static void run_child(const struct request *q, int net, int in_process, int status) {
+ * returns. STATUS: the pipe's write end, for execve's errno. WATCH: the change watcher's connection for an
+ * in-process launcher (-1: none). */
+static void run_child(const struct request *q, int net, int in_process, int status, int watch) {
   int fds[3 + REQUEST_MAX_EXTRA];
   memcpy(fds, q->fds, sizeof fds);
   netpool_close_in_child(net);
@@ -61,6 +71,12 @@ static void run_child(const struct request *q, int net, int in_process, int stat
     if (moved < 0) _exit(127);
     fds[k] = moved;
   }
+  watcher_close_in_child();
+  if (watch >= 0) {
+    int moved = fcntl(watch, F_DUPFD_CLOEXEC, 64);
+    close(watch);
+    watch = moved;
+  }
   for (int k = 0; k < q->nfds; k++)
     if (dup2(fds[k], k) < 0) _exit(127);
   /* The rest close on exec; the status pipe stays open until then, so EOF on it means started. */
@@ -71,6 +87,7 @@ static void run_child(const struct request *q, int net, int in_process, int stat
   if (e == 0 && in_process) {
     /* The launcher is this very binary: run it here instead of executing it again. */
     close(status);
+    if (watch >= 0) check_use_watcher(watch);
     environ = q->envp;
     exit(launch_main((int)q->argc, q->argv));
   }
@@ -94,12 +111,14 @@ void start_run(const unsigned char *msg, uint32_t len, const char *sock_path) {
   int in_process = err == 0 && (q.flags & 2) && q.argc >= 2 && strcmp(q.argv[1], "--launch") == 0;
   const char *net_key = in_process ? net_pool_key(q.argv) : NULL;
   int net = net_key != NULL ? netpool_lend(net_key) : -1;
+  int watch = in_process && err == 0 && wants_journal(q.argv) ? watcher_connect() : -1;
   pid_t pid = -1;
   if (err == 0) {
     pid = fork();
     if (pid < 0) err = errno;
   }
-  if (pid == 0) run_child(&q, net, in_process, status[1]);
+  if (pid == 0) run_child(&q, net, in_process, status[1], watch);
+  if (watch >= 0) close(watch);
   unsigned long long ino_out = q.fds[1] >= 0 ? inode_of(q.fds[1]) : 0, ino_err = q.fds[2] >= 0 ? inode_of(q.fds[2]) : 0;
   for (int k = 0; k < q.nfds; k++)
     if (q.fds[k] >= 0) close(q.fds[k]);

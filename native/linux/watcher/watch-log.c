@@ -1,0 +1,97 @@
+/*
+ * The change watcher's entries (watch-log.h): a hash table by (directory handle, name). Its size is bounded:
+ * past WATCH_LOG_MAX entries nothing more is kept, and the runs under way then are told their events were
+ * lost (they walk their roots instead).
+ */
+#define _GNU_SOURCE
+#include "watch-log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define LOG_SLOTS (1 << 16)
+#define WATCH_LOG_MAX 2000000
+#define OBJS_MAX 16
+
+uint64_t watch_seq, watch_lost_seq;
+int watch_log_on;
+static struct wentry *slots[LOG_SLOTS];
+static long count;
+
+static unsigned long slot_of(const struct whandle *d, const char *name) {
+  unsigned long x = 14695981039346656037ul ^ d->fsid;
+  for (unsigned i = 0; i < d->len; i++) x = (x ^ d->fh[i]) * 1099511628211ul;
+  for (const char *c = name; *c != '\0'; c++) x = (x ^ (unsigned char)*c) * 1099511628211ul;
+  return x % LOG_SLOTS;
+}
+
+static int same(const struct whandle *a, const struct whandle *b) {
+  return a->fsid == b->fsid && a->len == b->len && memcmp(a->fh, b->fh, a->len) == 0;
+}
+
+void watch_log_note(const struct whandle *dir, const char *name, uint64_t mask, const struct whandle *obj, uint64_t seq) {
+  if (!watch_log_on) return;
+  struct wentry **slot = &slots[slot_of(dir, name)], *e;
+  for (e = *slot; e != NULL; e = e->next)
+    if (same(&e->dir, dir) && strcmp(e->name, name) == 0) break;
+  if (e == NULL) {
+    size_t n = strlen(name);
+    e = count < WATCH_LOG_MAX ? calloc(1, sizeof *e + n + 1) : NULL;
+    if (e == NULL) {
+      watch_lost_seq = seq;
+      return;
+    }
+    e->dir = *dir;
+    memcpy(e->name, name, n + 1);
+    e->next = *slot;
+    *slot = e;
+    count++;
+  }
+  e->mask |= mask;
+  e->seq = seq;
+  if (obj == NULL || name[0] == '\0') return;
+  int nobj = 0;
+  for (struct wobj *o = e->objs; o != NULL; o = o->next, nobj++)
+    if (same(&o->h, obj)) return;
+  struct wobj *o = nobj < OBJS_MAX ? malloc(sizeof *o) : NULL;
+  if (o == NULL) return; /* the launcher looks at the entry by name all the same */
+  o->h = *obj;
+  o->next = e->objs;
+  e->objs = o;
+}
+
+void watch_log_prune(uint64_t seq) {
+  for (int s = 0; s < LOG_SLOTS; s++)
+    for (struct wentry **p = &slots[s]; *p != NULL;) {
+      struct wentry *e = *p;
+      if (e->seq > seq) {
+        p = &e->next;
+        continue;
+      }
+      *p = e->next;
+      while (e->objs != NULL) {
+        struct wobj *o = e->objs;
+        e->objs = o->next;
+        free(o);
+      }
+      free(e);
+      count--;
+    }
+}
+
+const struct wentry *watch_log_next(const struct wentry *prev, uint64_t since) {
+  int s = 0;
+  const struct wentry *e = NULL;
+  if (prev != NULL) {
+    e = prev->next;
+    s = (int)slot_of(&prev->dir, prev->name);
+  } else {
+    e = slots[0];
+  }
+  for (;;) {
+    for (; e != NULL; e = e->next)
+      if (e->seq > since) return e;
+    if (++s >= LOG_SLOTS) return NULL;
+    e = slots[s];
+  }
+}
