@@ -131,8 +131,10 @@ export interface LinuxDriverOptions {
    */
   readonly hostCache?: 'use' | 'refresh' | 'off';
   /**
-   * Find what a run changed with a fanotify change journal where the host can keep one (a root host), so
-   * the check after the run costs what the command changed. `false`: always the complete walk of every
+   * Find what a run changed with a fanotify change journal where the host can keep one (a root host), or,
+   * without root, with the fork server's change watcher (fanotify inode marks kept between runs; a tree's
+   * first run walks while it is marked), so the check after the run costs what the command changed.
+   * `false`: always the complete walk of every
    * writable root (it costs the size of the trees; benchmarks compare the two). Default true.
    */
   readonly changeJournal?: boolean;

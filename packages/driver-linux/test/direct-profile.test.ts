@@ -100,6 +100,28 @@ describe.runIf(process.platform === 'linux')('the tier 3 profile [Linux paths; r
     expect(p.notEnforced).toEqual([]);
   });
 
+  it("says how the check after the run finds what changed: the journal, the change watcher's marks, or the walk", () => {
+    const h = host();
+    const words = (over: Partial<DirectInputs>) =>
+      buildDirectProfile(caps(), h.ws, h.ws, inputs(h, over)).summary.find((l) =>
+        l.startsWith('after the run:'),
+      );
+    const journal = buildDirectProfile(
+      caps(),
+      h.ws,
+      h.ws,
+      inputs(h, { journal: true, journalKind: 'journal' }),
+    );
+    expect(journal.launch).toContain('--journal');
+    expect(words({ journal: true, journalKind: 'journal' })).toMatch(
+      /by a change journal of their filesystems/,
+    );
+    expect(words({ journal: true, journalKind: 'watch' })).toMatch(
+      /by the change watcher's marks, kept between runs .* a root it cannot vouch for .* is walked completely/,
+    );
+    expect(words({ journal: false, journalKind: 'watch' })).toMatch(/by a complete walk/);
+  });
+
   it('refuses a grant inside a hidden path before anything else, naming the grant and the path', () => {
     const h = host();
     const data = path.join(h.home, '.aleph', 'data');

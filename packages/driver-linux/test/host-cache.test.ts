@@ -105,6 +105,7 @@ describe.skipIf(!usable)(
           landlockAbi: 0,
           mknod: false,
           journal: false,
+          watch: false,
           changes: 'ok',
           nsLimits: { pidMax: false, userns: {} },
           cgroup: { available: false } as never,
@@ -144,6 +145,7 @@ describe.skipIf(!usable)(
           landlockAbi: kept?.facts.landlockAbi ?? 0,
           mknod: kept?.facts.mknod ?? false,
           journal: kept?.facts.journal ?? false,
+          watch: kept?.facts.watch ?? false,
           changes: kept?.facts.changes ?? 'ok',
           nsLimits: kept?.facts.nsLimits ?? { pidMax: false, userns: {} },
           cgroup: {

@@ -62,6 +62,7 @@ function isFacts(v: unknown): v is CachedFacts {
     typeof f.landlockAbi === 'number' &&
     typeof f.mknod === 'boolean' &&
     typeof f.journal === 'boolean' &&
+    typeof f.watch === 'boolean' &&
     typeof f.changes === 'string' &&
     typeof f.cgroup === 'object' &&
     f.cgroup !== null &&

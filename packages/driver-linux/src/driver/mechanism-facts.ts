@@ -33,6 +33,11 @@ export interface MechanismFacts {
   readonly nsLimits: { readonly pidMax: boolean; readonly userns: Readonly<Record<string, number>> };
   /** The launcher can keep a change journal (fanotify) for the check after the run (a root host). */
   readonly journal: boolean;
+  /**
+   * Where there is no journal (an unprivileged host): the fork server's change watcher can keep fanotify
+   * inode marks between runs (watcher/watcher.h), so the check after the run follows what changed.
+   */
+  readonly watch: boolean;
   /** The helper's change recording worked (`'ok'`), else why not (runs are then unrecorded). */
   readonly changes: string;
   readonly cgroup: CgroupInfo;
@@ -80,6 +85,7 @@ async function findFacts({ helperPath, cgroupRoot }: DriverSettings): Promise<Me
   let mknod = false;
   let nsLimits: MechanismFacts['nsLimits'] = { pidMax: false, userns: {} };
   let journal = false;
+  let watch = false;
   let changes = 'the helper could not be probed';
   try {
     const said = JSON.parse((await execFileAsync(helperPath, ['--probe'])).stdout) as HelperProbeOutput;
@@ -90,6 +96,7 @@ async function findFacts({ helperPath, cgroupRoot }: DriverSettings): Promise<Me
       userns: said.userns_limits === 'ok' ? usernsLimitsFrom(readUserLimits()) : {},
     };
     journal = said.journal === 'ok';
+    watch = said.watch === 'ok';
     changes = said.changes ?? 'the helper predates change recording (build it again)';
   } catch {
     // no helper: every tier fails its preflight and says why
@@ -107,6 +114,7 @@ async function findFacts({ helperPath, cgroupRoot }: DriverSettings): Promise<Me
     mknod,
     nsLimits,
     journal,
+    watch,
     changes,
     cgroup,
     manager: cgroup.available ? manager : undefined,

@@ -139,7 +139,9 @@ export class PlanBuilder {
       sessionTmp: sessionKey === undefined ? undefined : this.sessionTmpFor(sessionKey),
       // A root host's helper makes /dev where it can make device nodes, else bwrap binds the host's.
       devInHelper: facts.mknod,
-      journal: facts.journal && s.changeJournal,
+      // Without root, the fork server's change watcher (marks kept between its runs) stands in for the journal.
+      journal: s.changeJournal && (facts.journal || (facts.watch && s.forkServer)),
+      journalKind: facts.journal ? 'journal' : 'watch',
       quarantineDir: sessionKey === undefined ? undefined : path.join(s.quarantineRoot, sessionKey),
       networkKey: createHash('sha256')
         .update(`${workspace}\0${sessionKey ?? ''}`)

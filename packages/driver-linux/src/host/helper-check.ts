@@ -60,6 +60,11 @@ export interface HelperProbeOutput {
    */
   readonly journal?: string;
   /**
+   * `ok` when a fanotify group with a bounded queue could place an inode mark (the change watcher an
+   * unprivileged host keeps between runs instead of the journal), else why not.
+   */
+  readonly watch?: string;
+  /**
    * "ok" when the change recording's trapping filter (seccomp user notification) worked (a trapped call
    * answered and let go on), else why not.
    */

@@ -1,7 +1,7 @@
 /** Tier 3's plan in words: the `summary` lines of a `direct` profile. */
 import type { SandboxCapabilities } from '@aleph/sandbox-core';
 import type { SeccompProgram } from '../seccomp/seccomp-program.js';
-import { afterRunInWords, rlimitsInWords, rulesInWords } from './profile-summary.js';
+import { afterRunInWords, journalIn, rlimitsInWords, rulesInWords } from './profile-summary.js';
 import type { DirectInputs, LandlockRule, LinuxProfile } from './profile-types.js';
 
 /** Everything a tier 3 summary says. */
@@ -35,7 +35,7 @@ export function directSummary(
     `limits: ${rlimitsInWords(facts.rlimits)}; processes ≤ ${inputs.maxPids}`,
     ...facts.checked.summary.map((line) => `protected (checked after the run): ${line}`),
     ...facts.homeChecked.summary.map((line) => `protected (home, checked after the run): ${line}`),
-    afterRunInWords(facts.writableRoots, inputs.journal === true),
+    afterRunInWords(facts.writableRoots, journalIn(inputs)),
     `tmp: TMPDIR=${inputs.tmpDir}`,
     ...(inputs.sessionHome === undefined ? [] : [`home: HOME=${inputs.sessionHome}`]),
   ];

@@ -44,8 +44,28 @@ export function rlimitsInWords(rlimits: Readonly<Record<string, number>>): strin
 }
 
 /** The check after the run, in words. */
-export function afterRunInWords(writableRoots: readonly string[], journal: boolean): string {
-  return `after the run: ${writableRoots.join(', ')} checked whole, ${journal ? 'by a change journal of their filesystems (fanotify), so the check costs what the command changed' : 'by a complete walk (no change journal on this host: it costs the size of the tree)'}: control files of git directories at any depth (config, config.worktree, commondir, gitdir, hooks, info; all of them for a directory that became a git directory), a .git file or symlink, and protected paths that appeared are moved to the session's quarantine; set-id bits are cleared; symlinks leading out are reported; what cannot be examined is set aside whole`;
+/** The profile's way of finding changes, for the words. */
+export function journalIn(inputs: {
+  readonly journal?: boolean | undefined;
+  readonly journalKind?: 'journal' | 'watch' | undefined;
+}): 'journal' | 'watch' | undefined {
+  return inputs.journal === true ? (inputs.journalKind ?? 'journal') : undefined;
+}
+
+/** How the check after the run finds what changed, in words: `journal` (a root host), `watch`, or none. */
+function changesFoundBy(journal: 'journal' | 'watch' | undefined): string {
+  if (journal === 'journal')
+    return 'by a change journal of their filesystems (fanotify), so the check costs what the command changed';
+  if (journal === 'watch')
+    return "by the change watcher's marks, kept between runs (fanotify inode marks), so the check costs what the command changed; a root it cannot vouch for (its first run, a mount or an unreadable directory below it, lost events) is walked completely";
+  return 'by a complete walk (no change journal on this host: it costs the size of the tree)';
+}
+
+export function afterRunInWords(
+  writableRoots: readonly string[],
+  journal: 'journal' | 'watch' | undefined,
+): string {
+  return `after the run: ${writableRoots.join(', ')} checked whole, ${changesFoundBy(journal)}: control files of git directories at any depth (config, config.worktree, commondir, gitdir, hooks, info; all of them for a directory that became a git directory), a .git file or symlink, and protected paths that appeared are moved to the session's quarantine; set-id bits are cleared; symlinks leading out are reported; what cannot be examined is set aside whole`;
 }
 
 /** Everything a tier 1–2 summary says. */
@@ -81,7 +101,7 @@ export function namespaceSummary(
     ...facts.mountSummary,
     ...(inputs.sessionHome === undefined ? [] : [`home: HOME=${INNER_HOME} (from ${inputs.sessionHome})`]),
     ...facts.protection.summary.map((s) => `protected: ${s}`),
-    afterRunInWords(facts.writableRoots, inputs.journal === true),
+    afterRunInWords(facts.writableRoots, journalIn(inputs)),
     ...facts.homeProtection.summary.map((s) => `protected (home): ${s}`),
     ...facts.vaultHidden.map((v) => `vault hidden: ${v}`),
     ...facts.pinned.map(

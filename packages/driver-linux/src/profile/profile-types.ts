@@ -39,8 +39,12 @@ export interface ProfileInputs {
    * `undefined` to remove it instead.
    */
   readonly quarantineDir?: string | undefined;
-  /** Root host: the launcher keeps a change journal (fanotify) for the check after the run. */
+  /**
+   * The check after the run follows what changed: a root host's launcher keeps a change journal (fanotify,
+   * per run); an unprivileged host's asks the fork server's change watcher (`journalKind: 'watch'`).
+   */
   readonly journal?: boolean | undefined;
+  readonly journalKind?: 'journal' | 'watch' | undefined;
   /** The session's HOME on the host (mounted at `INNER_HOME`), or `undefined` for none. */
   readonly sessionHome: string | undefined;
   /**
