@@ -1,0 +1,272 @@
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { canSwitchUid, linuxStack, nodeArgvAs, REQUIRED, requiredButMissing } from '../support.js';
+import { ATTACKS } from './after-run/cases.js';
+import {
+  type Ctx,
+  chownR,
+  fill,
+  host,
+  hostEnv,
+  hostOk,
+  makeCtx,
+  removeInBackground,
+} from './after-run/world.js';
+import { UNPRIVILEGED } from './hosts.js';
+
+/**
+ * The change watcher of an unprivileged host (issue 38 §5; native/linux/watcher): the fork server keeps
+ * fanotify inode marks on every directory of a workspace between runs, so the check after a run costs what
+ * the run changed. Every plant of after-run.test.ts, and the plants only marks could miss (a directory made,
+ * planted in and moved under a marked one before the watcher saw it; a tree moved; a flood of events that
+ * overflows the watcher's queue; a known repository's config rewritten in place through a shared mapping;
+ * two runs at once), is made as uid 65534 in runs checked by the watcher's journal (`afterRun.method`), in
+ * one driver (watcher-harness.mjs), and the host's next git command must not run it. The controls plant the
+ * same on the host itself, and the trigger fires.
+ */
+const stack = linuxStack();
+
+interface Step {
+  ws: string;
+  command: string;
+  ready?: boolean;
+  with?: number[];
+}
+interface StepResult {
+  step: number;
+  tries: number;
+  exitCode: number;
+  stderr: string;
+  afterRun?: { method: string; walked?: string[] };
+  quarantined: string[];
+  symlinksOut: { path: string; target: string }[];
+}
+
+/** A repository config of a fixed length, padded, so a shared mapping can rewrite it in place. */
+const PADDED = (body: string) => `${body}${'#'.repeat(400 - body.length - 1)}\n`;
+const MMAP_REWRITE = (file: string) =>
+  `python3 -c "import mmap,sys; f=open('${file}','r+b'); m=mmap.mmap(f.fileno(),0); b=open('new.cfg','rb').read(); m[:len(b)]=b; m.flush(); m.close(); f.close()"`;
+
+interface Case {
+  id: string;
+  setup?: (ctx: Ctx) => void;
+  command: string;
+  next: string[][];
+  quarantined?: string[];
+  /** The run may overflow the watcher's queue: then it is walked, and says why. */
+  flood?: boolean;
+  /** The host's own plant for the control (default: `command`). */
+  control?: string;
+}
+
+const WATCHER_CASES: Case[] = [
+  {
+    id: 'a directory made, planted in and moved under a marked directory at once',
+    setup: (ctx) => hostOk(ctx, ['mkdir', '-p', 'old/deep/x']),
+    command: 'mkdir t && git init -q t/r && git -C t/r config core.fsmonitor {T} && mv t old/deep/x/t2',
+    next: [['git', '-C', 'old/deep/x/t2/r', 'status']],
+    quarantined: ['old/deep/x/t2/r/.git/config'],
+  },
+  {
+    id: 'a repository made in a marked directory, then that tree moved',
+    setup: (ctx) => hostOk(ctx, ['mkdir', '-p', 'src/lib']),
+    command: 'git init -q src/lib/r && git -C src/lib/r config core.fsmonitor {T} && mv src moved',
+    next: [['git', '-C', 'moved/lib/r', 'status']],
+    quarantined: ['moved/lib/r/.git/config'],
+  },
+  {
+    id: "40,000 files (more events than the watcher's queue holds), then a plant",
+    command: `python3 -c "import os; os.mkdir('f'); [open('f/%d' % i, 'w').close() for i in range(40000)]" && git init -q f2/r && git -C f2/r config core.fsmonitor {T}`,
+    next: [['git', '-C', 'f2/r', 'status']],
+    flood: true,
+  },
+  {
+    id: "a known nested repository's config rewritten in place through a shared mapping",
+    setup: (ctx) => {
+      hostOk(ctx, ['git', 'init', '-q', '-b', 'main', 'sub/r']);
+      writeFileSync(
+        path.join(ctx.ws, 'sub/r/.git/config'),
+        PADDED('[core]\n\trepositoryformatversion = 0\n'),
+      );
+      writeFileSync(path.join(ctx.ws, 'new.cfg'), `[core]\n\tfsmonitor = ${ctx.trigger}\n#`);
+      chownR(ctx, ctx.dir);
+    },
+    command: MMAP_REWRITE('sub/r/.git/config'),
+    next: [['git', '-C', 'sub/r', 'status']],
+    quarantined: ['sub/r/.git/config'],
+  },
+];
+
+const unprivileged = {
+  key: 'unprivileged',
+  name: `uid ${UNPRIVILEGED}`,
+  uid: UNPRIVILEGED,
+  tier: 'user-namespace',
+  wrap: [],
+  skip: undefined,
+} as const;
+
+describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
+  `the change watcher, as uid ${UNPRIVILEGED}${stack.ok ? '' : ` [skipped: ${stack.reason}]`}`,
+  () => {
+    requiredButMissing(stack);
+    const switchable = canSwitchUid();
+    let mountpoint = '';
+    const made: string[] = [];
+    const ctxs = new Map<string, Ctx>();
+    let results: StepResult[] = [];
+    const stepOf = new Map<string, number>();
+    let concurrent: { a: number; b: number; ctx: Ctx } | undefined;
+    let symlink: { step: number; ctx: Ctx } | undefined;
+    let after: { step: number; ctx: Ctx } | undefined;
+    let out = '';
+
+    beforeAll(() => {
+      if (!switchable) return;
+      mountpoint = mkdtempSync(path.join(os.tmpdir(), 'aleph-e2e-watcher-checkout-'));
+      chmodSync(mountpoint, 0o755);
+      const state = mkdtempSync(path.join(os.tmpdir(), 'aleph-e2e-watcher-state-'));
+      made.push(state);
+      const steps: Step[] = [];
+      const fresh = () => {
+        const ctx = makeCtx(unprivileged, mountpoint);
+        made.push(ctx.dir);
+        return ctx;
+      };
+      for (const c of [...ATTACKS, ...WATCHER_CASES] as Case[]) {
+        const ctx = fresh();
+        c.setup?.(ctx);
+        ctxs.set(c.id, ctx);
+        stepOf.set(c.id, steps.length);
+        steps.push({ ws: ctx.ws, command: fill(ctx, c.command), ready: true });
+        if (c.flood) {
+          // After lost events the watcher marks the tree again; the next plant is checked by it once ready.
+          stepOf.set(`${c.id} (after)`, steps.length);
+          steps.push({
+            ws: ctx.ws,
+            command: fill(ctx, 'git init -q g/r && git -C g/r config core.fsmonitor {T}'),
+            ready: true,
+          });
+          after = { step: steps.length - 1, ctx };
+        }
+      }
+      const both = fresh();
+      concurrent = { a: steps.length, b: steps.length + 1, ctx: both };
+      steps.push({
+        ws: both.ws,
+        command: fill(both, 'sleep 1; git init -q c1/r && git -C c1/r config core.fsmonitor {T}'),
+        ready: true,
+        with: [steps.length + 1],
+      });
+      steps.push({ ws: both.ws, command: 'mkdir -p other && echo x > other/f' });
+      const links = fresh();
+      symlink = { step: steps.length, ctx: links };
+      hostOk(links, ['mkdir', '-p', 'old/in']);
+      steps.push({
+        ws: links.ws,
+        command:
+          'mkdir -p d/e && ln -s /etc/passwd d/e/notes.md && ln -s .. d/inside && mkdir -p old/in && ln -s ../../.. old/in/up',
+        ready: true,
+      });
+      chownR({ identity: unprivileged }, state);
+      const argv = nodeArgvAs(UNPRIVILEGED, mountpoint, 'e2e/linux/watcher-harness.mjs');
+      const r = spawnSync(argv[0] as string, argv.slice(1), {
+        input: JSON.stringify({ stateDir: state, steps }),
+        env: { ...hostEnv(both), HOME: both.home },
+        encoding: 'utf8',
+        timeout: 900_000,
+        maxBuffer: 1 << 26,
+      });
+      out = `${r.stdout}\n${r.stderr}`;
+      results = r.stdout
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as StepResult)
+        .sort((x, y) => x.step - y.step);
+    }, 1_200_000);
+
+    afterAll(async () => {
+      await Promise.allSettled(
+        [...made, ...(mountpoint === '' ? [] : [mountpoint])].map((d) => removeInBackground(d)),
+      );
+    }, 600_000);
+
+    const resultOf = (id: string) => {
+      const r = results.find((x) => x.step === stepOf.get(id));
+      expect(r, `no result for ${id}:\n${out.slice(-4000)}`).toBeDefined();
+      return r as StepResult;
+    };
+    const marked = (r: StepResult) => `${JSON.stringify(r).slice(0, 3000)}`;
+
+    describe.skipIf(!switchable)(
+      `plants in runs the watcher checks: nothing fires on the host${switchable ? '' : ' [skipped: needs root and setpriv]'}`,
+      () => {
+        for (const c of [...ATTACKS, ...WATCHER_CASES] as Case[])
+          it(c.id, () => {
+            const ctx = ctxs.get(c.id) as Ctx;
+            const r = resultOf(c.id);
+            expect(r.exitCode, marked(r)).toBe(0);
+            expect(r.tries, `the watcher never vouched for the workspace: ${marked(r)}`).toBeGreaterThan(0);
+            if (c.flood && r.afterRun?.method === 'walk')
+              expect(r.afterRun.walked?.join('\n'), marked(r)).toMatch(/change watcher lost events/);
+            else expect(r.afterRun, marked(r)).toEqual({ method: 'journal' });
+            for (const rel of c.quarantined ?? [])
+              expect(r.quarantined, marked(r)).toContain(path.join(ctx.ws, rel));
+            const ran = c.next.map((argv) => JSON.stringify(host(ctx, argv))).join('\n');
+            expect(existsSync(ctx.marker), `the host ran planted code:\n${ran}\n${marked(r)}`).toBe(false);
+          }, 120_000);
+
+        it('after lost events the watcher marks the tree again, and its next plant is caught by it', () => {
+          const a = after as { step: number; ctx: Ctx };
+          const r = results.find((x) => x.step === a.step) as StepResult;
+          expect(r?.afterRun, marked(r)).toEqual({ method: 'journal' });
+          expect(r.quarantined, marked(r)).toContain(path.join(a.ctx.ws, 'g/r/.git/config'));
+          host(a.ctx, ['git', '-C', 'g/r', 'status']);
+          expect(existsSync(a.ctx.marker)).toBe(false);
+        });
+
+        it('two runs at once in one workspace: each is checked by the watcher, and the plant of one is caught', () => {
+          const c = concurrent as { a: number; b: number; ctx: Ctx };
+          const ra = results.find((x) => x.step === c.a) as StepResult;
+          const rb = results.find((x) => x.step === c.b) as StepResult;
+          expect([ra?.afterRun, rb?.afterRun], `${marked(ra)}\n${marked(rb)}`).toEqual([
+            { method: 'journal' },
+            { method: 'journal' },
+          ]);
+          expect(ra.quarantined, marked(ra)).toContain(path.join(c.ctx.ws, 'c1/r/.git/config'));
+          expect(readFileSync(path.join(c.ctx.ws, 'other/f'), 'utf8')).toBe('x\n');
+          host(c.ctx, ['git', '-C', 'c1/r', 'status']);
+          expect(existsSync(c.ctx.marker)).toBe(false);
+        });
+
+        it('symlinks leading out, made in new and in marked directories, are reported once each', () => {
+          const s = symlink as { step: number; ctx: Ctx };
+          const r = results.find((x) => x.step === s.step) as StepResult;
+          expect(r?.afterRun, marked(r)).toEqual({ method: 'journal' });
+          expect(r.symlinksOut.map((l) => l.path).sort(), marked(r)).toEqual([
+            path.join(s.ctx.ws, 'd/e/notes.md'),
+            path.join(s.ctx.ws, 'old/in/up'),
+          ]);
+        });
+      },
+    );
+
+    describe.skipIf(!switchable)(
+      `controls: the same plants made by the host itself fire${switchable ? '' : ' [skipped: needs root and setpriv]'}`,
+      () => {
+        for (const c of WATCHER_CASES)
+          it(c.id, () => {
+            const ctx = makeCtx(unprivileged, mountpoint);
+            made.push(ctx.dir);
+            c.setup?.(ctx);
+            hostOk(ctx, ['sh', '-c', fill(ctx, c.control ?? c.command)]);
+            const ran = c.next.map((argv) => JSON.stringify(host(ctx, argv))).join('\n');
+            expect(existsSync(ctx.marker), `the trigger did not fire:\n${ran}`).toBe(true);
+          }, 120_000);
+      },
+    );
+  },
+);
