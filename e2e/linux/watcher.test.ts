@@ -121,6 +121,7 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
     const stepOf = new Map<string, number>();
     let concurrent: { a: number; b: number; ctx: Ctx } | undefined;
     let symlink: { step: number; ctx: Ctx } | undefined;
+    let removal = -1;
     let after: { step: number; ctx: Ctx } | undefined;
     let out = '';
 
@@ -171,6 +172,8 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           'mkdir -p d/e && ln -s /etc/passwd d/e/notes.md && ln -s .. d/inside && mkdir -p old/in && ln -s ../../.. old/in/up',
         ready: true,
       });
+      removal = steps.length;
+      steps.push({ ws: links.ws, command: 'rm -rf old d && mkdir -p n/m && rm -rf n' });
       chownR({ identity: unprivileged }, state);
       const argv = nodeArgvAs(UNPRIVILEGED, mountpoint, 'e2e/linux/watcher-harness.mjs');
       const r = spawnSync(argv[0] as string, argv.slice(1), {
@@ -253,6 +256,14 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
         });
       },
     );
+
+    describe.skipIf(!switchable)(`removals${switchable ? '' : ' [skipped: needs root and setpriv]'}`, () => {
+      it('a removed tree (directories deleted beneath deleted directories) is checked by the watcher, not walked', () => {
+        const r = results.find((x) => x.step === removal) as StepResult;
+        expect([r?.exitCode, r?.afterRun], marked(r)).toEqual([0, { method: 'journal' }]);
+        expect(existsSync(path.join((symlink as { ctx: Ctx }).ctx.ws, 'old'))).toBe(false);
+      });
+    });
 
     describe.skipIf(!switchable)(
       `controls: the same plants made by the host itself fire${switchable ? '' : ' [skipped: needs root and setpriv]'}`,

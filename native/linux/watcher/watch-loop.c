@@ -7,7 +7,8 @@
  *     has some, so its bounded queue (an unprivileged group's) rarely fills; when it does, every run under
  *     way is told its events were lost;
  *   - at E (end: every process of the run is gone, so every event of it is queued), the events are read,
- *     and the entries touched since the token are sent, then whether events were lost since;
+ *     and the entries touched since the token are sent, then whether events were lost since; what the log
+ *     keeps for the run is dropped when it hangs up;
  *   - O opens a marked directory by its handle.
  */
 #define _GNU_SOURCE
@@ -157,9 +158,8 @@ static void end(int c, const unsigned char *in, size_t len) {
   if (at > 1) send_packet(clients[c].fd, out, at, -1);
   unsigned char z[2] = {'z', watch_lost_seq > since ? WATCH_LOST : WATCH_READY};
   send_packet(clients[c].fd, z, 2, -1);
-  clients[c].active = 0;
-  watch_log_on = any_active();
-  prune();
+  /* The run stays under way until it hangs up: it opens the directories of its entries next, and one gone
+   * since its begin must still be known as gone (ESTALE), not unknown. */
 }
 
 static void open_handle(int c, const unsigned char *in, size_t len) {
@@ -203,7 +203,7 @@ static int serve(int c) {
 static void drop_client(int c) {
   close(clients[c].fd);
   clients[c] = clients[--nclients];
-  if (!any_active()) prune();
+  prune();
 }
 
 /* A run's connection, arrived on CTL; -1 when the fork server is gone. */

@@ -95,7 +95,9 @@ const GOALS = { 5000: 1.1, 60000: 1.2 };
 async function measure(workspaces, legs, stateBase) {
   const methods = {};
   for (const [method, changeJournal] of legs) {
-    const stateDir = mkdtempSync(path.join(stateBase, `aleph-bench-tree-state-${method}-`));
+    // Short: the fork server's socket lives in it, and a Unix socket's path has at most 107 bytes (a longer
+    // one would leave these runs without the fork server, and so without the change watcher).
+    const stateDir = mkdtempSync(path.join(stateBase, `s-${method.slice(0, 4)}-`));
     const driver = createLinuxDriver({ changeJournal, stateDir });
     methods[method] = {
       // workspaceFor: the session's workspace is the tree itself (not a directory of its own beneath it).
@@ -108,10 +110,12 @@ async function measure(workspaces, legs, stateBase) {
   const probe = await createLinuxDriver().probe();
   if (!probe.available) throw new Error(`driver unavailable: ${probe.problems.join('; ')}`);
   const seen = {};
+  const why = {};
   const once = async (method, i) => {
     const r = await methods[method].sandboxes[i].execute({ sessionId: `tree-${i}`, program: '/bin/true' });
     if (r.exitCode !== 0) throw new Error(`execute(/bin/true) failed: ${Buffer.from(r.stderr).toString()}`);
     seen[`${method} ${i}`] = r.details?.afterRun?.method;
+    why[`${method} ${i}`] = r.details?.afterRun?.walked?.join('; ');
   };
   const samples = {};
   const roundMedians = {};
@@ -152,7 +156,7 @@ async function measure(workspaces, legs, stateBase) {
       const size = workspaces[i].size;
       const goal = !method.endsWith('walk') && GOALS[size] !== undefined ? GOALS[size] : undefined;
       console.log(
-        `    ${method.padEnd(12)} ${workspaces[i].label.padEnd(20)} ${String(workspaces[i].dirs).padStart(6)} dirs ${v.toFixed(2).padStart(8)} ms ${(v / base).toFixed(2).padStart(6)}x (rounds ${Math.min(...rs).toFixed(2)}–${Math.max(...rs).toFixed(2)}; check by ${seen[key] ?? '?'})${goal === undefined ? '' : ` (goal <= ${goal}x) ${v / base <= goal ? 'met' : 'NOT met'}`}`,
+        `    ${method.padEnd(12)} ${workspaces[i].label.padEnd(20)} ${String(workspaces[i].dirs).padStart(6)} dirs ${v.toFixed(2).padStart(8)} ms ${(v / base).toFixed(2).padStart(6)}x (rounds ${Math.min(...rs).toFixed(2)}–${Math.max(...rs).toFixed(2)}; check by ${seen[key] ?? '?'}${why[key] === undefined ? '' : `: ${why[key]}`})${goal === undefined ? '' : ` (goal <= ${goal}x) ${v / base <= goal ? 'met' : 'NOT met'}`}`,
       );
     }
   }
