@@ -7,48 +7,21 @@
 
 #include <errno.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
+#include "../common/fdpass.h"
 #include "../watcher/watch-proto.h"
 
 static int send_packet(int sock, const void *buf, size_t len, const int *fds, int nfds) {
-  char cbuf[CMSG_SPACE(sizeof(int) * WATCH_MAX_ROOTS)];
-  struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
-  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-  if (nfds > 0) {
-    mh.msg_control = cbuf;
-    mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-    memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
-  }
-  ssize_t n;
-  while ((n = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
-  }
-  return n == (ssize_t)len ? 0 : -1;
+  return fdpass_send(sock, buf, len, fds, nfds);
 }
 
 /* One packet into BUF; a descriptor passed with it into *FD (-1: none). */
 static ssize_t receive(int sock, void *buf, size_t size, int *fd) {
-  char cbuf[CMSG_SPACE(sizeof(int))];
-  struct iovec iov = {.iov_base = buf, .iov_len = size};
-  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
-  ssize_t n;
-  while ((n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
-  }
-  *fd = -1;
-  struct cmsghdr *cm = n < 0 ? NULL : CMSG_FIRSTHDR(&mh);
-  if (cm != NULL && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(int)))
-    memcpy(fd, CMSG_DATA(cm), sizeof(int));
-  if (n >= 0 && (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
-    if (*fd >= 0) close(*fd);
-    *fd = -1;
-    return -1;
-  }
-  return n;
+  int n;
+  ssize_t got = fdpass_recv(sock, buf, size, fd, 1, &n);
+  if (n == 0) *fd = -1;
+  return got;
 }
 
 int watch_begin(int sock, const int *fds, int n, uint64_t *token, unsigned char *states) {

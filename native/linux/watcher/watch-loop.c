@@ -19,9 +19,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
+#include "../common/fdpass.h"
 #include "watch-events.h"
 #include "watch-log.h"
 #include "watch-proto.h"
@@ -39,43 +39,8 @@ struct client {
 static struct client clients[MAX_CLIENTS];
 static int nclients;
 
-/* Receives one packet into BUF (SIZE bytes) with up to MAXFDS descriptors into FDS (*NFDS); its length. */
-static ssize_t receive(int fd, void *buf, size_t size, int *fds, int maxfds, int *nfds) {
-  char cbuf[CMSG_SPACE(sizeof(int) * WATCH_MAX_ROOTS)];
-  struct iovec iov = {.iov_base = buf, .iov_len = size};
-  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
-  ssize_t n;
-  while ((n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
-  }
-  *nfds = 0;
-  for (struct cmsghdr *cm = n < 0 ? NULL : CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
-    if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
-    int k = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-    for (int i = 0; i < k; i++) {
-      int got;
-      memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof got);
-      if (*nfds < maxfds) fds[(*nfds)++] = got;
-      else close(got);
-    }
-  }
-  return n;
-}
-
 static void send_packet(int fd, const void *buf, size_t len, int pass) {
-  char cbuf[CMSG_SPACE(sizeof(int))];
-  struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
-  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-  if (pass >= 0) {
-    mh.msg_control = cbuf;
-    mh.msg_controllen = sizeof cbuf;
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &pass, sizeof(int));
-  }
-  while (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 && errno == EINTR) {
-  }
+  fdpass_send(fd, buf, len, &pass, pass >= 0 ? 1 : 0);
 }
 
 static int any_active(void) {
@@ -186,7 +151,7 @@ static void open_handle(int c, const unsigned char *in, size_t len) {
 static int serve(int c) {
   static unsigned char in[4096];
   int fds[WATCH_MAX_ROOTS], nfds;
-  ssize_t n = receive(clients[c].fd, in, sizeof in, fds, WATCH_MAX_ROOTS, &nfds);
+  ssize_t n = fdpass_recv(clients[c].fd, in, sizeof in, fds, WATCH_MAX_ROOTS, &nfds);
   if (n <= 0) {
     for (int i = 0; i < nfds; i++) close(fds[i]);
     return -1;
@@ -210,7 +175,8 @@ static void drop_client(int c) {
 static int accept_client(int ctl) {
   unsigned char b;
   int fd, nfd;
-  ssize_t n = receive(ctl, &b, 1, &fd, 1, &nfd);
+  ssize_t n = fdpass_recv(ctl, &b, 1, &fd, 1, &nfd);
+  if (n < 0 && errno == EMSGSIZE) return 0; /* its descriptor could not be taken (out of descriptors) */
   if (n <= 0) return -1;
   if (nfd == 1 && nclients < MAX_CLIENTS) clients[nclients++] = (struct client){.fd = fd};
   else if (nfd == 1) close(fd); /* the launcher walks */

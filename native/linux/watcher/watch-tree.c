@@ -223,6 +223,17 @@ static void list_dir(int fd, const struct wdir *d) {
   closedir(dir);
 }
 
+static void unlocate(const struct whandle *obj, int add) {
+  for (int i = 0; i < nunlocated; i++)
+    if (same(&unlocated[i], obj)) {
+      if (!add) unlocated[i] = unlocated[--nunlocated];
+      return;
+    }
+  if (!add) return;
+  if (nunlocated == UNLOCATED_MAX) unlocated_lost = 1;
+  else unlocated[nunlocated++] = *obj;
+}
+
 /* Directory FD (entry NAME of PARENT, or root ROOT itself), now found: marked, known, listed. Closes FD. */
 static void adopt(int fd, const struct whandle *parent, const char *name, int root) {
   struct whandle h;
@@ -232,6 +243,7 @@ static void adopt(int fd, const struct whandle *parent, const char *name, int ro
     close(fd);
     return;
   }
+  unlocate(&h, 0); /* found by a listing (moved into a directory not yet marked) */
   struct wdir *d = find(&h);
   if (d != NULL && !d->gone) { /* met twice (moved while queued) */
     close(fd);
@@ -296,17 +308,6 @@ int watch_scan(long budget_us) {
     if (budget_us > 0 && (++n & 63) == 0 && now_us() >= until) break;
   }
   return qlen > 0;
-}
-
-static void unlocate(const struct whandle *obj, int add) {
-  for (int i = 0; i < nunlocated; i++)
-    if (same(&unlocated[i], obj)) {
-      if (!add) unlocated[i] = unlocated[--nunlocated];
-      return;
-    }
-  if (!add) return;
-  if (nunlocated == UNLOCATED_MAX) unlocated_lost = 1;
-  else unlocated[nunlocated++] = *obj;
 }
 
 void watch_appeared(const struct whandle *parent, const char *name, const struct whandle *obj) {

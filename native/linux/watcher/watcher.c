@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../common/fdpass.h"
 #include "watch-loop.h"
 
 static int ctl = -1;
@@ -52,19 +53,9 @@ int watcher_connect(void) {
     if (ctl < 0) return -1;
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) return -1;
-    char byte = 'C', cbuf[CMSG_SPACE(sizeof(int))];
-    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &sv[1], sizeof(int));
-    ssize_t sent;
-    while ((sent = sendmsg(ctl, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
-    }
+    int sent = fdpass_send(ctl, "C", 1, &sv[1], 1);
     close(sv[1]);
-    if (sent == 1) return sv[0];
+    if (sent == 0) return sv[0];
     close(sv[0]);
     close(ctl); /* the watcher is gone: a new one */
     ctl = -1;
