@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // e2e/linux/watcher.test.ts: runs the steps of a plan (stdin, JSON) through one Linux driver, as the uid this
 // process runs as, so the fork server's change watcher (native/linux/watcher) lives across the runs: each
-// workspace gets its own sandbox; a step `{ ws, command, ready?, with? }` runs `sh -c command` in ws, first
+// workspace gets its own sandbox; a step `{ ws, command, ready?, with?, delay? }` runs `sh -c command` in ws, first
 // running `true` until the check after the run is by the watcher's journal when `ready` (at most 50 tries),
-// and at the same time as the steps named by `with` (their indices, started together). Prints one JSON line
+// and at the same time as the steps named by `with` (their indices, started together; a step's `delay` ms
+// after the group starts). Prints one JSON line
 // per step: its exit code, its stderr, and the details the tests read.
 import { readFileSync } from 'node:fs';
 import { createLinuxDriver } from '@aleph/driver-linux';
@@ -62,7 +63,10 @@ for (let i = 0; i < plan.steps.length; i++) {
   const group = [i, ...(plan.steps[i].with ?? [])];
   const tries = [];
   for (const k of group) tries[k] = plan.steps[k].ready ? await warm(plan.steps[k].ws) : 0;
-  const results = await Promise.all(group.map((k) => exec(plan.steps[k].ws, plan.steps[k].command)));
+  const later = (k) => new Promise((go) => setTimeout(go, plan.steps[k].delay ?? 0));
+  const results = await Promise.all(
+    group.map((k) => later(k).then(() => exec(plan.steps[k].ws, plan.steps[k].command))),
+  );
   group.forEach((k, n) => {
     done.add(k);
     console.log(JSON.stringify(shown(k, results[n], tries[k])));

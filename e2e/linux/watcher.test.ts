@@ -34,6 +34,7 @@ interface Step {
   command: string;
   ready?: boolean;
   with?: number[];
+  delay?: number;
 }
 interface StepResult {
   step: number;
@@ -49,6 +50,15 @@ interface StepResult {
 const PADDED = (body: string) => `${body}${'#'.repeat(400 - body.length - 1)}\n`;
 const MMAP_REWRITE = (file: string) =>
   `python3 -c "import mmap,sys; f=open('${file}','r+b'); m=mmap.mmap(f.fileno(),0); b=open('new.cfg','rb').read(); m[:len(b)]=b; m.flush(); m.close(); f.close()"`;
+
+const MERGE_LOOP = `python3 -c 'import os, time
+for i in range(10):
+    os.makedirs("H/b%d/c" % i); os.rename("H/b%d" % i, "G/a%d" % i); os.rename("G/a%d" % i, "H/b%d" % i); time.sleep(0.005)'`;
+const MERGE_PLANT = Array.from(
+  { length: 10 },
+  (_, i) => `git init -q H/b${i}/c/r && git -C H/b${i}/c/r config core.fsmonitor {T}`,
+).join(' && ');
+const EPOCH_PLANT = 'touch x && git init -q keep/r && git -C keep/r config core.fsmonitor {T}';
 
 interface Case {
   id: string;
@@ -122,6 +132,8 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
     let concurrent: { a: number; b: number; ctx: Ctx } | undefined;
     let symlink: { step: number; ctx: Ctx } | undefined;
     let removal = -1;
+    let merged: { ctx: Ctx; step: number } | undefined;
+    let epochs: { ctx: Ctx; step: number } | undefined;
     let after: { step: number; ctx: Ctx } | undefined;
     let out = '';
 
@@ -172,6 +184,33 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           'mkdir -p d/e && ln -s /etc/passwd d/e/notes.md && ln -s .. d/inside && mkdir -p old/in && ln -s ../../.. old/in/up',
         ready: true,
       });
+      // Merged events (found by an attack round): a directory made, moved away and back, whose two events
+      // the kernel folds, while the watcher is busy marking another workspace; then a plant inside it.
+      merged = { ctx: fresh(), step: -1 };
+      hostOk(merged.ctx, ['mkdir', 'H', 'G']);
+      const busy = fresh();
+      spawnSync('python3', [
+        '-c',
+        `import os\nfor i in range(200):\n  for j in range(100): os.makedirs('${busy.ws}/b/%d/%d' % (i, j))`,
+      ]);
+      chownR({ identity: unprivileged }, busy.ws);
+      steps.push({ ws: busy.ws, command: 'true', with: [steps.length + 1] });
+      steps.push({ ws: merged.ctx.ws, command: MERGE_LOOP, ready: true, delay: 150 });
+      merged.step = steps.length;
+      steps.push({ ws: merged.ctx.ws, command: fill(merged.ctx, MERGE_PLANT) });
+      // Older events of an entry are not a later run's (found by an attack round): while a long run keeps the
+      // log, run A makes x and moves it to keep; run B makes a file x and plants in keep.
+      epochs = { ctx: fresh(), step: -1 };
+      const idle = fresh();
+      steps.push({
+        ws: idle.ws,
+        command: 'sleep 5',
+        ready: true,
+        with: [steps.length + 1, steps.length + 2],
+      });
+      steps.push({ ws: epochs.ctx.ws, command: 'mkdir x && mv x keep', ready: true, delay: 500 });
+      epochs.step = steps.length;
+      steps.push({ ws: epochs.ctx.ws, command: fill(epochs.ctx, EPOCH_PLANT), delay: 2500 });
       removal = steps.length;
       steps.push({ ws: links.ws, command: 'rm -rf old d && mkdir -p n/m && rm -rf n' });
       chownR({ identity: unprivileged }, state);
@@ -254,6 +293,45 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
             path.join(s.ctx.ws, 'old/in/up'),
           ]);
         });
+      },
+    );
+
+    describe.skipIf(!switchable)(
+      `found by an attack round${switchable ? '' : ' [skipped: needs root and setpriv]'}`,
+      () => {
+        it('a directory whose made, moved-away and moved-back events the kernel merged is still marked inside: a plant there is caught', () => {
+          const m = merged as { ctx: Ctx; step: number };
+          const r = results.find((x) => x.step === m.step) as StepResult;
+          expect(r?.exitCode, marked(r)).toBe(0);
+          for (let i = 0; i < 10; i++)
+            expect(r.quarantined, marked(r)).toContain(path.join(m.ctx.ws, `H/b${i}/c/r/.git/config`));
+          host(m.ctx, ['git', '-C', 'H/b5/c/r', 'status']);
+          expect(existsSync(m.ctx.marker)).toBe(false);
+        });
+
+        it("an entry's events from before a run began are not that run's: a directory made and moved earlier does not hide a plant", () => {
+          const e = epochs as { ctx: Ctx; step: number };
+          const r = results.find((x) => x.step === e.step) as StepResult;
+          expect([r?.exitCode, r?.afterRun], marked(r)).toEqual([0, { method: 'journal' }]);
+          expect(r.quarantined, marked(r)).toContain(path.join(e.ctx.ws, 'keep/r/.git/config'));
+          host(e.ctx, ['git', '-C', 'keep/r', 'status']);
+          expect(existsSync(e.ctx.marker)).toBe(false);
+        });
+
+        it('controls: the same plants made by the host itself fire', () => {
+          const m = makeCtx(unprivileged, mountpoint);
+          const e = makeCtx(unprivileged, mountpoint);
+          made.push(m.dir, e.dir);
+          hostOk(m, ['mkdir', 'H', 'G']);
+          hostOk(m, ['sh', '-c', MERGE_LOOP]);
+          hostOk(m, ['sh', '-c', fill(m, MERGE_PLANT)]);
+          host(m, ['git', '-C', 'H/b5/c/r', 'status']);
+          expect(existsSync(m.marker)).toBe(true);
+          hostOk(e, ['sh', '-c', 'mkdir x && mv x keep']);
+          hostOk(e, ['sh', '-c', fill(e, EPOCH_PLANT)]);
+          host(e, ['git', '-C', 'keep/r', 'status']);
+          expect(existsSync(e.marker)).toBe(true);
+        }, 120_000);
       },
     );
 

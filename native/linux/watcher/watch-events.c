@@ -51,11 +51,10 @@ static void take(const struct fanotify_event_metadata *m, uint64_t seq) {
   for (int i = 0; i < ndirs; i++) watch_log_note(&dirs[i], names[i], m->mask, has_obj ? &obj : NULL, seq);
   if (ndirs == 0 && has_obj) watch_log_note(&obj, "", m->mask, NULL, seq);
   if (!has_obj || !(m->mask & FAN_ONDIR)) return;
-  /* Moved away counts as gone until its move's other half (an event of a marked directory) places it. */
-  if (m->mask & (FAN_DELETE | FAN_DELETE_SELF | FAN_MOVED_FROM)) watch_gone(&obj, seq);
-  if (m->mask & (FAN_CREATE | FAN_MOVED_TO))
-    for (int i = 0; i < ndirs; i++)
-      if (names[i][0] != '\0') watch_appeared(&dirs[i], names[i], &obj);
+  /* A directory deleted is dead (a directory has one link): wherever its other events put it. */
+  if (m->mask & (FAN_DELETE | FAN_DELETE_SELF)) watch_gone(&obj, seq);
+  else if (m->mask & (FAN_CREATE | FAN_MOVED_TO | FAN_MOVED_FROM))
+    watch_moved(dirs, names, ndirs, &obj, (m->mask & (FAN_CREATE | FAN_MOVED_TO)) != 0, seq);
 }
 
 void watch_drain(void) {

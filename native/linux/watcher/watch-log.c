@@ -1,7 +1,9 @@
 /*
- * The change watcher's entries (watch-log.h): a hash table by (directory handle, name). Its size is bounded:
- * past WATCH_LOG_MAX entries nothing more is kept, and the runs under way then are told their events were
- * lost (they walk their roots instead).
+ * The change watcher's entries (watch-log.h): a hash table by (directory handle, name), each with its
+ * segments (what happened to it between two runs' begins: a run is told only what happened after its own
+ * begin, never an older event's bits or objects). Its size is bounded: past WATCH_LOG_MAX entries (about
+ * 600 bytes each) nothing more is kept, and the runs under way then are told their events were lost (they
+ * walk their roots instead).
  */
 #define _GNU_SOURCE
 #include "watch-log.h"
@@ -10,10 +12,10 @@
 #include <string.h>
 
 #define LOG_SLOTS (1 << 16)
-#define WATCH_LOG_MAX 2000000
+#define WATCH_LOG_MAX 400000
 #define OBJS_MAX 16
 
-uint64_t watch_seq, watch_lost_seq;
+uint64_t watch_seq, watch_lost_seq, watch_epoch;
 int watch_log_on;
 static struct wentry *slots[LOG_SLOTS];
 static long count;
@@ -47,36 +49,65 @@ void watch_log_note(const struct whandle *dir, const char *name, uint64_t mask, 
     *slot = e;
     count++;
   }
-  e->mask |= mask;
-  e->seq = seq;
+  struct wseg *g = e->segs;
+  if (g == NULL || g->first_seq <= watch_epoch) { /* a run began since: a new segment */
+    g = calloc(1, sizeof *g);
+    if (g == NULL) {
+      watch_lost_seq = seq;
+      return;
+    }
+    g->first_seq = seq;
+    g->next = e->segs;
+    e->segs = g;
+  }
+  g->mask |= mask;
+  g->last_seq = seq;
   if (obj == NULL || name[0] == '\0') return;
   int nobj = 0;
-  for (struct wobj *o = e->objs; o != NULL; o = o->next, nobj++)
+  for (struct wobj *o = g->objs; o != NULL; o = o->next, nobj++)
     if (same(&o->h, obj)) return;
   struct wobj *o = nobj < OBJS_MAX ? malloc(sizeof *o) : NULL;
   if (o == NULL) return; /* the launcher looks at the entry by name all the same */
   o->h = *obj;
-  o->next = e->objs;
-  e->objs = o;
+  o->next = g->objs;
+  g->objs = o;
+}
+
+static void free_segs(struct wseg *g) {
+  while (g != NULL) {
+    struct wseg *next = g->next;
+    while (g->objs != NULL) {
+      struct wobj *o = g->objs;
+      g->objs = o->next;
+      free(o);
+    }
+    free(g);
+    g = next;
+  }
 }
 
 void watch_log_prune(uint64_t seq) {
-  for (int s = 0; s < LOG_SLOTS; s++)
-    for (struct wentry **p = &slots[s]; *p != NULL;) {
+  for (int sl = 0; sl < LOG_SLOTS; sl++)
+    for (struct wentry **p = &slots[sl]; *p != NULL;) {
       struct wentry *e = *p;
-      if (e->seq > seq) {
+      struct wseg **g = &e->segs;
+      while (*g != NULL && (*g)->last_seq > seq) g = &(*g)->next;
+      free_segs(*g); /* it and every older one */
+      *g = NULL;
+      if (e->segs != NULL) {
         p = &e->next;
         continue;
       }
       *p = e->next;
-      while (e->objs != NULL) {
-        struct wobj *o = e->objs;
-        e->objs = o->next;
-        free(o);
-      }
       free(e);
       count--;
     }
+}
+
+uint64_t watch_log_mask(const struct wentry *e, uint64_t since) {
+  uint64_t mask = 0;
+  for (const struct wseg *g = e->segs; g != NULL && g->first_seq > since; g = g->next) mask |= g->mask;
+  return mask;
 }
 
 const struct wentry *watch_log_next(const struct wentry *prev, uint64_t since) {
@@ -90,7 +121,7 @@ const struct wentry *watch_log_next(const struct wentry *prev, uint64_t since) {
   }
   for (;;) {
     for (; e != NULL; e = e->next)
-      if (e->seq > since) return e;
+      if (e->segs != NULL && e->segs->first_seq > since) return e;
     if (++s >= LOG_SLOTS) return NULL;
     e = slots[s];
   }

@@ -52,7 +52,8 @@ static int any_active(void) {
 static void begin(int c, int *fds, int nfds) {
   watch_drain();
   watch_scan(BEGIN_BUDGET_US);
-  watch_drain();
+  watch_drain(); /* the events that place what the marking could not find */
+  watch_scan(BEGIN_BUDGET_US / 3);
   if (watch_unlocated()) { /* a directory seen made but never placed: unmarked somewhere */
     watch_lost_seq = ++watch_seq;
     watch_rebuild();
@@ -61,6 +62,7 @@ static void begin(int c, int *fds, int nfds) {
   out[0] = 'b';
   clients[c].active = 1;
   clients[c].token = watch_seq;
+  watch_epoch = watch_seq;
   watch_log_on = 1;
   memcpy(out + 1, &watch_seq, 8);
   for (int i = 0; i < nfds; i++) {
@@ -78,10 +80,11 @@ static size_t put_handle(unsigned char *p, const struct whandle *h) {
   return 12 + len;
 }
 
-/* Entry E as a record at P; its length. */
-static size_t put_record(unsigned char *p, const struct wentry *e) {
+/* Entry E as a run that began at SINCE sees it, as a record at P; its length. */
+static size_t put_record(unsigned char *p, const struct wentry *e, uint64_t since) {
   size_t at = 4;
-  memcpy(p + at, &e->mask, 8);
+  uint64_t mask = watch_log_mask(e, since);
+  memcpy(p + at, &mask, 8);
   at += 8;
   at += put_handle(p + at, &e->dir);
   uint16_t nlen = (uint16_t)strlen(e->name), nobj = 0;
@@ -90,7 +93,8 @@ static size_t put_record(unsigned char *p, const struct wentry *e) {
   at += 2 + nlen;
   size_t count_at = at;
   at += 2;
-  for (const struct wobj *o = e->objs; o != NULL; o = o->next, nobj++) at += put_handle(p + at, &o->h);
+  for (const struct wseg *g = e->segs; g != NULL && g->first_seq > since; g = g->next)
+    for (const struct wobj *o = g->objs; o != NULL && nobj < 16; o = o->next, nobj++) at += put_handle(p + at, &o->h);
   memcpy(p + count_at, &nobj, 2);
   uint32_t len = (uint32_t)at;
   memcpy(p, &len, 4);
@@ -118,7 +122,7 @@ static void end(int c, const unsigned char *in, size_t len) {
       send_packet(clients[c].fd, out, at, -1);
       at = 1;
     }
-    at += put_record(out + at, e);
+    at += put_record(out + at, e, since);
   }
   if (at > 1) send_packet(clients[c].fd, out, at, -1);
   unsigned char z[2] = {'z', watch_lost_seq > since ? WATCH_LOST : WATCH_READY};

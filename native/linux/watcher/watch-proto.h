@@ -17,8 +17,19 @@
 #ifndef ALEPH_WATCHER_WATCH_PROTO_H
 #define ALEPH_WATCHER_WATCH_PROTO_H
 
+#include <stdint.h>
+
 #define WATCH_PACKET 65536
 #define WATCH_MAX_ROOTS 128
+
+#define WATCH_HANDLE_MAX 128
+
+/* A directory's or an object's file handle on filesystem FSID. */
+struct whandle {
+  uint64_t fsid;
+  unsigned len;                           /* bytes of fh used: sizeof(struct file_handle) + handle_bytes */
+  unsigned char fh[8 + WATCH_HANDLE_MAX]; /* struct file_handle */
+};
 
 enum { WATCH_READY = 0, WATCH_SCANNING = 1, WATCH_TOO_MANY = 2, WATCH_BROKEN = 3, WATCH_LOST = 4 };
 

@@ -12,13 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define WATCH_HANDLE_MAX 128
-
-struct whandle {
-  uint64_t fsid;
-  unsigned len;                           /* bytes of fh used: sizeof(struct file_handle) + handle_bytes */
-  unsigned char fh[8 + WATCH_HANDLE_MAX]; /* struct file_handle */
-};
+#include "watch-proto.h"
 
 /* The fanotify group (made by watch_tree_init); -1 when this host refuses one. */
 extern int watch_group;
@@ -31,10 +25,11 @@ int watch_root(int rootfd);
 int watch_root_state(int i);
 /* Marks queued directories for about BUDGET_US microseconds (0: until none is left); whether any is left. */
 int watch_scan(long budget_us);
-/* A directory appeared as entry NAME of directory PARENT (its handle OBJ): marked and listed, or
- * unlocated until placed. */
-void watch_appeared(const struct whandle *parent, const char *name, const struct whandle *obj);
-/* Directory OBJ is gone. */
+/* Directory OBJ was made or moved (APPEARED: made or moved in), as entries NAMES[i] of directories DIRS[i]
+ * (N of them) say: looked for there, then marked and listed when new, placed when known; unlocated when new
+ * and found nowhere, away when known and found nowhere. */
+void watch_moved(const struct whandle *dirs, const char *const *names, int n, const struct whandle *obj, int appeared, uint64_t seq);
+/* Directory OBJ is deleted. */
 void watch_gone(const struct whandle *obj, uint64_t seq);
 /* An O_PATH descriptor of directory H, or -1 with errno (ESTALE: gone; ENOENT: not known, or not where the
  * events left it). */
