@@ -29,7 +29,12 @@ describe('workspace tar archives', () => {
   });
 
   it('is an archive the system tar reads', () => {
-    const listing = execFileSync('tar', ['-tvf', '-'], { input: writeTar(members), encoding: 'utf8' });
+    // A UTF-8 locale: in the C locale tar shows the long name's non-ASCII bytes as octal escapes.
+    const listing = execFileSync('tar', ['-tvf', '-'], {
+      input: writeTar(members),
+      encoding: 'utf8',
+      env: { ...process.env, LC_ALL: 'C.UTF-8' },
+    });
     expect(listing).toMatch(/drwxr-x--- .* src\/\n/);
     expect(listing).toMatch(/-rwxr-xr-x .* run\.sh\n/);
     expect(listing).toContain(long);
