@@ -68,6 +68,7 @@ void watch_drain(void) {
         watch_lost_seq = ++watch_seq;
         watch_rebuild();
       }
+      watch_settle(); /* every queued event read: the places of what moved are all known now */
       return;
     }
     for (struct fanotify_event_metadata *m = (void *)buf; FAN_EVENT_OK(m, len); m = FAN_EVENT_NEXT(m, len)) {

@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fanotify.h>
@@ -194,27 +195,88 @@ int watch_scan(long budget_us) {
   return qlen > 0;
 }
 
-void watch_moved(const struct whandle *dirs, const char *const *names, int n, const struct whandle *obj, int appeared, uint64_t seq) {
-  /* Events of one object merge (mkdir a, mv a b, mv b a: two events, neither in order), so none is taken at
-   * its word: the object is looked for where each names it, and its place is what is found. */
+/* An object an event of this drain named, not found where any of its events said (yet): looked for again
+ * once the whole drain is read, when the places of the directories above are known too. */
+struct pend {
+  struct whandle obj;
+  struct whandle dirs[3];
+  char names[3][256];
+  int n, appeared;
+  uint64_t seq;
+};
+static struct pend *pending;
+static size_t npending, cpending;
+
+/* Whether OBJ was found at one of P's places (then marked, placed, listed as adopt says). */
+static int found_at(const struct whandle *dirs, char names[][256], int n, const struct whandle *obj) {
   for (int i = 0; i < n; i++) {
     struct wdir *p = names[i][0] == '\0' ? NULL : wt_find(&dirs[i]);
     int fd = p == NULL || p->gone != HERE ? -1 : wt_open_below(p, names[i]);
     struct whandle h;
     if (fd >= 0 && wt_handle_of(fd, &h) == 0 && wt_same(&h, obj)) {
       adopt(fd, &dirs[i], names[i], p->root, 0);
-      return;
+      return 1;
     }
     if (fd >= 0) close(fd);
   }
-  struct wdir *d = wt_find(obj);
-  if (d != NULL && d->gone == HERE && wt_where_said(d)) return; /* still where the table has it */
-  if (d != NULL && d->gone == HERE) {
-    d->gone = AWAY; /* its marks went with it: a later event, or the listing of where it went, places it */
-    d->gone_seq = seq;
-  } else if (d == NULL && appeared) {
-    wt_unlocate(obj, 1); /* new, and moved on before it could be marked */
+  return 0;
+}
+
+void watch_moved(const struct whandle *dirs, const char *const *names, int n, const struct whandle *obj, int appeared, uint64_t seq) {
+  /* Events of one object merge (mkdir a, mv a b, mv b a: two events, neither in order), so none is taken at
+   * its word: the object is looked for where each names it, and its place is what is found. */
+  struct pend q = {.obj = *obj, .n = n < 3 ? n : 3, .appeared = appeared, .seq = seq};
+  for (int i = 0; i < q.n; i++) {
+    q.dirs[i] = dirs[i];
+    snprintf(q.names[i], sizeof q.names[i], "%s", names[i]);
   }
+  size_t k = 0;
+  while (k < npending && !wt_same(&pending[k].obj, obj)) k++;
+  if (found_at(q.dirs, q.names, q.n, obj)) {
+    if (k < npending) pending[k] = pending[--npending];
+    return;
+  }
+  if (k < npending) { /* a later event of the same object: its places, and whether it ever appeared */
+    q.appeared |= pending[k].appeared;
+    pending[k] = q;
+    return;
+  }
+  if (npending == cpending) {
+    size_t cap = cpending == 0 ? 64 : cpending * 2;
+    struct pend *more = realloc(pending, cap * sizeof *more);
+    if (more == NULL) {
+      wt_unlocate(obj, 1); /* as good as unplaced: everything is marked again at the next begin */
+      return;
+    }
+    pending = more;
+    cpending = cap;
+  }
+  pending[npending++] = q;
+}
+
+void watch_settle(void) {
+  /* Passes until none places anything: a directory placed lets those below it be placed. */
+  for (int progress = 1; progress && npending > 0;) {
+    progress = 0;
+    for (size_t k = 0; k < npending;)
+      if (found_at(pending[k].dirs, pending[k].names, pending[k].n, &pending[k].obj)) {
+        pending[k] = pending[--npending];
+        progress = 1;
+      } else {
+        k++;
+      }
+  }
+  for (size_t k = 0; k < npending; k++) {
+    struct wdir *d = wt_find(&pending[k].obj);
+    if (d != NULL && d->gone == HERE && wt_where_said(d)) continue; /* still where the table has it */
+    if (d != NULL && d->gone == HERE) {
+      d->gone = AWAY; /* its marks went with it: a later event, or the listing of where it went, places it */
+      d->gone_seq = pending[k].seq;
+    } else if (d == NULL && pending[k].appeared) {
+      wt_unlocate(&pending[k].obj, 1); /* new, and moved on before it could be marked */
+    }
+  }
+  npending = 0;
 }
 
 void watch_gone(const struct whandle *obj, uint64_t seq) {
@@ -243,6 +305,7 @@ int watch_open(const struct whandle *h) {
 
 void watch_rebuild(void) {
   if (watch_group >= 0) fanotify_mark(watch_group, FAN_MARK_FLUSH, 0, AT_FDCWD, NULL);
+  npending = 0;
   wt_clear();
   while (qlen > 0) free(queue[--qlen].name);
   struct whandle none = {0};

@@ -26,9 +26,12 @@ int watch_root_state(int i);
 /* Marks queued directories for about BUDGET_US microseconds (0: until none is left); whether any is left. */
 int watch_scan(long budget_us);
 /* Directory OBJ was made or moved (APPEARED: made or moved in), as entries NAMES[i] of directories DIRS[i]
- * (N of them) say: looked for there, then marked and listed when new, placed when known; unlocated when new
- * and found nowhere, away when known and found nowhere. */
+ * (N of them) say: looked for there, then marked and listed when new, placed when known; else looked for
+ * again by watch_settle. */
 void watch_moved(const struct whandle *dirs, const char *const *names, int n, const struct whandle *obj, int appeared, uint64_t seq);
+/* Once every queued event is read: what watch_moved could not find yet is looked for again, then taken
+ * for away (known) or unlocated (new). */
+void watch_settle(void);
 /* Directory OBJ is deleted. */
 void watch_gone(const struct whandle *obj, uint64_t seq);
 /* An O_PATH descriptor of directory H, or -1 with errno (ESTALE: gone; ENOENT: not known, or not where the
