@@ -59,6 +59,10 @@ const MERGE_PLANT = Array.from(
   (_, i) => `git init -q H/b${i}/c/r && git -C H/b${i}/c/r config core.fsmonitor {T}`,
 ).join(' && ');
 const RENAMED_PLANT = 'git init -q y/b/c/r && git -C y/b/c/r config core.fsmonitor {T}';
+const UNREADABLE_PLANT = 'git init -q e/r && git -C e/r config core.fsmonitor {T}';
+const CHAIN_RENAMES =
+  'perl -e \'rename "a","a2" or die; rename "a2/d","a2/e" or die; rename "a2/e","a2/f" or die; rename "a2/f","a2/e" or die; rename "a2","a3" or die\'';
+const CHAIN_PLANT = 'git init -q a3/e/r && git -C a3/e/r config core.fsmonitor {T}';
 const EPOCH_PLANT = 'touch x && git init -q keep/r && git -C keep/r config core.fsmonitor {T}';
 
 interface Case {
@@ -135,6 +139,8 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
     let removal = -1;
     let merged: { ctx: Ctx; step: number } | undefined;
     let renamed: { ctx: Ctx; step: number } | undefined;
+    let unreadable: { ctx: Ctx; step: number } | undefined;
+    let chain: { ctx: Ctx; step: number } | undefined;
     let epochs: { ctx: Ctx; step: number } | undefined;
     let after: { step: number; ctx: Ctx } | undefined;
     let out = '';
@@ -220,6 +226,29 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
       steps.push({ ws: renamed.ctx.ws, command: 'mv a/b x/b && mv x y', ready: true });
       renamed.step = steps.length;
       steps.push({ ws: renamed.ctx.ws, command: fill(renamed.ctx, RENAMED_PLANT) });
+      // A directory moved while unreadable, and a chain of renames read in one drain while the watcher is
+      // busy elsewhere (second attack round): the next plant below each is caught.
+      unreadable = { ctx: fresh(), step: -1 };
+      hostOk(unreadable.ctx, ['mkdir', '-p', 'd/keep']);
+      steps.push({
+        ws: unreadable.ctx.ws,
+        command: 'chmod 0 d && mv d e && sleep 1 && chmod 755 e',
+        ready: true,
+      });
+      unreadable.step = steps.length;
+      steps.push({ ws: unreadable.ctx.ws, command: fill(unreadable.ctx, UNREADABLE_PLANT), ready: true });
+      chain = { ctx: fresh(), step: -1 };
+      hostOk(chain.ctx, ['mkdir', '-p', 'a/d/keep']);
+      const busy2 = fresh();
+      spawnSync('python3', [
+        '-c',
+        `import os\nfor i in range(200):\n  for j in range(100): os.makedirs('${busy2.ws}/b/%d/%d' % (i, j))`,
+      ]);
+      chownR({ identity: unprivileged }, busy2.ws);
+      steps.push({ ws: busy2.ws, command: 'sleep 1', with: [steps.length + 1] });
+      steps.push({ ws: chain.ctx.ws, command: CHAIN_RENAMES, ready: true, delay: 300 });
+      chain.step = steps.length;
+      steps.push({ ws: chain.ctx.ws, command: fill(chain.ctx, CHAIN_PLANT), ready: true });
       removal = steps.length;
       steps.push({ ws: links.ws, command: 'rm -rf old d && mkdir -p n/m && rm -rf n' });
       chownR({ identity: unprivileged }, state);
@@ -336,6 +365,19 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           expect(existsSync(m.ctx.marker)).toBe(false);
         });
 
+        for (const [title, pick, repo] of [
+          ['a directory moved while unreadable', () => unreadable, 'e/r'],
+          ['a chain of renames read in one drain while the watcher is busy elsewhere', () => chain, 'a3/e/r'],
+        ] as const)
+          it(`${title} is placed again, never taken for gone: the next plant below it is caught`, () => {
+            const m = pick() as { ctx: Ctx; step: number };
+            const r = results.find((x) => x.step === m.step) as StepResult;
+            expect(r?.exitCode, marked(r)).toBe(0);
+            expect(r.quarantined, marked(r)).toContain(path.join(m.ctx.ws, repo, '.git/config'));
+            host(m.ctx, ['git', '-C', repo, 'status']);
+            expect(existsSync(m.ctx.marker)).toBe(false);
+          });
+
         it('controls: the same plants made by the host itself fire', () => {
           const m = makeCtx(unprivileged, mountpoint);
           const e = makeCtx(unprivileged, mountpoint);
@@ -351,6 +393,17 @@ describe.skipIf(!stack.ok && !stack.missing.some((m) => REQUIRED.has(m)))(
           hostOk(n, ['sh', '-c', fill(n, RENAMED_PLANT)]);
           host(n, ['git', '-C', 'y/b/c/r', 'status']);
           expect(existsSync(n.marker)).toBe(true);
+          for (const [setup, plant, repo] of [
+            ['mkdir -p d/keep && chmod 0 d && mv d e && chmod 755 e', UNREADABLE_PLANT, 'e/r'],
+            [`mkdir -p a/d/keep && ${CHAIN_RENAMES}`, CHAIN_PLANT, 'a3/e/r'],
+          ] as const) {
+            const c = makeCtx(unprivileged, mountpoint);
+            made.push(c.dir);
+            hostOk(c, ['sh', '-c', setup]);
+            hostOk(c, ['sh', '-c', fill(c, plant)]);
+            host(c, ['git', '-C', repo, 'status']);
+            expect([repo, existsSync(c.marker)]).toEqual([repo, true]);
+          }
           hostOk(e, ['sh', '-c', 'mkdir x && mv x keep']);
           hostOk(e, ['sh', '-c', fill(e, EPOCH_PLANT)]);
           host(e, ['git', '-C', 'keep/r', 'status']);

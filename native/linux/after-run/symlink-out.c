@@ -98,8 +98,29 @@ static int resolve(struct check *c, struct todo *t, int dir, int absolute) {
   return verdict;
 }
 
+/* Whether the link NAME in DIRFD was reported already in this check (met twice: an entry of the change
+ * journal, and again by the walk of a directory made during the run that holds it). */
+static int seen_before(int dirfd, const char *name) {
+  static unsigned long keys[8192]; /* open addressing; once half full, no more are kept (reported again) */
+  static int used;
+  struct stat l, d;
+  if (fstatat(dirfd, name, &l, AT_SYMLINK_NOFOLLOW) < 0 || fstat(dirfd, &d) < 0) return 0;
+  unsigned long key = 14695981039346656037ul;
+  unsigned long parts[4] = {(unsigned long)l.st_dev, (unsigned long)l.st_ino, (unsigned long)d.st_ino, 0};
+  for (const char *p = name; *p != '\0'; p++) parts[3] = (parts[3] ^ (unsigned char)*p) * 1099511628211ul;
+  for (int i = 0; i < 4; i++) key = (key ^ parts[i]) * 1099511628211ul;
+  key |= 1; /* never 0, the empty slot */
+  for (unsigned long i = key % 8192;; i = (i + 1) % 8192) {
+    if (keys[i] == key) return 1;
+    if (keys[i] != 0) continue;
+    if (used < 4096) keys[i] = key, used++;
+    return 0;
+  }
+}
+
 void report_symlink(struct check *c, int dirfd, const char *name, const char *path) {
   char target[PATH_MAX];
+  if (seen_before(dirfd, name)) return;
   ssize_t n = readlinkat(dirfd, name, target, sizeof target - 1);
   if (n < 0) return;
   target[n] = '\0';

@@ -50,6 +50,12 @@ static void take(const struct fanotify_event_metadata *m, uint64_t seq) {
   }
   for (int i = 0; i < ndirs; i++) watch_log_note(&dirs[i], names[i], m->mask, has_obj ? &obj : NULL, seq);
   if (ndirs == 0 && has_obj) watch_log_note(&obj, "", m->mask, NULL, seq);
+  /* An event of a directory itself (a self move or deletion) names it as "." of itself, with no object. */
+  for (int i = 0; !has_obj && i < ndirs; i++)
+    if (names[i][0] == '\0') {
+      obj = dirs[i];
+      has_obj = 1;
+    }
   if (!has_obj || !(m->mask & FAN_ONDIR)) return;
   /* A directory deleted is dead (a directory has one link): wherever its other events put it. */
   if (m->mask & (FAN_DELETE | FAN_DELETE_SELF)) watch_gone(&obj, seq);

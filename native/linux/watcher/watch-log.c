@@ -1,9 +1,9 @@
 /*
  * The change watcher's entries (watch-log.h): a hash table by (directory handle, name), each with its
  * segments (what happened to it between two runs' begins: a run is told only what happened after its own
- * begin, never an older event's bits or objects). Its size is bounded: past WATCH_LOG_MAX entries (about
- * 600 bytes each) nothing more is kept, and the runs under way then are told their events were lost (they
- * walk their roots instead).
+ * begin, never an older event's bits or objects). Its size is bounded: past WATCH_LOG_MAX entries,
+ * segments and objects together (a few hundred bytes each) nothing more is kept, and the runs under way then
+ * are told their events were lost (they walk their roots instead).
  */
 #define _GNU_SOURCE
 #include "watch-log.h"
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #define LOG_SLOTS (1 << 16)
-#define WATCH_LOG_MAX 400000
+#define WATCH_LOG_MAX 400000 /* entries, segments and objects together */
 #define OBJS_MAX 16
 
 uint64_t watch_seq, watch_lost_seq, watch_epoch;
@@ -51,7 +51,7 @@ void watch_log_note(const struct whandle *dir, const char *name, uint64_t mask, 
   }
   struct wseg *g = e->segs;
   if (g == NULL || g->first_seq <= watch_epoch) { /* a run began since: a new segment */
-    g = calloc(1, sizeof *g);
+    g = count < WATCH_LOG_MAX ? calloc(1, sizeof *g) : NULL;
     if (g == NULL) {
       watch_lost_seq = seq;
       return;
@@ -59,6 +59,7 @@ void watch_log_note(const struct whandle *dir, const char *name, uint64_t mask, 
     g->first_seq = seq;
     g->next = e->segs;
     e->segs = g;
+    count++;
   }
   g->mask |= mask;
   g->last_seq = seq;
@@ -66,11 +67,15 @@ void watch_log_note(const struct whandle *dir, const char *name, uint64_t mask, 
   int nobj = 0;
   for (struct wobj *o = g->objs; o != NULL; o = o->next, nobj++)
     if (same(&o->h, obj)) return;
-  struct wobj *o = nobj < OBJS_MAX ? malloc(sizeof *o) : NULL;
-  if (o == NULL) return; /* the launcher looks at the entry by name all the same */
+  struct wobj *o = nobj < OBJS_MAX && count < WATCH_LOG_MAX ? malloc(sizeof *o) : NULL;
+  if (o == NULL) { /* a lost object could hide a directory made: as good as lost events */
+    if (nobj < OBJS_MAX) watch_lost_seq = seq;
+    return;
+  }
   o->h = *obj;
   o->next = g->objs;
   g->objs = o;
+  count++;
 }
 
 static void free_segs(struct wseg *g) {
@@ -80,8 +85,10 @@ static void free_segs(struct wseg *g) {
       struct wobj *o = g->objs;
       g->objs = o->next;
       free(o);
+      count--;
     }
     free(g);
+    count--;
     g = next;
   }
 }

@@ -28,6 +28,7 @@ int wt_nroots;
 static struct wdir *slots[TREE_SLOTS];
 static struct whandle unlocated[UNLOCATED_MAX];
 static int nunlocated, unlocated_lost;
+int wt_away;
 
 static unsigned long hash_of(const struct whandle *h) {
   unsigned long x = 14695981039346656037ul ^ h->fsid;
@@ -71,21 +72,21 @@ static int path_of(const struct wdir *d, char *out, size_t size, int *root) {
   out[at] = '\0';
   for (int hops = 0; d != NULL && d->parent.len != 0; hops++) {
     size_t n = strlen(d->name);
-    if (d->gone) return errno = ESTALE, -1;
+    if (d->gone) return errno = d->gone == DELETED ? ESTALE : ENOENT, -1;
     if (hops > 4096 || at < n + 2) return errno = ENAMETOOLONG, -1;
     at -= n;
     memcpy(out + at, d->name, n);
     out[--at] = '/';
     d = wt_find(&d->parent);
   }
-  if (d == NULL || d->gone) return errno = d == NULL ? ENOENT : ESTALE, -1;
+  if (d == NULL || d->gone) return errno = d == NULL || d->gone == AWAY ? ENOENT : ESTALE, -1;
   *root = d->root; /* the root it lies beneath now */
   out[--at] = '.';
   memmove(out, out + at, size - at);
   return 0;
 }
 
-/* Directory NAME of marked directory P (or P itself when NAME is NULL), opened O_RDONLY beneath P's root
+/* Directory NAME of marked directory P (or P itself when NAME is NULL), opened O_PATH beneath P's root
  * with no symlink on the way; -1 with errno. */
 int wt_open_below(const struct wdir *p, const char *name) {
   static char path[PATH_MAX + 256];
@@ -95,11 +96,12 @@ int wt_open_below(const struct wdir *p, const char *name) {
   if (name != NULL && n + 1 + strlen(name) + 1 > sizeof path) return errno = ENAMETOOLONG, -1;
   if (name != NULL) snprintf(path + n, sizeof path - n, "/%s", name);
   int o = open_path_nolink(wt_roots[root].fd, path, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
-  if (o < 0) return -1;
-  int fd = openat(o, ".", O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
-  int e = errno;
-  close(o);
-  return errno = e, fd;
+  struct stat st;
+  if (o >= 0 && (fstat(o, &st) < 0 || !S_ISDIR(st.st_mode))) {
+    close(o);
+    return errno = ENOTDIR, -1;
+  }
+  return o;
 }
 
 /* Adds OBJ to the unlocated directories (ADD) or takes it out; whether it was there. */
@@ -149,7 +151,13 @@ struct wdir *wt_add(const struct whandle *h) {
   return d;
 }
 
-int wt_unlocated(void) { return nunlocated > 0 || unlocated_lost; }
+int wt_unlocated(void) { return nunlocated > 0 || unlocated_lost || wt_away > 0; }
+
+void wt_set_gone(struct wdir *d, int gone, uint64_t seq) {
+  wt_away += (gone == AWAY) - (d->gone == AWAY);
+  d->gone = gone;
+  d->gone_seq = seq;
+}
 
 void wt_clear(void) {
   for (int s = 0; s < TREE_SLOTS; s++)
@@ -161,4 +169,5 @@ void wt_clear(void) {
     }
   nunlocated = 0;
   unlocated_lost = 0;
+  wt_away = 0;
 }

@@ -44,15 +44,21 @@ struct wdir *wt_add(const struct whandle *h);
 /* The handle of directory FD into H; -1 when it has none. */
 int wt_handle_of(int fd, struct whandle *h);
 uint64_t wt_mount_id(int fd);
-/* Directory NAME of marked directory P (or P itself when NAME is NULL), opened O_RDONLY beneath its root
- * with no symlink on the way; -1 with errno (ESTALE: it or one above it is gone). */
+/* Directory NAME of marked directory P (or P itself when NAME is NULL), opened O_PATH beneath its root with
+ * no symlink on the way (search permission is enough); -1 with errno (ESTALE: it or one above it is
+ * deleted; ENOENT: away, not known, or not there). */
 int wt_open_below(const struct wdir *p, const char *name);
 /* Whether marked directory D is where the table says (opened there, the same handle). */
 int wt_where_said(const struct wdir *d);
 /* Adds OBJ to the unlocated directories (ADD) or takes it out; whether it was there. */
 int wt_unlocate(const struct whandle *obj, int add);
-/* Whether directories are unlocated (or more than could be kept were). */
+/* Whether directories are unlocated (or more than could be kept were), or away (moved where no event
+ * placed them: what is below them cannot be vouched for until everything is marked again). */
 int wt_unlocated(void);
+/* D is now HERE, DELETED or AWAY (GONE), as of event SEQ. */
+void wt_set_gone(struct wdir *d, int gone, uint64_t seq);
+/* How many directories are away. */
+extern int wt_away;
 /* Forgets every directory (and every unlocated one). */
 void wt_clear(void);
 /* Forgets the directories deleted at SEQ or before. */

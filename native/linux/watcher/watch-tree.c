@@ -131,11 +131,16 @@ static void adopt(int fd, const struct whandle *parent, const char *name, int ro
   relist |= wt_unlocate(&h, 0); /* found where an event or a listing said */
   struct wdir *d = wt_find(&h);
   int known = d != NULL && d->gone == HERE;
-  if (!known && fanotify_mark(watch_group, FAN_MARK_ADD, TREE_EVENTS, fd, NULL) < 0) {
+  /* A mark needs a descriptor open for reading (FD may be O_PATH): an unreadable directory cannot be
+   * marked, and its root is walked. */
+  int rfd = known ? -1 : openat(fd, ".", O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+  if (!known && (rfd < 0 || fanotify_mark(watch_group, FAN_MARK_ADD, TREE_EVENTS, rfd, NULL) < 0)) {
     r->state = failed_state(errno);
+    if (rfd >= 0) close(rfd);
     close(fd);
     return;
   }
+  if (rfd >= 0) close(rfd);
   if (d == NULL && (d = wt_add(&h)) == NULL) {
     r->state = WATCH_BROKEN;
     close(fd);
@@ -147,7 +152,7 @@ static void adopt(int fd, const struct whandle *parent, const char *name, int ro
     free(d->name);
     d->name = copy;
     d->parent = *parent;
-    d->gone = HERE;
+    wt_set_gone(d, HERE, 0);
     d->root = root;
     if (!known || relist) list_dir(fd, d);
   }
@@ -197,10 +202,12 @@ int watch_scan(long budget_us) {
 
 /* An object an event of this drain named, not found where any of its events said (yet): looked for again
  * once the whole drain is read, when the places of the directories above are known too. */
+#define PEND_PLACES 8
+
 struct pend {
   struct whandle obj;
-  struct whandle dirs[3];
-  char names[3][256];
+  struct whandle dirs[PEND_PLACES];
+  char names[PEND_PLACES][256];
   int n, appeared;
   uint64_t seq;
 };
@@ -225,33 +232,40 @@ static int found_at(const struct whandle *dirs, char names[][256], int n, const 
 void watch_moved(const struct whandle *dirs, const char *const *names, int n, const struct whandle *obj, int appeared, uint64_t seq) {
   /* Events of one object merge (mkdir a, mv a b, mv b a: two events, neither in order), so none is taken at
    * its word: the object is looked for where each names it, and its place is what is found. */
-  struct pend q = {.obj = *obj, .n = n < 3 ? n : 3, .appeared = appeared, .seq = seq};
-  for (int i = 0; i < q.n; i++) {
-    q.dirs[i] = dirs[i];
-    snprintf(q.names[i], sizeof q.names[i], "%s", names[i]);
-  }
   size_t k = 0;
   while (k < npending && !wt_same(&pending[k].obj, obj)) k++;
-  if (found_at(q.dirs, q.names, q.n, obj)) {
-    if (k < npending) pending[k] = pending[--npending];
-    return;
-  }
-  if (k < npending) { /* a later event of the same object: its places, and whether it ever appeared */
-    q.appeared |= pending[k].appeared;
-    pending[k] = q;
-    return;
-  }
-  if (npending == cpending) {
-    size_t cap = cpending == 0 ? 64 : cpending * 2;
-    struct pend *more = realloc(pending, cap * sizeof *more);
-    if (more == NULL) {
-      wt_unlocate(obj, 1); /* as good as unplaced: everything is marked again at the next begin */
-      return;
+  if (k == npending) {
+    if (npending == cpending) {
+      size_t cap = cpending == 0 ? 64 : cpending * 2;
+      struct pend *more = realloc(pending, cap * sizeof *more);
+      if (more == NULL) {
+        wt_unlocate(obj, 1); /* as good as unplaced: everything is marked again at the next begin */
+        return;
+      }
+      pending = more;
+      cpending = cap;
     }
-    pending = more;
-    cpending = cap;
+    pending[npending++] = (struct pend){.obj = *obj};
   }
-  pending[npending++] = q;
+  /* Every place its events named is kept (the right one may be any of them, whatever their order). */
+  struct pend *q = &pending[k];
+  q->appeared |= appeared;
+  q->seq = seq;
+  for (int i = 0; i < n; i++) {
+    if (names[i][0] == '\0') continue;
+    int j = 0;
+    while (j < q->n && !(wt_same(&q->dirs[j], &dirs[i]) && strcmp(q->names[j], names[i]) == 0)) j++;
+    if (j < q->n) continue;
+    if (q->n == PEND_PLACES) { /* more places than kept: shift out the oldest */
+      memmove(&q->dirs[0], &q->dirs[1], sizeof q->dirs[0] * (PEND_PLACES - 1));
+      memmove(&q->names[0], &q->names[1], sizeof q->names[0] * (PEND_PLACES - 1));
+      q->n--;
+    }
+    q->dirs[q->n] = dirs[i];
+    snprintf(q->names[q->n], sizeof q->names[q->n], "%s", names[i]);
+    q->n++;
+  }
+  if (found_at(q->dirs, q->names, q->n, obj)) *q = pending[--npending];
 }
 
 void watch_settle(void) {
@@ -270,8 +284,10 @@ void watch_settle(void) {
     struct wdir *d = wt_find(&pending[k].obj);
     if (d != NULL && d->gone == HERE && wt_where_said(d)) continue; /* still where the table has it */
     if (d != NULL && d->gone == HERE) {
-      d->gone = AWAY; /* its marks went with it: a later event, or the listing of where it went, places it */
-      d->gone_seq = pending[k].seq;
+      /* Its marks went with it. A later event, or the listing of where it went, places it; until then what
+       * is below it cannot be vouched for (the next begin marks everything again, unless it is deleted by
+       * then: what the check after a run set aside is). */
+      wt_set_gone(d, AWAY, pending[k].seq);
     } else if (d == NULL && pending[k].appeared) {
       wt_unlocate(&pending[k].obj, 1); /* new, and moved on before it could be marked */
     }
@@ -283,14 +299,13 @@ void watch_gone(const struct whandle *obj, uint64_t seq) {
   wt_unlocate(obj, 0);
   struct wdir *d = wt_find(obj);
   if (d == NULL || d->gone == DELETED) return;
-  d->gone = DELETED;
-  d->gone_seq = seq;
+  wt_set_gone(d, DELETED, seq);
 }
 
 int watch_open(const struct whandle *h) {
   struct wdir *d = wt_find(h);
   if (d == NULL) return errno = ENOENT, -1;
-  if (d->gone) return errno = ESTALE, -1;
+  if (d->gone) return errno = d->gone == DELETED ? ESTALE : ENOENT, -1; /* away: the caller walks */
   int fd = wt_open_below(d, NULL);
   if (fd < 0 && errno == ESTALE) return -1;
   struct whandle now;
