@@ -29,6 +29,7 @@
 #include "quarantine.h"
 #include "rules.h"
 #include "where.h"
+#include "../watcher/watch-proto.h"
 
 /* The path of NAME in directory FD, for the report. */
 static const char *entry_path(int fd, const char *name, char *out, size_t size) {
@@ -75,6 +76,11 @@ static int moved_in_or_unmarked(const struct journal_log *log, const struct jkey
 static void check_named(struct check *c, int dfd, struct gitdir_info *g, const struct jkey *k, int root, struct journal_log *log) {
   char path[4400];
   const char *name = k->name;
+  struct stat swept;
+  /* A `.git` file the watcher only swept (no event of the run named it): looked at when its ctime says it
+   * changed during the run (a rewrite through a shared mapping whose close came after the run). */
+  if ((k->mask & ~WATCH_SWEEP) == 0 && (fstatat(dfd, name, &swept, AT_SYMLINK_NOFOLLOW) < 0 || !changed_in_run(c, &swept)))
+    return;
   int gitlike = git_dir_like(g->marks);
   if (gitlike) {
     g->touched = 1;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "watch-log.h"
+#include "watch-table.h"
 #include "watch-tree.h"
 
 static void to_handle(const struct fanotify_event_info_fid *fid, struct whandle *h) {
@@ -49,6 +50,8 @@ static void take(const struct fanotify_event_metadata *m, uint64_t seq) {
     p += h->len;
   }
   for (int i = 0; i < ndirs; i++) watch_log_note(&dirs[i], names[i], m->mask, has_obj ? &obj : NULL, seq);
+  for (int i = 0; i < ndirs; i++)
+    if (!(m->mask & FAN_ONDIR) && strcmp(names[i], ".git") == 0) wt_note_gitfile(&dirs[i]);
   if (ndirs == 0 && has_obj) watch_log_note(&obj, "", m->mask, NULL, seq);
   /* An event of a directory itself (a self move or deletion) names it as "." of itself, with no object. */
   for (int i = 0; !has_obj && i < ndirs; i++)

@@ -25,6 +25,7 @@
 #include "watch-events.h"
 #include "watch-log.h"
 #include "watch-proto.h"
+#include "watch-table.h"
 #include "watch-tree.h"
 
 #define MAX_CLIENTS 256
@@ -101,6 +102,24 @@ static size_t put_record(unsigned char *p, const struct wentry *e, uint64_t sinc
   return at;
 }
 
+/* A sweep record for the `.git` in directory DIR at P; its length. */
+static size_t put_sweep(unsigned char *p, const struct whandle *dir) {
+  size_t at = 4;
+  uint64_t mask = WATCH_SWEEP;
+  memcpy(p + at, &mask, 8);
+  at += 8;
+  at += put_handle(p + at, dir);
+  uint16_t nlen = 4, nobj = 0;
+  memcpy(p + at, &nlen, 2);
+  memcpy(p + at + 2, ".git", 4);
+  at += 6;
+  memcpy(p + at, &nobj, 2);
+  at += 2;
+  uint32_t len = (uint32_t)at;
+  memcpy(p, &len, 4);
+  return at;
+}
+
 static void prune(void) {
   uint64_t oldest = watch_seq;
   for (int i = 0; i < nclients; i++)
@@ -124,8 +143,17 @@ static void end(int c, const unsigned char *in, size_t len) {
     }
     at += put_record(out + at, e, since);
   }
+  int ngit, gitlost;
+  const struct whandle *git = wt_gitfiles(&ngit, &gitlost);
+  for (int i = 0; i < ngit; i++) { /* every `.git` file known, to be swept by ctime */
+    if (at + 4096 > sizeof out) {
+      send_packet(clients[c].fd, out, at, -1);
+      at = 1;
+    }
+    at += put_sweep(out + at, &git[i]);
+  }
   if (at > 1) send_packet(clients[c].fd, out, at, -1);
-  unsigned char z[2] = {'z', watch_lost_seq > since ? WATCH_LOST : WATCH_READY};
+  unsigned char z[2] = {'z', watch_lost_seq > since || gitlost ? WATCH_LOST : WATCH_READY};
   send_packet(clients[c].fd, z, 2, -1);
   /* The run stays under way until it hangs up: it opens the directories of its entries next, and one gone
    * since its begin must still be known as gone (ESTALE), not unknown. */

@@ -31,6 +31,11 @@ struct whandle {
   unsigned char fh[8 + WATCH_HANDLE_MAX]; /* struct file_handle */
 };
 
+/* A record's mask bit: not an event, but a `.git` file (a pointer to a git directory) the watcher knows of,
+ * sent with every end, so the launcher looks at its ctime (a rewrite through a shared mapping whose close
+ * comes after the run has no event in the run's window). */
+#define WATCH_SWEEP (1ull << 40)
+
 enum { WATCH_READY = 0, WATCH_SCANNING = 1, WATCH_TOO_MANY = 2, WATCH_BROKEN = 3, WATCH_LOST = 4 };
 
 #endif

@@ -29,6 +29,28 @@ static struct wdir *slots[TREE_SLOTS];
 static struct whandle unlocated[UNLOCATED_MAX];
 static int nunlocated, unlocated_lost;
 int wt_away;
+#define GITFILES_MAX 8192
+static struct whandle gitfiles[GITFILES_MAX];
+static int ngitfiles, gitfiles_lost;
+
+void wt_note_gitfile(const struct whandle *dir) {
+  for (int i = 0; i < ngitfiles; i++)
+    if (wt_same(&gitfiles[i], dir)) return;
+  if (ngitfiles == GITFILES_MAX) gitfiles_lost = 1;
+  else gitfiles[ngitfiles++] = *dir;
+}
+
+const struct whandle *wt_gitfiles(int *n, int *lost) {
+  /* A directory deleted (or forgotten) holds no `.git` any more: dropped from the list. */
+  for (int i = 0; i < ngitfiles;) {
+    struct wdir *d = wt_find(&gitfiles[i]);
+    if (d == NULL || d->gone == DELETED) gitfiles[i] = gitfiles[--ngitfiles];
+    else i++;
+  }
+  *n = ngitfiles;
+  *lost = gitfiles_lost;
+  return gitfiles;
+}
 
 static unsigned long hash_of(const struct whandle *h) {
   unsigned long x = 14695981039346656037ul ^ h->fsid;
@@ -170,4 +192,6 @@ void wt_clear(void) {
   nunlocated = 0;
   unlocated_lost = 0;
   wt_away = 0;
+  ngitfiles = 0;
+  gitfiles_lost = 0;
 }

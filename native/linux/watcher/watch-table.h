@@ -59,7 +59,11 @@ int wt_unlocated(void);
 void wt_set_gone(struct wdir *d, int gone, uint64_t seq);
 /* How many directories are away. */
 extern int wt_away;
-/* Forgets every directory (and every unlocated one). */
+/* Directory DIR holds (or held) a `.git` that is not a directory: swept by ctime at every run's end. */
+void wt_note_gitfile(const struct whandle *dir);
+/* The directories noted so (*N of them); whether more were met than could be kept (*LOST). */
+const struct whandle *wt_gitfiles(int *n, int *lost);
+/* Forgets every directory (and every unlocated one, and the `.git` files). */
 void wt_clear(void);
 /* Forgets the directories deleted at SEQ or before. */
 void wt_prune(uint64_t seq);

@@ -112,8 +112,10 @@ static void list_dir(int fd, const struct wdir *d) {
   while ((e = readdir(dir)) != NULL) {
     if (e->d_name[0] == '.' && (e->d_name[1] == '\0' || (e->d_name[1] == '.' && e->d_name[2] == '\0'))) continue;
     struct stat st;
-    if (e->d_type == DT_UNKNOWN && (fstatat(dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))) continue;
-    if (e->d_type == DT_DIR || e->d_type == DT_UNKNOWN) enqueue(&d->h, e->d_name, d->root);
+    int isdir = e->d_type == DT_DIR ||
+                (e->d_type == DT_UNKNOWN && fstatat(dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode));
+    if (isdir) enqueue(&d->h, e->d_name, d->root);
+    else if (strcmp(e->d_name, ".git") == 0) wt_note_gitfile(&d->h);
   }
   closedir(dir);
 }
