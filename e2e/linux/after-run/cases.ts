@@ -23,7 +23,30 @@ export interface AttackCase {
 /** The directory that comes last in `bulk/`'s readdir order, as the shell finds it (`ls -U`). */
 const LAST = '"bulk/$(ls -U bulk | tail -n 1)"';
 
+/** Rewrites `sub/.git` in place through a shared mapping, and leaves its descriptor in flight in a unix
+ * socket loop, so its close (its only event) comes after the run. */
+const POINTER_REWRITE = `python3 -c '
+import os, mmap, socket, array
+fd = os.open("sub/.git", os.O_RDWR); size = os.fstat(fd).st_size
+m = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+m[:] = b"gitdir: {W}/evil/r/.git".ljust(size, b"\\n")[:size]
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+a.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd, b.fileno()]))])
+os.close(fd)'`;
+
 export const ATTACKS: AttackCase[] = [
+  {
+    id: 'a .git file rewritten in place through a shared mapping, its close left until after the run',
+    setup: (ctx) => {
+      hostOk(ctx, ['mkdir', '-p', 'sub', 'evil']);
+      hostOk(ctx, ['git', 'init', '-q', 'evil/r']);
+      hostOk(ctx, ['git', '-C', 'evil/r', 'config', 'core.fsmonitor', ctx.trigger]);
+      hostOk(ctx, ['sh', '-c', "printf 'gitdir: ../nothere%0200d\\n' 0 > sub/.git"]);
+    },
+    command: POINTER_REWRITE,
+    next: [['git', '-C', 'sub', 'status']],
+    quarantined: ['sub/.git'],
+  },
   {
     id: 'a repository 60 levels deep',
     command: `mkdir -p ${DEEP} && git init -q ${DEEP}/x && git -C ${DEEP}/x config core.fsmonitor {T} && ${HOOK} > ${DEEP}/x/.git/hooks/pre-commit && chmod +x ${DEEP}/x/.git/hooks/pre-commit`,

@@ -31,6 +31,7 @@ struct check_root {
   int covered;      /* beneath another root: checked with it */
   int cover;        /* that root's index */
   struct registry *known; /* its known git directories (registry.c), NULL when none is kept */
+  struct registry *gitfiles; /* its directories known to hold a `.git` file (registry.c), or NULL */
   int method;       /* CHECK_JOURNAL or CHECK_WALK, as checked */
 };
 

@@ -96,8 +96,13 @@ static int in_control(struct walk *w, struct walk_dir *d, const struct stat *st,
 
 static int entry(struct walk *w, struct walk_dir *d, const char *name, const struct stat *st, int e, void *ctx) {
   struct check *c = ((struct walk_ctx *)ctx)->c;
-  if (((struct walk_ctx *)ctx)->discover) return st != NULL && S_ISDIR(st->st_mode);
   int fd = walk_fd(w, d);
+  if (st != NULL && !S_ISDIR(st->st_mode) && strcmp(name, ".git") == 0) {
+    /* A pointer to a git directory: its directory is swept by ctime after a journal's runs. */
+    struct timespec since = c->start;
+    registry_note(c->roots[((struct walk_ctx *)ctx)->root].gitfiles, fd, &d->st, &since);
+  }
+  if (((struct walk_ctx *)ctx)->discover) return st != NULL && S_ISDIR(st->st_mode);
   if (st == NULL) {
     d->data[3] = 1; /* its entries cannot be stat'ed: the directory goes whole */
     (void)e;
@@ -150,5 +155,8 @@ int check_tree(struct check *c, int root, int dirfd, const char *path) {
 void discover_git_dirs(struct check *c, int root) {
   static const struct walk_ops ops = {.enter = enter, .entry = entry, .unreadable = unreadable, .leave = leave};
   struct walk_ctx x = {.c = c, .root = root, .discover = 1};
-  if (walk_tree(c->roots[root].fd, c->roots[root].path, NULL, &ops, &x) == 0) registry_save(c->roots[root].known, 1);
+  if (walk_tree(c->roots[root].fd, c->roots[root].path, NULL, &ops, &x) == 0) {
+    registry_save(c->roots[root].known, 1);
+    registry_save(c->roots[root].gitfiles, 1);
+  }
 }

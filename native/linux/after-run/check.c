@@ -92,9 +92,13 @@ void check_prepare(int state_fd) {
     if (r->covered) continue;
     struct stat st;
     int found = 0;
-    if (fstat(r->fd, &st) == 0) r->known = registry_open(state_fd, &st, &found);
-    /* The first check of a root: its git directories as they are before the run. */
-    if (!found && r->known != NULL) discover_git_dirs(&chk, i);
+    int found_files = 0;
+    if (fstat(r->fd, &st) == 0) {
+      r->known = registry_open(state_fd, &st, &found);
+      r->gitfiles = registry_open_named(state_fd, "gitfiles", &st, &found_files);
+    }
+    /* The first check of a root: its git directories (and `.git` files) as they are before the run. */
+    if ((!found || !found_files) && r->known != NULL) discover_git_dirs(&chk, i);
   }
   if (use_journal) journal = journal_start(&chk, watch_fd);
 }
@@ -172,8 +176,12 @@ void check_after(const struct timespec *start, FILE *report) {
     r->method = CHECK_WALK;
     int whole = check_tree(&chk, i, r->fd, r->path) == 0;
     registry_save(r->known, whole);
+    registry_save(r->gitfiles, whole);
   }
-  for (int i = 0; i < chk.nroots; i++) registry_free(chk.roots[i].known);
+  for (int i = 0; i < chk.nroots; i++) {
+    registry_free(chk.roots[i].known);
+    registry_free(chk.roots[i].gitfiles);
+  }
   where_forget(&chk);
   if (report != NULL) fflush(report);
 }

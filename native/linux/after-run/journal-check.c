@@ -224,6 +224,46 @@ static int sweep_known(struct journal *j, struct check *c, int r) {
   return 0;
 }
 
+/* The directories of root R known to hold a `.git` file: one whose ctime moved during the run is set aside
+ * (a rewrite through a shared mapping whose close comes after the run has no event in the run's window);
+ * -1 when one cannot be opened for a reason other than being gone. */
+static int sweep_gitfiles_in(struct journal *j, struct check *c, int r, const struct registry_entry *e, int n) {
+  int fs = n > 0 ? journal_mark(j->log, c->roots[r].fd) : 0;
+  if (fs < 0) return -1;
+  for (int i = 0; i < n; i++) {
+    int fd = journal_open_handle(j->log, fs, e[i].handle, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 && errno == ESTALE) registry_drop(c->roots[r].gitfiles, &e[i]);
+    if (fd < 0 && errno != ESTALE && e[i].dev == c->roots[r].dev) return -1;
+    if (fd < 0) continue;
+    int in_exempt, at = where_is(c, fd, &in_exempt);
+    struct stat st;
+    if (at >= 0 && j->root_of[at] == r && !in_exempt && fstatat(fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        !S_ISDIR(st.st_mode) && changed_in_run(c, &st) && !exempt(c, &st)) {
+      char path[4200];
+      snprintf(path, sizeof path, "%s/.git", c->roots[r].path);
+      char proc[64], dir[4096];
+      snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+      ssize_t len = readlink(proc, dir, sizeof dir - 1);
+      if (len > 0) {
+        dir[len] = '\0';
+        snprintf(path, sizeof path, "%s/.git", dir);
+      }
+      set_aside(fd, ".git", c->report, path);
+    }
+    close(fd);
+  }
+  return 0;
+}
+
+/* Both lists: those the registry file held, and those noted by this process (its first walk's). */
+static int sweep_gitfiles(struct journal *j, struct check *c, int r) {
+  int n, m;
+  const struct registry_entry *loaded = registry_entries(c->roots[r].gitfiles, &n);
+  if (sweep_gitfiles_in(j, c, r, loaded, n) < 0) return -1;
+  const struct registry_entry *noted = registry_noted(c->roots[r].gitfiles, &m);
+  return sweep_gitfiles_in(j, c, r, noted, m);
+}
+
 void journal_check(struct journal *j, struct check *c) {
   if (j->log != NULL) journal_drain(j->log);
   if (j->log != NULL) journal_fetch(j->log);
@@ -241,8 +281,16 @@ void journal_check(struct journal *j, struct check *c) {
       why = "a known git directory could not be opened";
       fall_back(j, c, why);
     }
+  for (int r = 0; why == NULL && r < c->nroots; r++)
+    if (c->roots[r].method == CHECK_JOURNAL && sweep_gitfiles(j, c, r) < 0) {
+      why = "a directory known to hold a .git file could not be opened";
+      fall_back(j, c, why);
+    }
   for (int r = 0; r < c->nroots; r++) {
-    if (c->roots[r].method == CHECK_JOURNAL) registry_save(c->roots[r].known, 0);
+    if (c->roots[r].method == CHECK_JOURNAL) {
+      registry_save(c->roots[r].known, 0);
+      registry_save(c->roots[r].gitfiles, 0);
+    }
     else if (j->why[r] != NULL) report_line(c->report, "walked", c->roots[r].path, j->why[r]);
   }
   gitctx_forget();

@@ -27,6 +27,7 @@
 #include "gitctx.h"
 #include "gitdir.h"
 #include "quarantine.h"
+#include "registry.h"
 #include "rules.h"
 #include "where.h"
 #include "../watcher/watch-proto.h"
@@ -93,6 +94,9 @@ static void check_named(struct check *c, int dfd, struct gitdir_info *g, const s
     return;
   }
   if (exempt(c, &st)) return;
+  struct stat dst;
+  if (!S_ISDIR(st.st_mode) && strcmp(name, ".git") == 0 && fstat(dfd, &dst) == 0)
+    registry_note(c->roots[root].gitfiles, dfd, &dst, &c->start); /* swept by ctime from now on */
   entry_path(dfd, name, path, sizeof path);
   if ((gitlike && git_control(name)) || (strcmp(name, ".git") == 0 && !S_ISDIR(st.st_mode))) {
     set_aside(dfd, name, c->report, path);

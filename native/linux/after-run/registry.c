@@ -85,13 +85,17 @@ static int read_file(int fd, struct list *l) {
 }
 
 struct registry *registry_open(int state_fd, const struct stat *root_st, int *found) {
+  return registry_open_named(state_fd, "gitdirs", root_st, found);
+}
+
+struct registry *registry_open_named(int state_fd, const char *kind, const struct stat *root_st, int *found) {
   struct registry *g = calloc(1, sizeof *g);
   *found = 0;
   if (g == NULL) return NULL;
   g->fd = -1;
   if (state_fd < 0) return g;
   char name[64];
-  snprintf(name, sizeof name, "gitdirs-%llx-%llx", (unsigned long long)root_st->st_dev,
+  snprintf(name, sizeof name, "%s-%llx-%llx", kind, (unsigned long long)root_st->st_dev,
            (unsigned long long)root_st->st_ino);
   g->fd = openat(state_fd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (g->fd < 0) return g;
@@ -141,6 +145,11 @@ void registry_drop(struct registry *g, const struct registry_entry *entry) {
 const struct registry_entry *registry_entries(const struct registry *g, int *n) {
   *n = g == NULL ? 0 : g->loaded.n;
   return g == NULL ? NULL : g->loaded.e;
+}
+
+const struct registry_entry *registry_noted(const struct registry *g, int *n) {
+  *n = g == NULL ? 0 : g->noted.n;
+  return g == NULL ? NULL : g->noted.e;
 }
 
 static void write_file(int fd, const struct list *l) {
