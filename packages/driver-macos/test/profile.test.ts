@@ -425,5 +425,5 @@ describe('properties', () => {
       }),
       { numRuns: 150 },
     );
-  });
+  }, 180_000); // 150 generated profiles, each evaluated for every file access: tens of seconds on a loaded machine
 });
