@@ -195,73 +195,71 @@ static int changed_inside(struct check *c, int fd, const char *name) {
   return changed;
 }
 
-/* The control entries of the git directories known under root R, by their ctimes; -1 when one cannot be
- * opened for a reason other than being gone. */
+/* What a sweep does with one directory of a registry of root R, opened (FD, O_PATH) and placed under R. */
+typedef void sweep_fn(struct check *c, int r, int fd);
+
+/* Opens each directory of E (N entries of REG, a registry of root R) by its handle, drops the gone, and
+ * hands those placed under R outside the exempt paths to FN; -1 when one cannot be opened for a reason
+ * other than being gone. */
+static int sweep(struct journal *j, struct check *c, int r, struct registry *reg, const struct registry_entry *e,
+                 int n, sweep_fn *fn) {
+  int fs = n > 0 ? journal_mark(j->log, c->roots[r].fd) : 0; /* its filesystem's index (marked already) */
+  if (fs < 0) return -1;
+  for (int i = 0; i < n; i++) {
+    int fd = journal_open_handle(j->log, fs, e[i].handle, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 && errno == ESTALE) registry_drop(reg, &e[i]);
+    if (fd < 0 && errno != ESTALE && e[i].dev == c->roots[r].dev) return -1;
+    if (fd < 0) continue;
+    int in_exempt, at = where_is(c, fd, &in_exempt);
+    if (at >= 0 && j->root_of[at] == r && !in_exempt) fn(c, r, fd);
+    close(fd);
+  }
+  return 0;
+}
+
+/* A known git directory's control entries, by their ctimes. */
+static void sweep_controls(struct check *c, int r, int fd) {
+  struct gitdir_info *g = gitctx_of(c, fd, r);
+  for (int k = 0; g != NULL && g->fd >= 0 && GIT_CONTROL[k] != NULL; k++) {
+    struct stat st;
+    const char *name = GIT_CONTROL[k];
+    if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || exempt(c, &st)) continue;
+    if (changed_in_run(c, &st) || (S_ISDIR(st.st_mode) && changed_inside(c, fd, name))) {
+      char path[4200];
+      snprintf(path, sizeof path, "%s/%s", g->path, name);
+      set_aside(fd, name, c->report, path);
+    }
+  }
+}
+
+/* A directory known to hold a `.git` file: set aside when its ctime moved during the run (a rewrite through
+ * a shared mapping whose close comes after the run has no event in the run's window). */
+static void sweep_gitfile(struct check *c, int r, int fd) {
+  (void)r;
+  struct stat st;
+  if (fstatat(fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode) && changed_in_run(c, &st) &&
+      !exempt(c, &st)) {
+    char path[4200];
+    set_aside(fd, ".git", c->report, entry_path(fd, ".git", path, sizeof path));
+  }
+}
+
+/* The git directories known under root R; -1 when one cannot be opened for a reason other than being gone. */
 static int sweep_known(struct journal *j, struct check *c, int r) {
   int n;
   const struct registry_entry *e = registry_entries(c->roots[r].known, &n);
-  int fs = journal_mark(j->log, c->roots[r].fd); /* its filesystem's index (marked already) */
-  if (fs < 0) return -1;
-  for (int i = 0; i < n; i++) {
-    int fd = journal_open_handle(j->log, fs, e[i].handle, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 && errno == ESTALE) registry_drop(c->roots[r].known, &e[i]);
-    if (fd < 0 && errno != ESTALE && e[i].dev == c->roots[r].dev) return -1;
-    if (fd < 0) continue;
-    int in_exempt, at = where_is(c, fd, &in_exempt);
-    struct gitdir_info *g = at >= 0 && j->root_of[at] == r && !in_exempt ? gitctx_of(c, fd, r) : NULL;
-    for (int k = 0; g != NULL && g->fd >= 0 && GIT_CONTROL[k] != NULL; k++) {
-      struct stat st;
-      const char *name = GIT_CONTROL[k];
-      if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || exempt(c, &st)) continue;
-      if (changed_in_run(c, &st) || (S_ISDIR(st.st_mode) && changed_inside(c, fd, name))) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/%s", g->path, name);
-        set_aside(fd, name, c->report, path);
-      }
-    }
-    close(fd);
-  }
-  return 0;
+  return sweep(j, c, r, c->roots[r].known, e, n, sweep_controls);
 }
 
-/* The directories of root R known to hold a `.git` file: one whose ctime moved during the run is set aside
- * (a rewrite through a shared mapping whose close comes after the run has no event in the run's window);
- * -1 when one cannot be opened for a reason other than being gone. */
-static int sweep_gitfiles_in(struct journal *j, struct check *c, int r, const struct registry_entry *e, int n) {
-  int fs = n > 0 ? journal_mark(j->log, c->roots[r].fd) : 0;
-  if (fs < 0) return -1;
-  for (int i = 0; i < n; i++) {
-    int fd = journal_open_handle(j->log, fs, e[i].handle, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 && errno == ESTALE) registry_drop(c->roots[r].gitfiles, &e[i]);
-    if (fd < 0 && errno != ESTALE && e[i].dev == c->roots[r].dev) return -1;
-    if (fd < 0) continue;
-    int in_exempt, at = where_is(c, fd, &in_exempt);
-    struct stat st;
-    if (at >= 0 && j->root_of[at] == r && !in_exempt && fstatat(fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        !S_ISDIR(st.st_mode) && changed_in_run(c, &st) && !exempt(c, &st)) {
-      char path[4200];
-      snprintf(path, sizeof path, "%s/.git", c->roots[r].path);
-      char proc[64], dir[4096];
-      snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-      ssize_t len = readlink(proc, dir, sizeof dir - 1);
-      if (len > 0) {
-        dir[len] = '\0';
-        snprintf(path, sizeof path, "%s/.git", dir);
-      }
-      set_aside(fd, ".git", c->report, path);
-    }
-    close(fd);
-  }
-  return 0;
-}
-
-/* Both lists: those the registry file held, and those noted by this process (its first walk's). */
+/* The directories of root R known to hold a `.git` file, both lists: those the registry file held, and
+ * those noted by this process (its first walk's). */
 static int sweep_gitfiles(struct journal *j, struct check *c, int r) {
   int n, m;
-  const struct registry_entry *loaded = registry_entries(c->roots[r].gitfiles, &n);
-  if (sweep_gitfiles_in(j, c, r, loaded, n) < 0) return -1;
-  const struct registry_entry *noted = registry_noted(c->roots[r].gitfiles, &m);
-  return sweep_gitfiles_in(j, c, r, noted, m);
+  struct registry *reg = c->roots[r].gitfiles;
+  const struct registry_entry *loaded = registry_entries(reg, &n);
+  if (sweep(j, c, r, reg, loaded, n, sweep_gitfile) < 0) return -1;
+  const struct registry_entry *noted = registry_noted(reg, &m);
+  return sweep(j, c, r, reg, noted, m, sweep_gitfile);
 }
 
 void journal_check(struct journal *j, struct check *c) {

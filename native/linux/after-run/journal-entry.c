@@ -32,8 +32,7 @@
 #include "where.h"
 #include "../watcher/watch-proto.h"
 
-/* The path of NAME in directory FD, for the report. */
-static const char *entry_path(int fd, const char *name, char *out, size_t size) {
+const char *entry_path(int fd, const char *name, char *out, size_t size) {
   char proc[64];
   snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
   ssize_t n = readlink(proc, out, size - 1);

@@ -13,4 +13,7 @@
  * not decode, a directory that cannot be placed). */
 int check_entry(struct check *c, struct journal_log *log, struct jkey *k, const int *root_of);
 
+/* The path of NAME in directory FD (through /proc/self/fd), for the report; OUT holds SIZE bytes. */
+const char *entry_path(int fd, const char *name, char *out, size_t size);
+
 #endif
