@@ -13,6 +13,7 @@
 #include "../common/errors.h"
 #include "changes.h"
 #include "nodes.h"
+#include "stage.h"
 
 void drop_unshare_net(char **prog) {
   char **p = prog;
@@ -75,5 +76,6 @@ void substitute_args(char **prog, long uid) {
     }
     snprintf(numbers[k], sizeof numbers[k], "%d", nodes[k].fd);
     prog[i] = numbers[k];
+    stage_note(prog, i, k);
   }
 }

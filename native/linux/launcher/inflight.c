@@ -52,7 +52,6 @@ struct rec {
   size_t len, at;
 };
 
-static const char *state_path;
 static int own_fd = -1;
 static char own_name[64];
 /* This run's writable roots to check (--check-root NAME of --open NAME PATH), read from ARGV before the

@@ -15,6 +15,10 @@
  *   5. replaces the arguments @NAME (a descriptor's number), @UID and @GID in PROGRAM's arguments: args.c,
  *      and @STATUS by the helper's set-up status channel, whose first line the report gives as
  *      `setup started|failed: WHY|none` after PROGRAM: setup-status.c;
+ *   5b. without --clone (tier 2: no CAP_SYS_ADMIN in the host's user namespace), PROGRAM's child mounts,
+ *      in a mount namespace of its own, a clone of each node's descriptor on STATE/stage/K (the same inode
+ *      opened again there, or the run is refused), and bwrap binds those instead of `--bind-fd`, which
+ *      would mount the descriptor's path: stage.c;
  *   6. runs PROGRAM with a fixed environment, waits for it, cleans up and exits as PROGRAM did. SIGTERM,
  *      SIGINT, SIGHUP and the death of its own parent kill PROGRAM first, so the cleanup still runs:
  *      program.c.
@@ -60,6 +64,7 @@
 #include "publish.h"
 #include "roots.h"
 #include "setup-status.h"
+#include "stage.h"
 #include "state.h"
 #include "watch.h"
 
@@ -89,7 +94,8 @@ int launch_main(int argc, char **argv) {
   inflight_begin();
 
   struct timespec start;
-  pid_t c = start_program(prog, &old_mask, &start, o.outer_ns);
+  int stage = !o.outer_ns && stage_planned();
+  pid_t c = start_program(prog, &old_mask, &start, o.outer_ns, stage);
   close_nodes();
   setup_status_started();
   watch_start(o.reap ? getpid() : c, o.watch_pids);

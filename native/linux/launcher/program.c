@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../common/errors.h"
+#include "stage.h"
 
 static volatile sig_atomic_t child_pid;
 
@@ -82,7 +83,7 @@ static void enter_outer_namespaces(void) {
   write_self("gid_map", gid_map, 0);
 }
 
-pid_t start_program(char **prog, const sigset_t *old, struct timespec *start, int outer_ns) {
+pid_t start_program(char **prog, const sigset_t *old, struct timespec *start, int outer_ns, int stage) {
   set_stop_handlers(on_signal);
   clock_gettime(CLOCK_REALTIME_COARSE, start); /* ctimes come from the same coarse clock */
   pid_t c = fork();
@@ -93,6 +94,7 @@ pid_t start_program(char **prog, const sigset_t *old, struct timespec *start, in
     set_stop_handlers(SIG_DFL);
     prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     if (outer_ns) enter_outer_namespaces();
+    else if (stage) stage_mounts(prog);
     char *env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
     execve(prog[0], prog, env);
     fprintf(stderr, "aleph-sandbox-init: cannot execute %s: %s\n", prog[0], strerror(errno));

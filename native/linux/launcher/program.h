@@ -20,8 +20,9 @@ void enter_run_cgroup(const char *dir);
  * of a user namespace of its own (mapping this process's uid and gid alone) and in a network namespace
  * owned by it: where bwrap cannot make either itself (gVisor refuses mount propagation changes in a user
  * namespace nested in another, and its netlink the loopback address bwrap sets), bwrap runs inside them
- * with neither --unshare-user nor --unshare-net. PROGRAM's pid. */
-pid_t start_program(char **prog, const sigset_t *old, struct timespec *start, int outer_ns);
+ * with neither --unshare-user nor --unshare-net (and mounts by path: stage.c is not tried there). Otherwise,
+ * with STAGE, PROGRAM's binds are staged clones of the checked descriptors (stage.c). PROGRAM's pid. */
+pid_t start_program(char **prog, const sigset_t *old, struct timespec *start, int outer_ns, int stage);
 /* The launcher's exit as PROGRAM's (STATUS): its code, or its signal raised again (128 + it otherwise). */
 int exit_as_program(int status);
 

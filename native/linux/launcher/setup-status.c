@@ -32,6 +32,8 @@ void setup_status_open(char **prog) {
   }
 }
 
+int setup_status_fd(void) { return status_w; }
+
 void setup_status_started(void) {
   if (status_w >= 0) close(status_w);
   status_w = -1;

@@ -14,6 +14,8 @@
 
 /* Makes the pipe when PROG has an argument @STATUS, and replaces each with its writing end's number. */
 void setup_status_open(char **prog);
+/* The writing end (-1 without the pipe): PROGRAM's child reports its own set-up failures on it (stage.c). */
+int setup_status_fd(void);
 /* In the launcher once PROGRAM is forked: closes the writing end here. */
 void setup_status_started(void);
 /* After PROGRAM: reads the first line the helper wrote and reports `setup …` (nothing without the pipe). */

@@ -11,6 +11,7 @@
 #include "../common/paths.h"
 
 int state_fd = -1;
+const char *state_path;
 
 void state_open(const char *path) {
   if (state_fd >= 0) close(state_fd); /* opened before the options (inflight.c), and again by --state */
@@ -20,6 +21,7 @@ void state_open(const char *path) {
     state_fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   }
   if (state_fd < 0) die("launch: cannot open the state directory %s: %s", path, open_path_why(errno));
+  state_path = path;
 }
 
 int state_file(const char *name, int flags) {

@@ -7,6 +7,8 @@
 
 /* The state directory's descriptor, -1 without --state. */
 extern int state_fd;
+/* Its path (no symlink on the way), NULL without --state. */
+extern const char *state_path;
 
 /* Opens the state directory PATH (no symlink on the way); dies when it cannot. */
 void state_open(const char *path);

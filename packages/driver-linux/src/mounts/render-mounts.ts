@@ -62,8 +62,9 @@ export interface RenderedMounts {
  * (bwrap's root or `/tmp`) is created first with `--perms 0755 --dir`.
  *
  * User paths (ops with an `fd`) are mounted from the launcher's descriptors:
- * - `inHelper: false` (unprivileged host): bwrap binds them with `--bind-fd`/`--ro-bind-fd`, and the helper
- *   checks each mount point is that very inode (`--verify`);
+ * - `inHelper: false` (unprivileged host): bwrap binds them with `--bind-fd`/`--ro-bind-fd`, which the
+ *   launcher turns into binds of clones of the very descriptors it checked (native/linux/launcher/stage.c),
+ *   and the helper checks each mount point is that very inode (`--verify`);
  * - `inHelper: true` (root host): the launcher clones them into detached, idmapped mounts and the helper
  *   attaches them (`--mnt`), together with every tmpfs and mask that lies inside one of them, after bwrap's
  *   own mounts.
