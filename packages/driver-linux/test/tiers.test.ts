@@ -85,7 +85,6 @@ describe('Linux tiers', () => {
       'transparent-egress',
       'protected-paths-during-run',
       'root-listing',
-      'grants-by-path',
       'root-file-identity',
       'process-limit',
     ]);

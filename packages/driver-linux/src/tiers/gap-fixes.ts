@@ -23,7 +23,6 @@ const TIER_GAPS = new Set([
   'transparent-egress',
   'protected-paths-during-run',
   'root-listing',
-  'grants-by-path',
 ]);
 
 /** How to get a tier stronger than the one in use (or `only` that one): each failed attempt's fix. */

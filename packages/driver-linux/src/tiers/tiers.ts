@@ -97,7 +97,6 @@ export function tierGaps(tier: LinuxTierId, ctx: TierGapContext): string[] {
       "transparent-egress: no network namespace of the command's own: no resolver inside and no transparent egress, so with allowHosts only clients that use the proxy variables reach the allowed hosts (Node's fetch and many Go, Java and Rust clients do not, nor a name looked up first with getent or dig), and no port can be published",
       'protected-paths-during-run: no read-only mounts: .git/hooks, .git/config, .aleph and the other protected paths inside a writable root are writable while the command runs (Landlock cannot exempt a sub-path of a granted one); after it the launcher renames aside what the command created or changed there and puts the originals back from a snapshot taken before the run, so a host process reading them while the command runs can still see what it planted',
       'root-listing: directories outside the grants cannot be listed, / included (`ls /` fails): a Landlock right to list / would cover every directory of the host',
-      'grants-by-path: Landlock rules are opened by path when the command starts, not from descriptors the launcher checked',
     );
   }
   if (tier === 'user-namespace' && ctx.hostProc === true)
