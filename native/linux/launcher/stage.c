@@ -148,9 +148,13 @@ static int open_again(int k, const int *again) {
   const char *shown = n->parent < 0 ? n->path : n->rel;
   struct stat st;
   if (fd < 0 || fstat(fd, &st) < 0)
-    die("launch: %s changed between its check and its mount (%s): the run is refused", shown, open_path_why(errno));
+    die("launch: %s changed while the sandbox was being set up (not there again after its check: %s; another "
+        "command may have moved it); run again",
+        shown, open_path_why(errno));
   if (st.st_dev != n->st.st_dev || st.st_ino != n->st.st_ino)
-    die("launch: %s was swapped between its check and its mount: the run is refused", shown);
+    die("launch: %s changed while the sandbox was being set up (swapped between its check and its mount: "
+        "another command may have moved it); run again",
+        shown);
   return fd;
 }
 

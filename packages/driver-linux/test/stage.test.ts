@@ -219,10 +219,12 @@ describe.skipIf(!usable)(
           if (swap) {
             expect(code, out).toBe(125);
             expect(out).toMatch(
-              /was swapped between its check and its mount|changed between its check and its mount/,
+              /changed while the sandbox was being set up \(swapped between its check and its mount/,
             );
             expect(out).not.toContain('arg --bind');
-            expect(readFileSync(status, 'utf8')).toMatch(/^setup\s+failed: launch: .*(swapped|changed)/m);
+            expect(readFileSync(status, 'utf8')).toMatch(
+              /^setup\s+failed: launch: .*changed while the sandbox was being set up \(swapped/m,
+            );
           } else {
             expect(code, out).toBe(0);
             expect(out).toContain(`inode ${inode(w.ws)}\n`);

@@ -5,7 +5,8 @@
  * own set-up, e.g. a cgroup leaf). A failure read from bwrap's or the helper's exit status and stderr is not
  * replayed: the command itself could have printed it, and a command must never run twice; the error then
  * says the verdict was renewed and to run it again. That happens at most once per driver: afterwards the
- * verdict is no longer the cache's.
+ * verdict is no longer the cache's. A path another run moved between the launcher's check and its mount
+ * (`failedByRace`, told on the status channel) says nothing of the host: the verdict stands.
  */
 import {
   DriverError,
@@ -14,7 +15,7 @@ import {
   sessionKeyToFilename,
 } from '@aleph/sandbox-core';
 import type { CommandRunner } from '../run/run-command.js';
-import { failedAfterStart } from '../run/run-result.js';
+import { failedAfterStart, failedByRace } from '../run/run-result.js';
 import type { PlanBuilder } from './plan-builder.js';
 import type { TierChoice } from './tier-choice.js';
 
@@ -35,7 +36,12 @@ export async function runRevalidating(
   try {
     return await runner.run(request);
   } catch (error) {
-    if (!tiers.fromCache || !(error instanceof DriverError) || error.code !== 'ALEPH_DRIVER_FAILED')
+    if (
+      !tiers.fromCache ||
+      !(error instanceof DriverError) ||
+      error.code !== 'ALEPH_DRIVER_FAILED' ||
+      failedByRace(error)
+    )
       throw error;
     runner.recheck();
     const fresh = await tiers.revalidate();

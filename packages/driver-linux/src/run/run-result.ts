@@ -30,6 +30,15 @@ function afterStart(error: DriverError): DriverError {
 export const failedAfterStart = (error: unknown): boolean =>
   error instanceof DriverError && seenAfterStart.has(error);
 
+const seenRaced = new WeakSet<DriverError>();
+
+/**
+ * Whether `error` is a set-up failure the status channel gave as a path that changed between the
+ * launcher's check and its mount (another run moved it): the host is as the cached tier says, so the
+ * verdict stands (revalidate.ts) and the caller is told to run again.
+ */
+export const failedByRace = (error: unknown): boolean => error instanceof DriverError && seenRaced.has(error);
+
 /**
  * What one run through the launcher came to: a set-up failure of the helper or of bubblewrap (thrown,
  * with its fix), or the command's output with the run's details (tier, identity, what is not enforced,
@@ -93,14 +102,17 @@ export function launchOutput(
  */
 function setupFailure(result: BoundedRunResult, profile: LinuxProfile, setup: SetupStatus | undefined): void {
   if (setup?.state === 'started') return;
-  if (setup?.state === 'failed')
-    throw afterStart(
+  if (setup?.state === 'failed') {
+    const error = afterStart(
       new DriverError(
         'ALEPH_DRIVER_FAILED',
         'linux',
         `the sandbox helper failed: aleph-sandbox-init: ${setup.reason}`,
       ),
     );
+    if (/ changed while the sandbox was being set up \(/.test(setup.reason)) seenRaced.add(error);
+    throw error;
+  }
   const stderr = Buffer.from(result.stderr).toString('utf8');
   if (
     result.killedBy === null &&
