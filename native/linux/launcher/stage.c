@@ -14,7 +14,8 @@
  *      set-up failure, reported on the helper's status channel;
  *   3. clones that descriptor (open_tree, with the mounts below it) and attaches the clone on an entry of
  *      a tmpfs of its own, mounted on STATE/stage (an empty directory of the launcher's state, so no
- *      sandbox ever names it);
+ *      sandbox ever names it); a node holding STATE is cloned before that tmpfs is mounted, so no clone
+ *      takes in the tmpfs and the clones already on it;
  *   4. gives bwrap `--bind STATE/stage/K DEST` (`--ro-bind`) for `--bind-fd FD DEST`, and closes FD at the
  *      exec: bwrap mounts the clone of what was checked, and no path a command can reach is resolved.
  * Where the kernel or a container's seccomp refuses a step (ENOSYS, EPERM, EINVAL) the arguments stay
@@ -158,25 +159,52 @@ static int open_again(int k, const int *again) {
   return fd;
 }
 
-/* Step 3 for bind B: the clone of AGAIN attached on entry B of the tmpfs TMP; 0, or -1 when refused. */
-static int attach_clone(int tmp, int b, int again) {
+/* Step 3's clone of AGAIN, node N's descriptor opened again (with the mounts below it); -1 when refused. */
+static int clone_of(int again, const struct node *n) {
+  int c = (int)syscall(SYS_open_tree, again, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+  if (c < 0 && !refused(errno)) die("launch: stage: cannot clone the mount of %s: %s", n->name, strerror(errno));
+  return c;
+}
+
+/* Step 3 for bind B: its clone C attached on entry B of the tmpfs TMP (C is closed); 0, or -1 when refused. */
+static int attach_clone(int tmp, int b, int c) {
   char name[16];
   snprintf(name, sizeof name, "%d", b);
   const struct node *n = &nodes[binds[b].node];
   int made = S_ISDIR(n->st.st_mode) ? mkdirat(tmp, name, 0700) : openat(tmp, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (made < 0) die("launch: stage: %s: %s", name, strerror(errno));
   if (!S_ISDIR(n->st.st_mode)) close(made);
-  int c = (int)syscall(SYS_open_tree, again, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
-  if (c < 0 && refused(errno)) return -1;
-  if (c < 0) die("launch: stage: cannot clone the mount of %s: %s", n->name, strerror(errno));
-  if (syscall(SYS_move_mount, c, "", tmp, name, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
-    int e = errno;
-    close(c);
-    if (refused(e)) return -1;
-    die("launch: stage: cannot attach the mount of %s: %s", n->name, strerror(e));
-  }
+  int moved = (int)syscall(SYS_move_mount, c, "", tmp, name, MOVE_MOUNT_F_EMPTY_PATH);
+  int e = errno;
   close(c);
-  return 0;
+  if (moved < 0 && !refused(e)) die("launch: stage: cannot attach the mount of %s: %s", n->name, strerror(e));
+  return moved < 0 ? -1 : 0;
+}
+
+/* Whether node K holds the state directory: its clone, made once the tmpfs is on STATE/stage, would take in
+ * the tmpfs and every clone already on it (a tree doubling with each such node). Paths as the launcher
+ * opened them: no symlink on the way. */
+static int holds_state(int k) {
+  int r = k;
+  while (nodes[r].parent >= 0) r = nodes[r].parent;
+  if (nodes[r].path == NULL) return 1; /* not known: cloned first, which is always right */
+  char full[4096 + sizeof nodes[k].rel + 2];
+  int n = snprintf(full, sizeof full, "%s%s%s", nodes[r].path, nodes[k].rel[0] != '\0' ? "/" : "", nodes[k].rel);
+  if (n < 0 || n >= (int)sizeof full) return 1;
+  size_t len = (size_t)n;
+  while (len > 0 && full[len - 1] == '/') len--;
+  return strncmp(state_path, full, len) == 0 && (state_path[len] == '/' || state_path[len] == '\0');
+}
+
+/* Step 2 for bind B: each node on the way to it opened again, in order (a parent before its children). */
+static int open_chain(int b, int *again) {
+  int chain[MAX_NODES], depth = 0;
+  for (int k = binds[b].node; k >= 0 && again[k] < 0; k = nodes[k].parent) chain[depth++] = k;
+  while (depth > 0) {
+    int k = chain[--depth];
+    again[k] = open_again(k, again);
+  }
+  return again[binds[b].node];
 }
 
 /* Step 4: the bind arguments name the staged clones, and the nodes' own descriptors close at the exec. */
@@ -194,23 +222,24 @@ static void rewrite(char **prog) {
 void stage_mounts(char **prog) {
   status_channel(setup_status_fd()); /* a failure here is the set-up's, told where the host believes it */
   if (!enter_namespaces(prog)) return;
-  int tmp = stage_tmpfs();
-  if (tmp < 0) return;
-  int again[MAX_NODES];
+  int again[MAX_NODES], clones[MAX_NODES];
   for (int k = 0; k < nnodes; k++) again[k] = -1;
+  for (int b = 0; b < nbinds; b++) clones[b] = -1;
+  /* The nodes holding the state directory are cloned before the tmpfs is there. */
   int ok = 1;
+  for (int b = 0; ok && b < nbinds; b++)
+    if (holds_state(binds[b].node)) ok = (clones[b] = clone_of(open_chain(b, again), &nodes[binds[b].node])) >= 0;
+  int tmp = ok ? stage_tmpfs() : -1;
+  ok = tmp >= 0;
   for (int b = 0; ok && b < nbinds; b++) {
-    /* Each node on the way to it, in order (a parent comes before its children). */
-    int chain[MAX_NODES], depth = 0;
-    for (int k = binds[b].node; k >= 0 && again[k] < 0; k = nodes[k].parent) chain[depth++] = k;
-    while (depth > 0) {
-      int k = chain[--depth];
-      again[k] = open_again(k, again);
-    }
-    ok = attach_clone(tmp, b, again[binds[b].node]) == 0;
+    if (clones[b] < 0) clones[b] = clone_of(open_chain(b, again), &nodes[binds[b].node]);
+    ok = clones[b] >= 0 && attach_clone(tmp, b, clones[b]) == 0;
+    clones[b] = -1;
   }
+  for (int b = 0; b < nbinds; b++)
+    if (clones[b] >= 0) close(clones[b]);
   for (int k = 0; k < nnodes; k++)
     if (again[k] >= 0) close(again[k]);
-  close(tmp);
+  if (tmp >= 0) close(tmp);
   if (ok) rewrite(prog);
 }

@@ -65,15 +65,12 @@ interface World {
   status: string;
 }
 
-function world(who: Who): World {
+function world(who: Who, stateInWorkspace = false): World {
   const base = mkdtempSync(path.join(os.tmpdir(), 'aleph-stage-'));
   dirs.push(base);
-  const w = {
-    base,
-    ws: path.join(base, 'ws'),
-    state: path.join(base, 'state'),
-    status: path.join(base, 'status'),
-  };
+  const ws = path.join(base, 'ws');
+  const state = stateInWorkspace ? path.join(ws, 'state') : path.join(base, 'state');
+  const w = { base, ws, state, status: path.join(base, 'status') };
   mkdirSync(w.ws);
   mkdirSync(w.state, { mode: 0o700 });
   writeFileSync(path.join(w.ws, '.envrc'), 'export X=1\n');
@@ -87,6 +84,7 @@ const PROBE = [
   'for a in "$@"; do echo "arg $a"; done',
   'echo "inode $(stat -c %d:%i "$2")"',
   'grep -qF " $2 " /proc/self/mountinfo && echo "mounted $2"',
+  'echo "below $(grep -cF " $2/" /proc/self/mountinfo)"',
   'for f in /proc/self/fd/*; do echo "fd $(readlink "$f")"; done',
 ].join('; ');
 
@@ -164,6 +162,21 @@ describe.skipIf(!usable)(
         expect(fds.filter((l) => l.includes(w.ws))).toEqual([]);
         // The host sees none of it: the stage is an empty directory, with nothing mounted on it.
         expect(readdirSync(stage)).toEqual([]);
+        expect(hostMounts(w)).toEqual([]);
+        expect(r.stdout).toContain('below 0\n');
+      });
+
+      it(`${who.name}: with the state directory inside the workspace, the workspace's clone does not take in the stage`, () => {
+        const w = world(who, true);
+        const argv = [...who.prefix, helper, ...launchArgs(w, [])];
+        const r = spawnSync(argv[0] as string, argv.slice(1), { encoding: 'utf8', timeout: 30_000 });
+        expect(r.status, r.stderr).toBe(0);
+        const stage = path.join(w.state, 'stage');
+        expect(r.stdout).toContain(`mounted ${stage}/0\n`);
+        expect(r.stdout).toContain(`inode ${inode(w.ws)}\n`);
+        // Cloned after the tmpfs was mounted, it would hold ${stage}/0/state/stage (and each later clone
+        // every earlier one).
+        expect(r.stdout).toContain('below 0\n');
         expect(hostMounts(w)).toEqual([]);
       });
 
