@@ -120,3 +120,17 @@ describe('fixes that fit the failure in a container', () => {
     expect(gvisorGeneration('/proc/sys/kernel/aleph-no-such-file')).toBe('before-2023-11');
   });
 });
+
+describe('a fault of the host, not of the tier', () => {
+  it('a state directory with a symlink on its path gets the same fix in every tier, naming the path, not namespaces', () => {
+    const failure =
+      'aleph-sandbox-init: launch: cannot open the state directory /home/u/.aleph/run: it or a directory above it is a symlink, which could be swapped';
+    for (const tier of ['namespaces', 'user-namespace', 'direct'] as const) {
+      const fix = fixFor(tier, failure, DEFAULT);
+      expect(fix).toMatch(/state directory a path without symlinks/);
+      expect(fix).not.toMatch(/user namespaces|CAP_SYS_ADMIN|seccomp/);
+    }
+    // Control: another failure of the launcher keeps the tier's own fix.
+    expect(fixFor('user-namespace', CLONE, DEFAULT)).not.toMatch(/state directory/);
+  });
+});

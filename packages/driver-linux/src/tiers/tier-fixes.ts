@@ -48,6 +48,10 @@ export function apparmorUserns(
   };
 }
 
+/** Where the state directory's path holds a symlink, every tier fails the same way. */
+const STATE_SYMLINK_FIX =
+  "give the state directory a path without symlinks: it is `~/.aleph/run` (the driver's `stateDir` option otherwise), so run with HOME set to its real path (`HOME=$(realpath ~)`) or pass a `stateDir` whose path has no symlink";
+
 /**
  * The exact change that makes `tier` work here, from what failed, what the host shows (`traits`: its
  * capabilities, a masked /proc, gVisor) and the kernel's settings.
@@ -55,6 +59,8 @@ export function apparmorUserns(
 export function fixFor(tier: LinuxTierId, failure: string, traits: HostTraits = readHostTraits()): string {
   // What failed, without a fix the message may already carry (a run's own).
   const detail = failure.split('; fix: ')[0] as string;
+  // Every tier's launcher opens the state directory first: its path is the fault, not the tier.
+  if (/cannot open the state directory .*symlink/.test(detail)) return STATE_SYMLINK_FIX;
   if (/bwrap not found|ENOENT.*bwrap|cannot execute .*bwrap/i.test(detail) && tier !== 'direct')
     return 'install bubblewrap: apt-get install -y bubblewrap (Debian/Ubuntu) or dnf install bubblewrap';
   if (tier === 'namespaces')
