@@ -1,52 +1,16 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import type { BoundedRunResult, DriverRunRequest } from '@aleph/sandbox-core';
-import { afterEach, describe, expect, it } from 'vitest';
+import type { DriverRunRequest } from '@aleph/sandbox-core';
+import { describe, expect, it } from 'vitest';
 import type { PlanBuilder } from '../src/driver/plan-builder.js';
 import { runRevalidating } from '../src/driver/revalidate.js';
 import type { TierChoice } from '../src/driver/tier-choice.js';
-import type { LinuxProfile } from '../src/profile/profile-types.js';
 import type { CommandRunner } from '../src/run/run-command.js';
-import { launchOutput } from '../src/run/run-result.js';
+import { setupFailedError } from './setup-failure.js';
 
 /**
  * A cached tier verdict is dropped on a set-up failure (the host may have changed), but not on a path that
  * another run moved between the launcher's check and its mount: that says nothing of the host, and any
  * command can cause it in a shared workspace.
  */
-
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-/** The error launchOutput throws for a run whose status channel said `setup failed: REASON`. */
-function setupError(reason: string): unknown {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'aleph-revalidate-'));
-  dirs.push(dir);
-  const reportFile = path.join(dir, 'report');
-  writeFileSync(reportFile, `setup failed: ${reason}\n`);
-  const result: BoundedRunResult = {
-    exitCode: 125,
-    signal: null,
-    stdout: new Uint8Array(),
-    stderr: new Uint8Array(),
-    stdoutTruncated: false,
-    stderrTruncated: false,
-    timedOut: false,
-    killedBy: null,
-    durationMs: 1,
-    pid: 1,
-  };
-  const profile = { tier: 'user-namespace', launch: [] } as unknown as LinuxProfile;
-  try {
-    launchOutput(result, profile, { limits: 'rlimits', reportFile, notEnforced: [] });
-  } catch (error) {
-    return error;
-  }
-  throw new Error('launchOutput did not throw');
-}
 
 function world(error: unknown) {
   const seen = { runs: 0, rechecks: 0, revalidations: 0 };
@@ -72,7 +36,7 @@ function world(error: unknown) {
 
 describe('runRevalidating', () => {
   it('a path moved during the set-up keeps the cached verdict and is not run again', async () => {
-    const error = setupError(
+    const error = setupFailedError(
       'launch: .git/config changed while the sandbox was being set up (swapped between its check and its mount: another command may have moved it); run again',
     );
     const w = world(error);
@@ -81,7 +45,7 @@ describe('runRevalidating', () => {
   });
 
   it('another set-up failure drops the cached verdict and says so (control)', async () => {
-    const w = world(setupError('landlock_create_ruleset: Function not implemented'));
+    const w = world(setupFailedError('landlock_create_ruleset: Function not implemented'));
     await expect(w.run()).rejects.toThrow(/the tier chosen earlier for this host .* was dropped/);
     expect(w.seen).toEqual({ runs: 1, rechecks: 1, revalidations: 1 });
   });

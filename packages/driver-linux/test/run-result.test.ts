@@ -5,6 +5,7 @@ import type { BoundedRunResult } from '@aleph/sandbox-core';
 import { describe, expect, it } from 'vitest';
 import type { LinuxProfile } from '../src/profile/profile-types.js';
 import { failedAfterStart, failedByRace, launchOutput } from '../src/run/run-result.js';
+import { setupFailedError } from './setup-failure.js';
 
 const bwrapFailed = (stderr: string): BoundedRunResult => ({
   exitCode: 1,
@@ -149,29 +150,12 @@ describe("launchOutput: the helper's set-up status decides, not the command's st
 });
 
 describe('launchOutput: a path another run moved during the set-up', () => {
-  const failedWith = (reason: string): Error => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'aleph-run-result-'));
-    try {
-      const reportFile = path.join(dir, 'report');
-      writeFileSync(reportFile, `setup failed: ${reason}\n`);
-      const exited: BoundedRunResult = { ...bwrapFailed(''), exitCode: 125 };
-      try {
-        launchOutput(exited, profile, { ...run, reportFile });
-      } catch (error) {
-        return error as Error;
-      }
-      throw new Error('launchOutput did not throw');
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  };
-
   it("the launcher's and the helper's 'changed while the sandbox was being set up' on the status channel are races, not the host's", () => {
     for (const reason of [
       'launch: ws changed while the sandbox was being set up (swapped between its check and its mount: another command may have moved it); run again',
       '/w/.git/hooks changed while the sandbox was being set up (another command may have moved it); run again',
     ]) {
-      const error = failedWith(reason);
+      const error = setupFailedError(reason);
       expect(error.message).toContain(reason);
       expect(failedAfterStart(error)).toBe(true);
       expect(failedByRace(error)).toBe(true);
@@ -179,7 +163,7 @@ describe('launchOutput: a path another run moved during the set-up', () => {
   });
 
   it('any other set-up failure is not a race (control)', () => {
-    const error = failedWith('landlock_create_ruleset: Function not implemented');
+    const error = setupFailedError('landlock_create_ruleset: Function not implemented');
     expect(failedAfterStart(error)).toBe(true);
     expect(failedByRace(error)).toBe(false);
   });

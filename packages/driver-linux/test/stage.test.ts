@@ -3,19 +3,17 @@ import {
   chownSync,
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   readlinkSync,
   renameSync,
-  rmSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { checkHelperSync, resolveHelperPath } from '../src/index.js';
+import { tempDirs } from './temp-dirs.js';
 
 /**
  * Tier 2's binds made from the descriptors the launcher checked (native/linux/launcher/stage.c), by the
@@ -51,11 +49,10 @@ if (isRoot && hasSetpriv) {
   });
 }
 
-const dirs: string[] = [];
+const tempDir = tempDirs('aleph-stage-');
 const children: ChildProcess[] = [];
 afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
 interface World {
@@ -66,8 +63,7 @@ interface World {
 }
 
 function world(who: Who, stateInWorkspace = false): World {
-  const base = mkdtempSync(path.join(os.tmpdir(), 'aleph-stage-'));
-  dirs.push(base);
+  const base = tempDir();
   const ws = path.join(base, 'ws');
   const state = stateInWorkspace ? path.join(ws, 'state') : path.join(base, 'state');
   const w = { base, ws, state, status: path.join(base, 'status') };
